@@ -1,0 +1,218 @@
+//! Account: wall time, CPU time and busy CPUs of each phase.
+//!
+//! A [`PhaseGuard`] is started when a phase begins and finished when it ends.
+//! CPU seconds are `getrusage` of this process plus its reaped children (so a
+//! cargo build counts in full once it has been waited for). Peak busy CPUs
+//! come from sampling the whole process tree in `/proc` every
+//! [`SAMPLE_INTERVAL`]: the largest CPU-s / s seen over one interval.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+/// How often the process tree is sampled for peak busy CPUs.
+pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(200);
+
+/// The phases of a batch, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Phase {
+    Draw,
+    ExtractDedup,
+    Probe,
+    ScoreBuild,
+    ScoreRun,
+    Persist,
+}
+
+/// One phase's figures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PhaseFigures {
+    pub phase: Phase,
+    pub wall_s: f64,
+    pub cpu_s: f64,
+    /// CPU-s / wall-s.
+    pub avg_busy: f64,
+    /// Largest busy CPUs over one sample interval; at least `avg_busy`, at
+    /// most the machine's CPUs.
+    pub peak_busy: f64,
+}
+
+/// Measures one phase from `start` to `finish`.
+pub struct PhaseGuard {
+    phase: Phase,
+    started: Instant,
+    cpu_at_start: f64,
+    sampler: Option<Sampler>,
+}
+
+struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<f64>,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 6] = [
+        Phase::Draw,
+        Phase::ExtractDedup,
+        Phase::Probe,
+        Phase::ScoreBuild,
+        Phase::ScoreRun,
+        Phase::Persist,
+    ];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Phase::Draw => "draw",
+            Phase::ExtractDedup => "extract+dedup",
+            Phase::Probe => "probe",
+            Phase::ScoreBuild => "score build",
+            Phase::ScoreRun => "score run",
+            Phase::Persist => "persist",
+        }
+    }
+
+    pub fn from_stored(s: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+}
+
+impl Serialize for Phase {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PhaseGuard {
+    pub fn start(phase: Phase) -> PhaseGuard {
+        PhaseGuard {
+            phase,
+            started: Instant::now(),
+            cpu_at_start: process_cpu_seconds(),
+            sampler: Sampler::spawn(),
+        }
+    }
+
+    pub fn finish(mut self) -> PhaseFigures {
+        let wall_s = self.started.elapsed().as_secs_f64();
+        let cpu_s = (process_cpu_seconds() - self.cpu_at_start).max(0.0);
+        let avg_busy = if wall_s > 0.0 { cpu_s / wall_s } else { 0.0 };
+        // Tick rounding summed over many processes can overshoot the machine.
+        let cpus = std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64);
+        let sampled_peak = self.sampler.take().map_or(0.0, Sampler::stop).min(cpus);
+        PhaseFigures {
+            phase: self.phase,
+            wall_s,
+            cpu_s,
+            avg_busy,
+            peak_busy: sampled_peak.max(avg_busy),
+        }
+    }
+}
+
+impl Sampler {
+    /// Starts sampling; `None` where `/proc` cannot be read.
+    fn spawn() -> Option<Sampler> {
+        tree_cpu_seconds()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("assay-sampler".into())
+            .spawn(move || {
+                let mut peak: f64 = 0.0;
+                let mut last = (Instant::now(), tree_cpu_seconds().unwrap_or(0.0));
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::park_timeout(SAMPLE_INTERVAL);
+                    let now = (Instant::now(), tree_cpu_seconds().unwrap_or(last.1));
+                    let dt = now.0.duration_since(last.0).as_secs_f64();
+                    // Shorter windows are all tick noise.
+                    if dt >= SAMPLE_INTERVAL.as_secs_f64() * 0.9 {
+                        peak = peak.max((now.1 - last.1).max(0.0) / dt);
+                        last = now;
+                    }
+                }
+                peak
+            })
+            .ok()?;
+        Some(Sampler { stop, handle })
+    }
+
+    fn stop(self) -> f64 {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.thread().unpark();
+        self.handle.join().unwrap_or(0.0)
+    }
+}
+
+/// CPU seconds of this process and every child it has reaped.
+pub fn process_cpu_seconds() -> f64 {
+    fn of(who: libc::c_int) -> f64 {
+        // SAFETY: getrusage fills the struct we hand it.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrusage(who, &mut usage) } != 0 {
+            return 0.0;
+        }
+        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        secs(usage.ru_utime) + secs(usage.ru_stime)
+    }
+    of(libc::RUSAGE_SELF) + of(libc::RUSAGE_CHILDREN)
+}
+
+/// CPU seconds of this process's whole live tree, each process counted with
+/// its reaped children, read from `/proc`.
+fn tree_cpu_seconds() -> Option<f64> {
+    let me = std::process::id() as i32;
+    let ticks = procfs::ticks_per_second() as f64;
+    let mut stats = Vec::new();
+    for process in procfs::process::all_processes().ok()?.flatten() {
+        if let Ok(stat) = process.stat() {
+            stats.push((
+                stat.pid,
+                stat.ppid,
+                stat.utime + stat.stime,
+                stat.cutime + stat.cstime,
+            ));
+        }
+    }
+    let mut in_tree = std::collections::HashSet::from([me]);
+    // Parents precede children in pid order except after pid wrap-around;
+    // repeat until nothing joins.
+    loop {
+        let before = in_tree.len();
+        for (pid, ppid, ..) in &stats {
+            if in_tree.contains(ppid) {
+                in_tree.insert(*pid);
+            }
+        }
+        if in_tree.len() == before {
+            break;
+        }
+    }
+    let total: i64 = stats
+        .iter()
+        .filter(|(pid, ..)| in_tree.contains(pid))
+        .map(|(_, _, own, children)| *own as i64 + *children)
+        .sum();
+    Some(total as f64 / ticks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phase_names_round_trip() {
+        for p in Phase::ALL {
+            assert_eq!(Phase::from_stored(p.as_str()), Some(p));
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! assay: the candidate loop of LLM code synthesis.
+//!
+//! A batch goes through one module per stage: [`draw`] asks a pool for
+//! replies, [`extract`] turns replies into candidate sources, [`dedup`]
+//! groups identical programs, [`probe`] learns in one wide cargo build which
+//! candidates compile, [`score`] runs the survivors over the task's oracle
+//! cases in sandboxed child processes, and [`store`] keeps every result in
+//! SQLite as it arrives. [`account`] measures each phase, [`report`] renders
+//! what a batch came to, and [`pipeline`] wires the stages together. See
+//! docs/architecture.md for the map and its invariants.
+
+pub mod account;
+pub mod dedup;
+pub mod draw;
+pub mod extract;
+pub mod package;
+pub mod pipeline;
+pub mod probe;
+pub mod progress;
+pub mod report;
+pub mod score;
+pub mod spec;
+pub mod store;

@@ -1,0 +1,330 @@
+//! Pipeline: wires the stages of one batch together.
+//!
+//! draw -> extract+dedup -> probe -> score build -> score run -> persist.
+//! Each phase runs inside an accounting guard, and every result is stored as
+//! it arrives. Stages exchange plain data; only this module knows their order.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use tokio::sync::mpsc;
+
+use crate::account::{Phase, PhaseFigures, PhaseGuard};
+use crate::dedup;
+use crate::draw::{Drawn, ReplayPool};
+use crate::extract::{self, Extraction};
+use crate::package::{ModuleKey, Package};
+use crate::probe::{self, Probed};
+use crate::progress::Progress;
+use crate::score::{self, RunLimits, ScoreVerdict, Scored};
+use crate::spec::{AdmitRule, Spec};
+use crate::store::{BatchId, BatchStatus, NewBatch, Store};
+
+/// Everything a batch needs besides the store.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub spec: Spec,
+    /// Candidates to draw.
+    pub n: usize,
+    /// Where each batch's outputs go (`batch-N/errors/`, the scorer).
+    pub out_dir: PathBuf,
+    /// Where the per-task generated packages live (kept warm across batches).
+    pub work_dir: PathBuf,
+    /// Cargo's target directory for those packages (kept warm too).
+    pub target_dir: PathBuf,
+}
+
+/// Checks what can be checked before anything is written: a batch that
+/// cannot start leaves no trace in the store.
+pub fn prepare(cfg: &RunConfig) -> Result<ReplayPool> {
+    let pool = ReplayPool::open("replay", &cfg.spec.draw.replay)?;
+    pool.check_capacity(cfg.n)?;
+    Ok(pool)
+}
+
+/// Runs one batch to the end and returns its id. On failure after the batch
+/// was created, the batch is marked failed with the reason, and everything
+/// stored so far stays.
+pub async fn run(
+    cfg: &RunConfig,
+    pool: ReplayPool,
+    store: &Store,
+    progress: &Progress,
+) -> Result<BatchId> {
+    let batch = store
+        .begin_batch(&NewBatch {
+            task: &cfg.spec.name,
+            spec_path: &cfg.spec.path,
+            pool: &pool.name,
+            n: cfg.n,
+        })
+        .await?;
+    tracing::info!(batch, task = %cfg.spec.name, n = cfg.n, "batch started");
+    match run_batch(cfg, &pool, store, progress, batch).await {
+        Ok(()) => Ok(batch),
+        Err(e) => {
+            let reason = format!("{e:#}");
+            store
+                .finish_batch(batch, BatchStatus::Failed, Some(&reason))
+                .await?;
+            Err(e.context(format!("batch {batch} failed")))
+        }
+    }
+}
+
+async fn run_batch(
+    cfg: &RunConfig,
+    pool: &ReplayPool,
+    store: &Store,
+    progress: &Progress,
+    batch: BatchId,
+) -> Result<()> {
+    let batch_dir = cfg.out_dir.join(format!("batch-{batch}"));
+    let errors_dir = batch_dir.join("errors");
+    std::fs::create_dir_all(&errors_dir)
+        .with_context(|| format!("cannot create {}", errors_dir.display()))?;
+    store.set_errors_dir(batch, &errors_dir).await?;
+
+    let guard = PhaseGuard::start(Phase::Draw);
+    let replies = draw(pool, cfg.n, store, progress, batch).await?;
+    record(store, batch, guard.finish()).await?;
+
+    let guard = PhaseGuard::start(Phase::ExtractDedup);
+    let extracted = extract_and_dedup(&cfg.spec, &replies, store, batch).await?;
+    record(store, batch, guard.finish()).await?;
+
+    let package = Package::open(&cfg.spec, &cfg.work_dir, &cfg.target_dir)?;
+    let guard = PhaseGuard::start(Phase::Probe);
+    let probed = probe(&package, &extracted, progress).await?;
+    let figures = guard.finish();
+    store_probe(store, batch, probed.clone(), &errors_dir, &figures).await?;
+    record(store, batch, figures).await?;
+
+    let guard = PhaseGuard::start(Phase::ScoreBuild);
+    let scorer = build_scorer(&cfg.spec, &package, &probed, &batch_dir, store, batch).await?;
+    drop(package);
+    record(store, batch, guard.finish()).await?;
+
+    let guard = PhaseGuard::start(Phase::ScoreRun);
+    score_all(&cfg.spec, scorer, store, progress, batch).await?;
+    record(store, batch, guard.finish()).await?;
+
+    let guard = PhaseGuard::start(Phase::Persist);
+    store
+        .finish_batch(batch, BatchStatus::Finished, None)
+        .await?;
+    record(store, batch, guard.finish()).await?;
+    Ok(())
+}
+
+async fn record(store: &Store, batch: BatchId, figures: PhaseFigures) -> Result<()> {
+    tracing::debug!(?figures, "phase done");
+    Ok(store.record_phase(batch, &figures).await?)
+}
+
+/// Draws `n` replies, storing each as it arrives.
+async fn draw(
+    pool: &ReplayPool,
+    n: usize,
+    store: &Store,
+    progress: &Progress,
+    batch: BatchId,
+) -> Result<Vec<Drawn>> {
+    let bar = progress.bar("draw", n);
+    let (tx, mut rx) = mpsc::channel(64);
+    let pool = pool.clone();
+    let drawing = tokio::spawn(async move { pool.draw(n, 0, tx).await });
+    let mut replies = Vec::with_capacity(n);
+    while let Some(drawn) = rx.recv().await {
+        store.record_reply(batch, &drawn).await?;
+        bar.inc(1);
+        replies.push(drawn);
+    }
+    drawing.await.context("the draw task panicked")??;
+    bar.finish();
+    replies.sort_by_key(|d| d.idx);
+    Ok(replies)
+}
+
+/// A candidate that extraction and dedup kept for probing.
+struct Unique {
+    idx: usize,
+    source: String,
+}
+
+async fn extract_and_dedup(
+    spec: &Spec,
+    replies: &[Drawn],
+    store: &Store,
+    batch: BatchId,
+) -> Result<Vec<Unique>> {
+    let extractions: Vec<Extraction> = replies
+        .iter()
+        .map(|d| {
+            extract::extract(
+                d.reply.content.as_deref(),
+                d.reply.finish_reason.as_deref(),
+                &spec.entry,
+            )
+        })
+        .collect();
+    let fingerprints: Vec<Option<dedup::Fingerprint>> = extractions
+        .iter()
+        .map(|e| match e {
+            Extraction::Source(src) => dedup::fingerprint(src),
+            Extraction::Failed(_) => None,
+        })
+        .collect();
+    // Groups are formed over batch positions; map them back to reply indices.
+    let dups = dedup::duplicates(&fingerprints);
+    let mut unique = Vec::new();
+    for (pos, (drawn, extraction)) in replies.iter().zip(extractions).enumerate() {
+        let dup_of = dups[pos].map(|rep| replies[rep].idx);
+        let fp = fingerprints[pos].map(|f| f.to_string());
+        store
+            .record_candidate(batch, drawn.idx, &extraction, fp.as_deref(), dup_of)
+            .await?;
+        if let (Extraction::Source(source), None) = (extraction, dup_of) {
+            unique.push(Unique {
+                idx: drawn.idx,
+                source,
+            });
+        }
+    }
+    Ok(unique)
+}
+
+async fn probe(package: &Package, unique: &[Unique], progress: &Progress) -> Result<Vec<Probed>> {
+    let bar = progress.bar("probe", unique.len());
+    let sources: Vec<(usize, &str)> = unique.iter().map(|u| (u.idx, u.source.as_str())).collect();
+    let probed = probe::probe_wide(package, &sources, |done| bar.set_position(done as u64)).await?;
+    bar.finish();
+    Ok(probed)
+}
+
+/// Writes each failing candidate's diagnostics to its error file and stores
+/// the run.
+async fn store_probe(
+    store: &Store,
+    batch: BatchId,
+    probed: Vec<Probed>,
+    errors_dir: &Path,
+    figures: &PhaseFigures,
+) -> Result<()> {
+    let run = store.begin_probe_run(batch, "wide").await?;
+    let mut rows = Vec::with_capacity(probed.len());
+    for p in probed {
+        let error_file = if p.verdict.compiled() {
+            None
+        } else {
+            let path = errors_dir.join(format!("c{}.txt", p.idx));
+            let text = format!("candidate {}: {}\n\n{}", p.idx, p.verdict, p.diagnostics);
+            std::fs::write(&path, text)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            Some(path)
+        };
+        rows.push((p, error_file));
+    }
+    store
+        .record_probe_verdicts(run, batch, &rows, figures)
+        .await?;
+    Ok(())
+}
+
+/// A built scorer, copied into the batch's directory so scoring needs no
+/// lock on the task's package.
+struct Scorer {
+    exe: PathBuf,
+    keys: Vec<ModuleKey>,
+}
+
+async fn build_scorer(
+    spec: &Spec,
+    package: &Package,
+    probed: &[Probed],
+    batch_dir: &Path,
+    store: &Store,
+    batch: BatchId,
+) -> Result<Scorer> {
+    package.write_module(&ModuleKey::Committed, &spec.committed.source)?;
+    let mut keys: Vec<ModuleKey> = probed
+        .iter()
+        .filter(|p| p.verdict.compiled())
+        .map(|p| ModuleKey::Candidate(p.idx))
+        .collect();
+    keys.push(ModuleKey::Committed);
+    let built = score::build_scorer(package, &keys, &spec.harness.crate_name).await?;
+    for (key, errors) in &built.excluded {
+        let failed = Scored {
+            key: key.clone(),
+            verdict: ScoreVerdict::ScoreBuildFailed,
+            passed: 0,
+            total: spec.cases.count,
+            wall: Default::default(),
+            stderr: errors.clone(),
+        };
+        store_score(spec.admit, store, batch, &failed).await?;
+    }
+    let exe = batch_dir.join("scorer");
+    std::fs::copy(&built.exe, &exe)
+        .with_context(|| format!("cannot copy the scorer to {}", exe.display()))?;
+    Ok(Scorer {
+        exe,
+        keys: built.included,
+    })
+}
+
+async fn score_all(
+    spec: &Spec,
+    scorer: Scorer,
+    store: &Store,
+    progress: &Progress,
+    batch: BatchId,
+) -> Result<()> {
+    let bar = progress.bar("score", scorer.keys.len());
+    let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut running = score::spawn_all(
+        &scorer.exe,
+        scorer.keys,
+        Arc::from(spec.cases.text.as_str()),
+        spec.cases.count,
+        RunLimits::with_wall(spec.limits.wall),
+        parallel,
+    );
+    while let Some(done) = running.join_next().await {
+        let scored = done.context("a scoring task panicked")?;
+        store_score(spec.admit, store, batch, &scored).await?;
+        bar.inc(1);
+    }
+    bar.finish();
+    Ok(())
+}
+
+async fn store_score(
+    rule: AdmitRule,
+    store: &Store,
+    batch: BatchId,
+    scored: &Scored,
+) -> Result<()> {
+    match scored.key {
+        ModuleKey::Committed => store.record_committed(batch, scored).await?,
+        ModuleKey::Candidate(idx) => {
+            store
+                .record_score(batch, idx, scored, admits(rule, scored))
+                .await?
+        }
+    }
+    Ok(())
+}
+
+/// The spec's admission rule: finished within the limits with at least the
+/// minimum score.
+pub fn admits(rule: AdmitRule, scored: &Scored) -> bool {
+    match scored.verdict {
+        ScoreVerdict::Scored { passed, total } if total > 0 => {
+            passed as f64 / total as f64 >= rule.min_score
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,271 @@
+//! Report: what a batch came to, as text for people and JSON for scripts.
+//!
+//! Built only from stored rows, so `run` and `show` print the same thing for
+//! the same batch. No IO here: callers print the strings.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::account::PhaseFigures;
+use crate::score::ScoreVerdict;
+use crate::store::{BatchRow, CandidateRow};
+
+/// The summary of one batch (`assay run --json`, `assay show --json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub batch_id: i64,
+    pub task: String,
+    pub pool: String,
+    pub status: String,
+    pub replies: usize,
+    pub extracted: usize,
+    pub unique: usize,
+    /// Unique candidates that compiled (out of `unique`).
+    pub compiled: usize,
+    pub admitted: usize,
+    pub best: Option<Best>,
+    pub committed: Option<Committed>,
+    pub phases: Vec<PhaseFigures>,
+    pub errors_dir: Option<String>,
+    pub failure: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Best {
+    pub candidate_id: usize,
+    pub passed: usize,
+    pub total: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Committed {
+    pub verdict: String,
+    pub passed: usize,
+    pub total: usize,
+}
+
+/// One candidate as `show` lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CandidateLine {
+    pub candidate_id: usize,
+    pub pool: String,
+    pub model: Option<String>,
+    pub extract: String,
+    pub dup_of: Option<usize>,
+    pub probe: Option<String>,
+    pub score: Option<String>,
+    pub admitted: bool,
+    pub error_file: Option<String>,
+}
+
+impl Summary {
+    pub fn new(
+        batch: &BatchRow,
+        candidates: &[CandidateRow],
+        phases: Vec<PhaseFigures>,
+    ) -> Summary {
+        let extracted = candidates
+            .iter()
+            .filter(|c| c.extraction.kind() == "extracted")
+            .count();
+        let unique = candidates
+            .iter()
+            .filter(|c| c.extraction.kind() == "extracted" && c.dup_of.is_none())
+            .count();
+        let compiled = candidates
+            .iter()
+            .filter(|c| c.probe.as_ref().is_some_and(|p| p.compiled()))
+            .count();
+        Summary {
+            batch_id: batch.id,
+            task: batch.task.clone(),
+            pool: batch.pool.clone(),
+            status: batch.status.to_string(),
+            replies: candidates.len(),
+            extracted,
+            unique,
+            compiled,
+            admitted: candidates.iter().filter(|c| c.admitted).count(),
+            best: best(candidates),
+            committed: batch.committed.as_ref().map(|c| Committed {
+                verdict: c.verdict.to_string(),
+                passed: c.passed,
+                total: c.total,
+            }),
+            phases,
+            errors_dir: batch.errors_dir.clone(),
+            failure: batch.failure.clone(),
+        }
+    }
+
+    /// The human summary: two lines of counts, the phase table, where the
+    /// compiler errors are.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "batch {}  task {}  pool {}  {} replies{}",
+            self.batch_id,
+            self.task,
+            self.pool,
+            self.replies,
+            if self.status == "finished" {
+                String::new()
+            } else {
+                format!("  ({})", self.status)
+            }
+        );
+        let best = match &self.best {
+            Some(b) => format!(
+                "best {}/{} (candidate {})",
+                b.passed, b.total, b.candidate_id
+            ),
+            None => "best none".to_owned(),
+        };
+        let committed = match &self.committed {
+            Some(c) if c.verdict.starts_with("scored") => {
+                format!("committed {}/{}", c.passed, c.total)
+            }
+            Some(c) => format!("committed {}", c.verdict),
+            None => "committed not scored".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "extracted {}/{}  unique {}  compiled {}/{}  admitted {}  {best}  {committed}",
+            self.extracted, self.replies, self.unique, self.compiled, self.unique, self.admitted
+        );
+        out.push_str(&phase_table(&self.phases));
+        if let Some(dir) = &self.errors_dir {
+            let _ = writeln!(out, "compiler errors: {dir}/");
+        }
+        if let Some(failure) = &self.failure {
+            let _ = writeln!(out, "failed: {failure}");
+        }
+        out
+    }
+}
+
+/// The per-phase table.
+pub fn phase_table(phases: &[PhaseFigures]) -> String {
+    let mut out = format!(
+        "{:<14}{:>9}{:>8}{:>10}{:>11}\n",
+        "phase", "wall (s)", "CPU-s", "avg busy", "peak busy"
+    );
+    for p in phases {
+        let _ = writeln!(
+            out,
+            "{:<14}{:>9.2}{:>8.2}{:>10.1}{:>11.1}",
+            p.phase.as_str(),
+            p.wall_s,
+            p.cpu_s,
+            p.avg_busy,
+            p.peak_busy
+        );
+    }
+    out
+}
+
+/// The best scored candidate: most cases passed, then least scoring time,
+/// then earliest.
+fn best(candidates: &[CandidateRow]) -> Option<Best> {
+    candidates
+        .iter()
+        .filter_map(|c| {
+            let s = c.score.as_ref()?;
+            matches!(s.verdict, ScoreVerdict::Scored { .. }).then_some((c.idx, s))
+        })
+        .min_by(|(ia, a), (ib, b)| {
+            b.passed
+                .cmp(&a.passed)
+                .then(a.wall.cmp(&b.wall))
+                .then(ia.cmp(ib))
+        })
+        .map(|(idx, s)| Best {
+            candidate_id: idx,
+            passed: s.passed,
+            total: s.total,
+        })
+}
+
+impl CandidateLine {
+    pub fn new(c: &CandidateRow) -> CandidateLine {
+        CandidateLine {
+            candidate_id: c.idx,
+            pool: c.pool.clone(),
+            model: c.model.clone(),
+            extract: c.extraction.kind().to_owned(),
+            dup_of: c.dup_of,
+            probe: c.probe.as_ref().map(ToString::to_string),
+            score: c.score.as_ref().map(|s| s.verdict.to_string()),
+            admitted: c.admitted,
+            error_file: c.error_file.clone(),
+        }
+    }
+}
+
+/// The per-candidate table of `show`.
+pub fn candidate_table(lines: &[CandidateLine]) -> String {
+    let mut out = format!(
+        "{:>4}  {:<14}  {:<10}  {:<28}  {:<22}  {:<5}  {}\n",
+        "cand", "extract", "dup of", "probe", "score", "admit", "errors"
+    );
+    for l in lines {
+        let _ = writeln!(
+            out,
+            "{:>4}  {:<14}  {:<10}  {:<28}  {:<22}  {:<5}  {}",
+            l.candidate_id,
+            l.extract,
+            l.dup_of
+                .map(|d| d.to_string())
+                .unwrap_or_else(|| "-".into()),
+            l.probe.as_deref().unwrap_or("-"),
+            l.score.as_deref().unwrap_or("-"),
+            if l.admitted { "yes" } else { "no" },
+            l.error_file.as_deref().unwrap_or(""),
+        );
+    }
+    out
+}
+
+/// The table of `batches`.
+pub fn batch_table(batches: &[BatchRow]) -> String {
+    let mut out = format!(
+        "{:>5}  {:<12}  {:<10}  {:<11}  {:>4}  {}\n",
+        "batch", "task", "pool", "status", "n", "started"
+    );
+    for b in batches {
+        let _ = writeln!(
+            out,
+            "{:>5}  {:<12}  {:<10}  {:<11}  {:>4}  {}",
+            b.id, b.task, b.pool, b.status, b.n, b.started_at
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::account::Phase;
+
+    #[test]
+    fn phase_table_lines_up() {
+        let table = phase_table(&[PhaseFigures {
+            phase: Phase::ExtractDedup,
+            wall_s: 0.02,
+            cpu_s: 0.02,
+            avg_busy: 1.0,
+            peak_busy: 1.0,
+        }]);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(
+            lines[0],
+            "phase          wall (s)   CPU-s  avg busy  peak busy"
+        );
+        assert_eq!(
+            lines[1],
+            "extract+dedup      0.02    0.02       1.0        1.0"
+        );
+    }
+}

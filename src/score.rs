@@ -1,0 +1,583 @@
+//! Score: run every compiled candidate over the oracle cases.
+//!
+//! The compiled candidates and the committed one are linked with the harness
+//! into one scoring binary (`build_scorer`). Each candidate then runs in its
+//! own child process (`run_one`) with a wall-time limit, resource limits, its
+//! own process group (killed whole), an empty environment and a fresh
+//! temporary working directory, so a panic, a loop or an abort costs that
+//! candidate its score and nothing else. Results come back over a nonce-framed
+//! protocol on stdout (see `score/runner_main.rs`).
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use crate::package::{ModuleKey, Package, Profile, SCORER};
+
+const RUNNER_MAIN: &str = include_str!("score/runner_main.rs");
+
+/// How one candidate's scoring run ended. The string form is stable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScoreVerdict {
+    /// Ran every case.
+    Scored { passed: usize, total: usize },
+    /// Killed at the wall or CPU limit after `completed` cases.
+    Timeout { completed: usize, total: usize },
+    /// Killed by a signal it raised itself (abort, stack overflow, segfault).
+    Crashed { signal: i32 },
+    /// An allocation failed under the address-space limit.
+    OutOfMemory,
+    /// Printed more than the output cap.
+    OutputCapExceeded,
+    /// Exited before reporting every case.
+    ExitedEarly { code: i32, completed: usize },
+    /// Results did not follow the protocol (a forged or garbled line).
+    ProtocolError,
+    /// Compiled alone, but could not be linked into the scoring binary.
+    ScoreBuildFailed,
+}
+
+/// One candidate's scoring result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scored {
+    pub key: ModuleKey,
+    pub verdict: ScoreVerdict,
+    /// Cases passed before the run ended, whatever the verdict.
+    pub passed: usize,
+    pub total: usize,
+    pub wall: Duration,
+    /// The tail of the child's stderr, for diagnosis.
+    pub stderr: String,
+}
+
+/// Limits on one candidate's run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunLimits {
+    pub wall: Duration,
+    pub address_space_bytes: u64,
+    pub file_size_bytes: u64,
+    pub open_files: u64,
+    /// Bytes of stdout that are not results before the run is stopped.
+    pub output_cap_bytes: usize,
+}
+
+/// The scoring binary and the candidates that could not be linked into it.
+#[derive(Debug)]
+pub struct ScorerBuild {
+    pub exe: PathBuf,
+    pub included: Vec<ModuleKey>,
+    /// With the rendered errors that blamed them.
+    pub excluded: Vec<(ModuleKey, String)>,
+}
+
+impl RunLimits {
+    pub fn with_wall(wall: Duration) -> RunLimits {
+        RunLimits {
+            wall,
+            address_space_bytes: 1 << 30,
+            file_size_bytes: 16 << 20,
+            open_files: 64,
+            output_cap_bytes: 1 << 20,
+        }
+    }
+}
+
+impl ScoreVerdict {
+    /// Ran to the end within every limit.
+    pub fn finished(&self) -> bool {
+        matches!(self, ScoreVerdict::Scored { .. })
+    }
+}
+
+/// Builds one scoring binary holding `keys`. Candidate modules must already
+/// be in the package (the probe wrote them). A candidate that compiled alone
+/// but breaks the joint build (a clashing `#[no_mangle]` symbol, say) is
+/// blamed by the files its errors point into, dropped, and the build retried.
+pub async fn build_scorer(
+    package: &Package,
+    keys: &[ModuleKey],
+    harness_crate: &str,
+) -> Result<ScorerBuild> {
+    let mut included: BTreeSet<ModuleKey> = keys.iter().cloned().collect();
+    let mut excluded = Vec::new();
+    package.set_bins([SCORER])?;
+    for _round in 0..4 {
+        package.write_bin(SCORER, &scorer_root(harness_crate, &included))?;
+        let report = package
+            .build(Profile::Score, &[SCORER.to_owned()], |_| {})
+            .await?;
+        if let Some(exe) = report.built.get(SCORER) {
+            return Ok(ScorerBuild {
+                exe: exe.clone(),
+                included: included.into_iter().collect(),
+                excluded,
+            });
+        }
+        let diag = report.diagnostics.get(SCORER).cloned().unwrap_or_default();
+        let blamed: Vec<ModuleKey> = included
+            .iter()
+            .filter(|k| diag.error_files.iter().any(|f| f.ends_with(&k.file())))
+            .cloned()
+            .collect();
+        if blamed.is_empty() {
+            bail!(
+                "the scoring binary did not build and no candidate is to blame:\n{}{}",
+                report.dependency_errors.concat(),
+                if diag.rendered.is_empty() {
+                    &report.stderr
+                } else {
+                    &diag.rendered
+                }
+            );
+        }
+        for key in blamed {
+            included.remove(&key);
+            excluded.push((key, diag.rendered.clone()));
+        }
+    }
+    bail!("the scoring binary did not build after dropping the candidates blamed for it")
+}
+
+fn scorer_root(harness_crate: &str, keys: &BTreeSet<ModuleKey>) -> String {
+    let mut text = format!(
+        "// Scoring binary; generated by assay.\n#![allow(warnings)]\n\
+         extern crate {harness_crate} as __assay_harness;\n\n"
+    );
+    for key in keys {
+        text.push_str(&format!("#[path = \"{0}.rs\"]\nmod {0};\n", key.name()));
+    }
+    text.push_str("\nfn entry(key: &str) -> Option<__assay_harness::Entry> {\n    match key {\n");
+    for key in keys {
+        let name = key.name();
+        text.push_str(&format!(
+            "        \"{name}\" => Some({name}::__ASSAY_ENTRY),\n"
+        ));
+    }
+    text.push_str("        _ => None,\n    }\n}\n\n");
+    text.push_str(RUNNER_MAIN);
+    text
+}
+
+/// Runs every key on `parallel` slots; drain the set to collect results as
+/// they finish.
+pub fn spawn_all(
+    exe: &Path,
+    keys: Vec<ModuleKey>,
+    cases_text: Arc<str>,
+    total: usize,
+    limits: RunLimits,
+    parallel: usize,
+) -> JoinSet<Scored> {
+    let slots = Arc::new(Semaphore::new(parallel.max(1)));
+    let exe: Arc<Path> = exe.into();
+    let mut set = JoinSet::new();
+    for key in keys {
+        let (slots, exe, cases_text) = (slots.clone(), exe.clone(), cases_text.clone());
+        set.spawn(async move {
+            let _slot = slots.acquire().await.expect("semaphore never closed");
+            run_one(&exe, key, &cases_text, total, limits).await
+        });
+    }
+    set
+}
+
+/// Runs one candidate over all cases under `limits`. Never fails: anything
+/// that goes wrong, including failing to start, is a verdict.
+pub async fn run_one(
+    exe: &Path,
+    key: ModuleKey,
+    cases_text: &str,
+    total: usize,
+    limits: RunLimits,
+) -> Scored {
+    let start = Instant::now();
+    let (verdict, passed, stderr) = match run_child(exe, &key, cases_text, total, &limits).await {
+        Ok(outcome) => outcome,
+        Err(e) => (ScoreVerdict::ProtocolError, 0, format!("{e:#}")),
+    };
+    Scored {
+        key,
+        verdict,
+        passed,
+        total,
+        wall: start.elapsed(),
+        stderr,
+    }
+}
+
+async fn run_child(
+    exe: &Path,
+    key: &ModuleKey,
+    cases_text: &str,
+    total: usize,
+    limits: &RunLimits,
+) -> Result<(ScoreVerdict, usize, String)> {
+    let workdir = tempfile::Builder::new()
+        .prefix("assay-run-")
+        .tempdir()
+        .context("cannot create the run's working directory")?;
+    let nonce = nonce()?;
+    let mut cmd = tokio::process::Command::new(exe);
+    cmd.arg(key.name())
+        .env_clear()
+        .current_dir(workdir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let rlimits = *limits;
+    // SAFETY: the closure only calls setrlimit, which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || apply_rlimits(&rlimits));
+    }
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start {}", exe.display()))?;
+    let pid = child.id().context("child has no pid")? as i32;
+
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let input = format!("{nonce}\n{cases_text}");
+    let writer = tokio::spawn(async move {
+        // A candidate that exits early closes the pipe; that is its verdict,
+        // not an error here.
+        let _ = stdin.write_all(input.as_bytes()).await;
+    });
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let stderr_task = tokio::spawn(async move {
+        let mut kept = Vec::new();
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = stderr.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            if kept.len() < 64 * 1024 {
+                kept.extend_from_slice(&buf[..n]);
+            }
+        }
+        String::from_utf8_lossy(&kept).into_owned()
+    });
+
+    let mut protocol = Protocol::new(nonce, total, limits.output_cap_bytes);
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let read = async {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = stdout.read(&mut buf).await?;
+            if n == 0 || !protocol.feed(&buf[..n]) {
+                return Ok::<_, std::io::Error>(());
+            }
+        }
+    };
+    let timed_out = tokio::time::timeout(limits.wall, read).await.is_err();
+    let over_cap = protocol.over_cap;
+    if timed_out || over_cap {
+        kill_group(pid);
+    }
+    let status = child
+        .wait()
+        .await
+        .context("cannot wait for the candidate")?;
+    // The group may hold children of the candidate that outlive it.
+    kill_group(pid);
+    writer.abort();
+    let stderr = stderr_task.await.unwrap_or_default();
+    let completed = protocol.completed;
+    let passed = protocol.passed;
+
+    use std::os::unix::process::ExitStatusExt;
+    let verdict = if timed_out || status.signal() == Some(libc::SIGXCPU) {
+        ScoreVerdict::Timeout { completed, total }
+    } else if over_cap {
+        ScoreVerdict::OutputCapExceeded
+    } else if let Some(signal) = status.signal() {
+        if stderr.contains("memory allocation of") {
+            ScoreVerdict::OutOfMemory
+        } else {
+            ScoreVerdict::Crashed { signal }
+        }
+    } else if protocol.broken {
+        ScoreVerdict::ProtocolError
+    } else if protocol.done && status.success() {
+        if protocol.announced == Some(total) && completed == total {
+            ScoreVerdict::Scored { passed, total }
+        } else {
+            ScoreVerdict::ProtocolError
+        }
+    } else {
+        ScoreVerdict::ExitedEarly {
+            code: status.code().unwrap_or(-1),
+            completed,
+        }
+    };
+    Ok((verdict, passed, stderr))
+}
+
+/// Parses the scorer's stdout as it streams in.
+struct Protocol {
+    nonce: String,
+    total: usize,
+    cap: usize,
+    pending: Vec<u8>,
+    other_bytes: usize,
+    announced: Option<usize>,
+    completed: usize,
+    passed: usize,
+    done: bool,
+    broken: bool,
+    over_cap: bool,
+}
+
+impl Protocol {
+    fn new(nonce: String, total: usize, cap: usize) -> Protocol {
+        Protocol {
+            nonce,
+            total,
+            cap,
+            pending: Vec::new(),
+            other_bytes: 0,
+            announced: None,
+            completed: 0,
+            passed: 0,
+            done: false,
+            broken: false,
+            over_cap: false,
+        }
+    }
+
+    /// Takes a chunk of stdout; false once reading should stop.
+    fn feed(&mut self, chunk: &[u8]) -> bool {
+        let mut rest = chunk;
+        while let Some(nl) = rest.iter().position(|b| *b == b'\n') {
+            self.pending.extend_from_slice(&rest[..nl]);
+            let line = std::mem::take(&mut self.pending);
+            self.line(&line);
+            rest = &rest[nl + 1..];
+        }
+        self.pending.extend_from_slice(rest);
+        if self.pending.len() > self.cap {
+            self.other_bytes += self.pending.len();
+            self.pending.clear();
+        }
+        if self.other_bytes > self.cap {
+            self.over_cap = true;
+        }
+        !self.over_cap
+    }
+
+    fn line(&mut self, line: &[u8]) {
+        let Some(body) = line
+            .strip_prefix(self.nonce.as_bytes())
+            .and_then(|b| b.strip_prefix(b" "))
+        else {
+            self.other_bytes += line.len() + 1;
+            return;
+        };
+        let body = String::from_utf8_lossy(body);
+        let words: Vec<&str> = body.split(' ').collect();
+        match words.as_slice() {
+            ["total", n] if self.announced.is_none() => {
+                self.announced = n.parse().ok();
+                if self.announced != Some(self.total) {
+                    self.broken = true;
+                }
+            }
+            ["case", i, outcome] if i.parse() == Ok(self.completed) && !self.done => {
+                self.completed += 1;
+                match *outcome {
+                    "pass" => self.passed += 1,
+                    "fail" | "panic" => {}
+                    _ => self.broken = true,
+                }
+            }
+            ["done"] if !self.done => self.done = true,
+            _ => self.broken = true,
+        }
+    }
+}
+
+fn apply_rlimits(limits: &RunLimits) -> std::io::Result<()> {
+    let cpu_secs = limits.wall.as_secs() + 1;
+    set_rlimit(libc::RLIMIT_CPU, cpu_secs)?;
+    set_rlimit(libc::RLIMIT_AS, limits.address_space_bytes)?;
+    set_rlimit(libc::RLIMIT_FSIZE, limits.file_size_bytes)?;
+    set_rlimit(libc::RLIMIT_NOFILE, limits.open_files)?;
+    set_rlimit(libc::RLIMIT_CORE, 0)?;
+    Ok(())
+}
+
+fn set_rlimit(resource: libc::__rlimit_resource_t, value: u64) -> std::io::Result<()> {
+    let limit = libc::rlimit {
+        rlim_cur: value,
+        rlim_max: value,
+    };
+    // SAFETY: setrlimit reads a valid rlimit struct and touches nothing else.
+    if unsafe { libc::setrlimit(resource, &limit) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn kill_group(pgid: i32) {
+    // SAFETY: killpg only sends a signal; a group already gone is ESRCH.
+    unsafe {
+        libc::killpg(pgid, libc::SIGKILL);
+    }
+}
+
+fn nonce() -> Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("no randomness for the nonce: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+impl fmt::Display for ScoreVerdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScoreVerdict::Scored { passed, total } => write!(f, "scored({passed}/{total})"),
+            ScoreVerdict::Timeout { completed, total } => {
+                write!(f, "timeout(after {completed}/{total})")
+            }
+            ScoreVerdict::Crashed { signal } => write!(f, "crashed(signal {signal})"),
+            ScoreVerdict::OutOfMemory => f.write_str("out_of_memory"),
+            ScoreVerdict::OutputCapExceeded => f.write_str("output_cap_exceeded"),
+            ScoreVerdict::ExitedEarly { code, completed } => {
+                write!(f, "exited_early(code {code} after {completed})")
+            }
+            ScoreVerdict::ProtocolError => f.write_str("protocol_error"),
+            ScoreVerdict::ScoreBuildFailed => f.write_str("score_build_failed"),
+        }
+    }
+}
+
+impl FromStr for ScoreVerdict {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || format!("unknown score verdict `{s}`");
+        let args = |prefix: &str| -> Option<&str> { s.strip_prefix(prefix)?.strip_suffix(')') };
+        let fraction = |text: &str| -> Option<(usize, usize)> {
+            let (a, b) = text.split_once('/')?;
+            Some((a.parse().ok()?, b.parse().ok()?))
+        };
+        Ok(match s {
+            "out_of_memory" => ScoreVerdict::OutOfMemory,
+            "output_cap_exceeded" => ScoreVerdict::OutputCapExceeded,
+            "protocol_error" => ScoreVerdict::ProtocolError,
+            "score_build_failed" => ScoreVerdict::ScoreBuildFailed,
+            _ => {
+                if let Some(a) = args("scored(") {
+                    let (passed, total) = fraction(a).ok_or_else(bad)?;
+                    ScoreVerdict::Scored { passed, total }
+                } else if let Some(a) = args("timeout(after ") {
+                    let (completed, total) = fraction(a).ok_or_else(bad)?;
+                    ScoreVerdict::Timeout { completed, total }
+                } else if let Some(a) = args("crashed(signal ") {
+                    ScoreVerdict::Crashed {
+                        signal: a.parse().map_err(|_| bad())?,
+                    }
+                } else if let Some(a) = args("exited_early(code ") {
+                    let (code, completed) = a.split_once(" after ").ok_or_else(bad)?;
+                    ScoreVerdict::ExitedEarly {
+                        code: code.parse().map_err(|_| bad())?,
+                        completed: completed.parse().map_err(|_| bad())?,
+                    }
+                } else {
+                    return Err(bad());
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_round_trip_through_their_strings() {
+        let all = [
+            ScoreVerdict::Scored {
+                passed: 3,
+                total: 5,
+            },
+            ScoreVerdict::Timeout {
+                completed: 2,
+                total: 5,
+            },
+            ScoreVerdict::Crashed { signal: 6 },
+            ScoreVerdict::OutOfMemory,
+            ScoreVerdict::OutputCapExceeded,
+            ScoreVerdict::ExitedEarly {
+                code: 0,
+                completed: 1,
+            },
+            ScoreVerdict::ProtocolError,
+            ScoreVerdict::ScoreBuildFailed,
+        ];
+        for v in all {
+            assert_eq!(v.to_string().parse::<ScoreVerdict>().unwrap(), v, "{v}");
+        }
+        assert_eq!(
+            ScoreVerdict::Timeout {
+                completed: 2,
+                total: 5
+            }
+            .to_string(),
+            "timeout(after 2/5)"
+        );
+    }
+
+    fn feed(p: &mut Protocol, text: &str) -> bool {
+        p.feed(text.as_bytes())
+    }
+
+    #[test]
+    fn protocol_counts_framed_lines_only() {
+        let mut p = Protocol::new("n0nce".into(), 3, 1000);
+        feed(
+            &mut p,
+            "\nn0nce total 3\nhello from the candidate\nn0nce case 0 pass\n",
+        );
+        feed(&mut p, "case 1 pass\n\nn0nce case 1 fa");
+        feed(&mut p, "il\nn0nce case 2 panic\nn0nce done\n");
+        assert_eq!(
+            (p.completed, p.passed, p.done, p.broken),
+            (3, 1, true, false)
+        );
+    }
+
+    #[test]
+    fn forged_or_out_of_order_lines_break_the_protocol() {
+        let mut p = Protocol::new("n".into(), 2, 1000);
+        feed(&mut p, "n total 2\nn case 1 pass\n");
+        assert!(p.broken);
+        let mut p = Protocol::new("n".into(), 2, 1000);
+        feed(&mut p, "n total 2\nn case 0 pass\nn case 0 pass\n");
+        assert!(p.broken);
+        let mut p = Protocol::new("n".into(), 2, 1000);
+        feed(&mut p, "n total 5\n");
+        assert!(p.broken);
+    }
+
+    #[test]
+    fn output_past_the_cap_stops_reading() {
+        let mut p = Protocol::new("n".into(), 1, 100);
+        assert!(feed(&mut p, &"x".repeat(50)));
+        assert!(!feed(&mut p, &"y".repeat(100)));
+        assert!(p.over_cap);
+        let mut p = Protocol::new("n".into(), 1, 100);
+        for _ in 0..10 {
+            feed(&mut p, "0123456789abcdef\n");
+        }
+        assert!(p.over_cap);
+    }
+}

@@ -1,0 +1,458 @@
+//! The task spec: `specs/<task>/spec.toml`, parsed and validated before any
+//! work starts.
+//!
+//! Every error names the file and the key (and the line, where the TOML
+//! parser knows it). A `Spec` that exists is valid: its files were read, its
+//! harness crate has a name, its entry is an identifier and its numbers are in
+//! range, so later stages never re-check them.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// A validated task.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// The file the spec was read from.
+    pub path: PathBuf,
+    /// The task's folder; every relative path in the spec is relative to it.
+    pub dir: PathBuf,
+    pub name: String,
+    pub prompt: String,
+    pub harness: Harness,
+    /// The function every candidate must define.
+    pub entry: String,
+    pub cases: Cases,
+    pub committed: Committed,
+    pub draw: Draw,
+    pub admit: AdmitRule,
+    pub limits: Limits,
+}
+
+/// The harness crate a task's candidates are compiled against.
+#[derive(Debug, Clone)]
+pub struct Harness {
+    /// Absolute path of the crate's directory.
+    pub dir: PathBuf,
+    /// The package name, as a dependency key (`absolute-harness`).
+    pub package: String,
+    /// The library's crate name, as code names it (`absolute_harness`).
+    pub crate_name: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Cases {
+    pub path: PathBuf,
+    pub text: String,
+    /// Number of cases (non-blank lines) in the file.
+    pub count: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct Committed {
+    pub path: PathBuf,
+    pub source: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Draw {
+    /// Default number of candidates in a batch.
+    pub n: usize,
+    /// The recorded replay corpus.
+    pub replay: PathBuf,
+}
+
+/// What admits a candidate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AdmitRule {
+    /// Minimum passed/total, in `0.0..=1.0`.
+    pub min_score: f64,
+}
+
+/// Limits on one candidate's scoring run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    /// Wall time for all of one candidate's cases together.
+    pub wall: Duration,
+}
+
+/// Why a spec was refused. Every variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("{file}: cannot read: {source}")]
+    Read {
+        file: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{file}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Syntax {
+        file: PathBuf,
+        line: Option<usize>,
+        message: String,
+    },
+    #[error("{file}: `{key}` names {path}, which {problem}")]
+    MissingFile {
+        file: PathBuf,
+        key: &'static str,
+        path: PathBuf,
+        problem: &'static str,
+    },
+    #[error("{file}{}: `{key}`: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Invalid {
+        file: PathBuf,
+        line: Option<usize>,
+        key: &'static str,
+        message: String,
+    },
+}
+
+impl Spec {
+    /// Reads and validates a spec. `path` is a `spec.toml` or a folder holding one.
+    pub fn load(path: &Path) -> Result<Spec, SpecError> {
+        let file = if path.is_dir() {
+            path.join("spec.toml")
+        } else {
+            path.to_path_buf()
+        };
+        let text = read(&file)?;
+        let raw: RawSpec = toml::from_str(&text).map_err(|e| SpecError::Syntax {
+            file: file.clone(),
+            line: e.span().map(|s| line_of(&text, s.start)),
+            message: e.message().trim_end_matches('\n').to_owned(),
+        })?;
+        let dir = file
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        let dir = std::path::absolute(&dir).map_err(|source| SpecError::Read {
+            file: file.clone(),
+            source,
+        })?;
+        Validator { file, dir }.validate(raw)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSpec {
+    name: String,
+    prompt: PathBuf,
+    harness: PathBuf,
+    entry: String,
+    cases: PathBuf,
+    committed: PathBuf,
+    draw: RawDraw,
+    admit: RawAdmit,
+    limits: RawLimits,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDraw {
+    n: usize,
+    replay: PathBuf,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAdmit {
+    min_score: f64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    wall_ms: u64,
+}
+
+struct Validator {
+    file: PathBuf,
+    dir: PathBuf,
+}
+
+impl Validator {
+    fn validate(self, raw: RawSpec) -> Result<Spec, SpecError> {
+        if raw.name.is_empty()
+            || !raw
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(self.invalid("name", "must be non-empty ASCII letters, digits, - or _"));
+        }
+        if syn::parse_str::<syn::Ident>(&raw.entry).is_err() {
+            return Err(self.invalid("entry", format!("`{}` is not a Rust identifier", raw.entry)));
+        }
+        if raw.draw.n == 0 {
+            return Err(self.invalid("draw.n", "must be at least 1"));
+        }
+        if !(0.0..=1.0).contains(&raw.admit.min_score) {
+            return Err(self.invalid("admit.min_score", "must be between 0 and 1"));
+        }
+        if raw.limits.wall_ms == 0 {
+            return Err(self.invalid("limits.wall_ms", "must be at least 1"));
+        }
+        let prompt_path = self.file_at("prompt", &raw.prompt)?;
+        let cases_path = self.file_at("cases", &raw.cases)?;
+        let committed_path = self.file_at("committed", &raw.committed)?;
+        let replay = self.file_at("draw.replay", &raw.draw.replay)?;
+        let cases_text = read(&cases_path)?;
+        let count = count_cases(&cases_path, &cases_text)?;
+        Ok(Spec {
+            prompt: read(&prompt_path)?,
+            harness: self.harness(&raw.harness)?,
+            cases: Cases {
+                path: cases_path,
+                text: cases_text,
+                count,
+            },
+            committed: Committed {
+                source: read(&committed_path)?,
+                path: committed_path,
+            },
+            draw: Draw {
+                n: raw.draw.n,
+                replay,
+            },
+            admit: AdmitRule {
+                min_score: raw.admit.min_score,
+            },
+            limits: Limits {
+                wall: Duration::from_millis(raw.limits.wall_ms),
+            },
+            name: raw.name,
+            entry: raw.entry,
+            path: self.file,
+            dir: self.dir,
+        })
+    }
+
+    fn harness(&self, rel: &Path) -> Result<Harness, SpecError> {
+        let dir = self.dir.join(rel);
+        let manifest = dir.join("Cargo.toml");
+        if !manifest.is_file() {
+            return Err(SpecError::MissingFile {
+                file: self.file.clone(),
+                key: "harness",
+                path: dir,
+                problem: "has no Cargo.toml",
+            });
+        }
+        let text = read(&manifest)?;
+        let value: toml::Table = toml::from_str(&text).map_err(|e| SpecError::Syntax {
+            file: manifest.clone(),
+            line: e.span().map(|s| line_of(&text, s.start)),
+            message: e.message().trim_end_matches('\n').to_owned(),
+        })?;
+        let package = value
+            .get("package")
+            .and_then(|p| p.get("name"))
+            .and_then(toml::Value::as_str)
+            .ok_or_else(|| SpecError::Invalid {
+                file: manifest.clone(),
+                line: None,
+                key: "package.name",
+                message: "missing".into(),
+            })?
+            .to_owned();
+        let crate_name = value
+            .get("lib")
+            .and_then(|l| l.get("name"))
+            .and_then(toml::Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| package.replace('-', "_"));
+        Ok(Harness {
+            dir,
+            package,
+            crate_name,
+        })
+    }
+
+    fn file_at(&self, key: &'static str, rel: &Path) -> Result<PathBuf, SpecError> {
+        let path = self.dir.join(rel);
+        if path.is_file() {
+            Ok(path)
+        } else {
+            Err(SpecError::MissingFile {
+                file: self.file.clone(),
+                key,
+                path,
+                problem: if rel.as_os_str().is_empty() {
+                    "is empty"
+                } else {
+                    "does not exist"
+                },
+            })
+        }
+    }
+
+    fn invalid(&self, key: &'static str, message: impl Into<String>) -> SpecError {
+        SpecError::Invalid {
+            file: self.file.clone(),
+            line: None,
+            key,
+            message: message.into(),
+        }
+    }
+}
+
+/// Counts the cases of a JSONL file; each non-blank line must be a JSON object.
+/// Whether the objects fit the harness's types is the harness's to say.
+fn count_cases(path: &Path, text: &str) -> Result<usize, SpecError> {
+    let mut count = 0;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<serde_json::Value>(line) {
+            Ok(serde_json::Value::Object(_)) => count += 1,
+            Ok(_) => {
+                return Err(SpecError::Syntax {
+                    file: path.to_path_buf(),
+                    line: Some(i + 1),
+                    message: "a case must be a JSON object".into(),
+                })
+            }
+            Err(e) => {
+                return Err(SpecError::Syntax {
+                    file: path.to_path_buf(),
+                    line: Some(i + 1),
+                    message: e.to_string(),
+                })
+            }
+        }
+    }
+    if count == 0 {
+        return Err(SpecError::Syntax {
+            file: path.to_path_buf(),
+            line: None,
+            message: "holds no cases".into(),
+        });
+    }
+    Ok(count)
+}
+
+fn read(path: &Path) -> Result<String, SpecError> {
+    std::fs::read_to_string(path).map_err(|source| SpecError::Read {
+        file: path.to_path_buf(),
+        source,
+    })
+}
+
+/// 1-based line of a byte offset.
+pub(crate) fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+impl fmt::Display for AdmitRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "score >= {}", self.min_score)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task_dir() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        std::fs::create_dir_all(p.join("harness/src")).unwrap();
+        std::fs::write(
+            p.join("harness/Cargo.toml"),
+            "[package]\nname = \"demo-harness\"\nversion = \"0.1.0\"\n",
+        )
+        .unwrap();
+        std::fs::write(p.join("prompt.md"), "write f").unwrap();
+        std::fs::write(p.join("cases.jsonl"), "{\"a\":1}\n\n{\"a\":2}\n").unwrap();
+        std::fs::write(p.join("committed.rs"), "pub fn f() {}").unwrap();
+        std::fs::write(p.join("replies.jsonl"), "").unwrap();
+        dir
+    }
+
+    const GOOD: &str = r#"name = "demo"
+prompt = "prompt.md"
+harness = "harness"
+entry = "f"
+cases = "cases.jsonl"
+committed = "committed.rs"
+
+[draw]
+n = 3
+replay = "replies.jsonl"
+
+[admit]
+min_score = 0.5
+
+[limits]
+wall_ms = 100
+"#;
+
+    fn load(text: &str) -> Result<Spec, SpecError> {
+        let dir = task_dir();
+        std::fs::write(dir.path().join("spec.toml"), text).unwrap();
+        Spec::load(dir.path())
+    }
+
+    #[test]
+    fn good_spec_loads() {
+        let spec = load(GOOD).unwrap();
+        assert_eq!(spec.name, "demo");
+        assert_eq!(spec.cases.count, 2);
+        assert_eq!(spec.harness.crate_name, "demo_harness");
+        assert_eq!(spec.limits.wall, Duration::from_millis(100));
+    }
+
+    /// Each bad spec and a fragment its one-line error must contain.
+    #[test]
+    fn bad_specs_name_file_and_key() {
+        let cases: &[(&str, &str)] = &[
+            (
+                &GOOD.replace("[limits]", "colour = 3\n[limits]"),
+                "spec.toml:15: unknown field `colour`",
+            ),
+            (&GOOD.replace("entry = \"f\"", "entry = \"2f\""), "`entry`"),
+            (
+                &GOOD.replace("n = 3", "n = 0"),
+                "`draw.n`: must be at least 1",
+            ),
+            (
+                &GOOD.replace("min_score = 0.5", "min_score = 5"),
+                "`admit.min_score`",
+            ),
+            (
+                &GOOD.replace("\"prompt.md\"", "\"nope.md\""),
+                "`prompt` names",
+            ),
+            (
+                &GOOD.replace("harness = \"harness\"", "harness = \"none\""),
+                "`harness`",
+            ),
+            (
+                &GOOD.replace("name = \"demo\"\n", "name = \"demo\n"),
+                "spec.toml:1",
+            ),
+            (
+                &GOOD.replace("wall_ms = 100", ""),
+                "missing field `wall_ms`",
+            ),
+        ];
+        for (text, want) in cases {
+            let err = load(text).unwrap_err().to_string();
+            assert!(err.contains(want), "{err:?} lacks {want:?}");
+            assert!(err.contains("spec.toml"), "{err:?} names no file");
+            assert!(!err.contains('\n'), "{err:?} is not one line");
+        }
+    }
+
+    #[test]
+    fn a_bad_case_line_is_named() {
+        let dir = task_dir();
+        std::fs::write(dir.path().join("spec.toml"), GOOD).unwrap();
+        std::fs::write(dir.path().join("cases.jsonl"), "{\"a\":1}\n[1]\n").unwrap();
+        let err = Spec::load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("cases.jsonl:2"), "{err}");
+    }
+}

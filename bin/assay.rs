@@ -170,12 +170,17 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     if n == 0 {
         return Err(UsageError("-n: must be at least 1".into()).into());
     }
-    let work_dir = args.work_dir.unwrap_or_else(|| args.out.join("work"));
+    // Absolute, because scoring runs each candidate in its own directory.
+    let out = std::path::absolute(&args.out)
+        .with_context(|| format!("{}: bad path", args.out.display()))?;
+    let work_dir = args.work_dir.unwrap_or_else(|| out.join("work"));
+    let work_dir = std::path::absolute(&work_dir)
+        .with_context(|| format!("{}: bad path", work_dir.display()))?;
     let cfg = RunConfig {
         n,
         target_dir: work_dir.join("target"),
         work_dir,
-        out_dir: args.out,
+        out_dir: out,
         spec,
     };
     let pool = pipeline::prepare(&cfg)?;

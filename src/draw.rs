@@ -42,7 +42,7 @@ pub struct ReplayPool {
 
 #[derive(Debug, thiserror::Error)]
 pub enum DrawError {
-    #[error("{file}: cannot read: {source}")]
+    #[error("{file}: cannot read")]
     Read {
         file: PathBuf,
         source: std::io::Error,

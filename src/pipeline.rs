@@ -293,7 +293,7 @@ async fn score_all(
         parallel,
     );
     while let Some(done) = running.join_next().await {
-        let scored = done.context("a scoring task panicked")?;
+        let scored = done.context("a scoring task panicked")??;
         store_score(spec.admit, store, batch, &scored).await?;
         bar.inc(1);
     }

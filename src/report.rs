@@ -166,8 +166,8 @@ pub fn phase_table(phases: &[PhaseFigures]) -> String {
     out
 }
 
-/// The best scored candidate: most cases passed, then least scoring time,
-/// then earliest.
+/// The best scored candidate: most cases passed, then earliest. (Scoring
+/// wall time is too noisy to break ties; a tie on score goes to the first.)
 fn best(candidates: &[CandidateRow]) -> Option<Best> {
     candidates
         .iter()
@@ -175,12 +175,7 @@ fn best(candidates: &[CandidateRow]) -> Option<Best> {
             let s = c.score.as_ref()?;
             matches!(s.verdict, ScoreVerdict::Scored { .. }).then_some((c.idx, s))
         })
-        .min_by(|(ia, a), (ib, b)| {
-            b.passed
-                .cmp(&a.passed)
-                .then(a.wall.cmp(&b.wall))
-                .then(ia.cmp(ib))
-        })
+        .min_by(|(ia, a), (ib, b)| b.passed.cmp(&a.passed).then(ia.cmp(ib)))
         .map(|(idx, s)| Best {
             candidate_id: idx,
             passed: s.passed,

@@ -176,7 +176,7 @@ pub fn spawn_all(
     total: usize,
     limits: RunLimits,
     parallel: usize,
-) -> JoinSet<Scored> {
+) -> JoinSet<Result<Scored>> {
     let slots = Arc::new(Semaphore::new(parallel.max(1)));
     let exe: Arc<Path> = exe.into();
     let mut set = JoinSet::new();
@@ -190,28 +190,26 @@ pub fn spawn_all(
     set
 }
 
-/// Runs one candidate over all cases under `limits`. Never fails: anything
-/// that goes wrong, including failing to start, is a verdict.
+/// Runs one candidate over all cases under `limits`. Whatever the candidate
+/// does is a verdict; an error means the host could not run it at all (no
+/// temporary directory, the scorer would not start).
 pub async fn run_one(
     exe: &Path,
     key: ModuleKey,
     cases_text: &str,
     total: usize,
     limits: RunLimits,
-) -> Scored {
+) -> Result<Scored> {
     let start = Instant::now();
-    let (verdict, passed, stderr) = match run_child(exe, &key, cases_text, total, &limits).await {
-        Ok(outcome) => outcome,
-        Err(e) => (ScoreVerdict::ProtocolError, 0, format!("{e:#}")),
-    };
-    Scored {
+    let (verdict, passed, stderr) = run_child(exe, &key, cases_text, total, &limits).await?;
+    Ok(Scored {
         key,
         verdict,
         passed,
         total,
         wall: start.elapsed(),
         stderr,
-    }
+    })
 }
 
 async fn run_child(

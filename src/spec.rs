@@ -81,7 +81,7 @@ pub struct Limits {
 /// Why a spec was refused. Every variant names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum SpecError {
-    #[error("{file}: cannot read: {source}")]
+    #[error("{file}: cannot read")]
     Read {
         file: PathBuf,
         source: std::io::Error,
@@ -111,10 +111,11 @@ pub enum SpecError {
 impl Spec {
     /// Reads and validates a spec. `path` is a `spec.toml` or a folder holding one.
     pub fn load(path: &Path) -> Result<Spec, SpecError> {
-        let file = if path.is_dir() {
-            path.join("spec.toml")
-        } else {
+        let names_a_file = path.extension().is_some_and(|e| e == "toml") && !path.is_dir();
+        let file = if names_a_file {
             path.to_path_buf()
+        } else {
+            path.join("spec.toml")
         };
         let text = read(&file)?;
         let raw: RawSpec = toml::from_str(&text).map_err(|e| SpecError::Syntax {

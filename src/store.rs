@@ -30,12 +30,12 @@ pub struct Store {
 pub enum StoreError {
     #[error("{path}: {message}")]
     Open { path: PathBuf, message: String },
-    #[error("{path}: cannot migrate the database: {source}")]
+    #[error("{path}: cannot migrate the database")]
     Migrate {
         path: PathBuf,
         source: sqlx::migrate::MigrateError,
     },
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Sql { path: PathBuf, source: sqlx::Error },
     #[error("{path}: no batch {id}")]
     NoBatch { path: PathBuf, id: BatchId },

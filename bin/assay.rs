@@ -12,6 +12,7 @@ use assay::progress::Progress;
 use assay::report::{self, CandidateLine, Summary};
 use assay::spec::Spec;
 use assay::store::{BatchId, Store, StoreError};
+use assay::views;
 
 #[derive(Parser)]
 #[command(
@@ -46,6 +47,31 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Compare stored batches side by side: speed, quality, cost.
+    Compare(CompareArgs),
+    /// Export a stored batch, one row per reply.
+    Export {
+        batch: BatchId,
+        #[command(flatten)]
+        db: DbArg,
+        /// json (everything, texts included) or csv (figures and verdicts).
+        #[arg(long, default_value = "json")]
+        format: assay::export::Format,
+    },
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    /// Two or more stored batches.
+    batches: Vec<BatchId>,
+    #[command(flatten)]
+    db: DbArg,
+    /// Print the comparison as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Also draw latency and score distributions per pool into this SVG file.
+    #[arg(long)]
+    svg: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -152,13 +178,26 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
                 .iter()
                 .map(CandidateLine::new)
                 .collect();
+            let (figures, _) = views::pool_figures(&store, batch).await?;
             if json {
                 let mut value = serde_json::to_value(&summary)?;
+                value["figures"] = serde_json::to_value(&figures)?;
                 value["candidates"] = serde_json::to_value(&lines)?;
                 println!("{}", serde_json::to_string_pretty(&value)?);
             } else {
-                print!("{}\n{}", summary.render(), report::candidate_table(&lines));
+                print!(
+                    "{}{}\n{}",
+                    summary.render(),
+                    figures.draw_line(),
+                    report::candidate_table(&lines)
+                );
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Compare(args) => compare(args).await,
+        Command::Export { batch, db, format } => {
+            let store = Store::open(&db.db).await?;
+            print!("{}", views::export(&store, batch, format).await?);
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -201,6 +240,27 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     }
     store.close().await;
     Ok(ExitCode::SUCCESS)
+}
+
+async fn compare(args: CompareArgs) -> Result<ExitCode> {
+    if args.batches.len() < 2 {
+        return Err(UsageError("compare: name at least two batches".into()).into());
+    }
+    let store = Store::open(&args.db.db).await?;
+    let (comparison, samples) = views::comparison(&store, &args.batches).await?;
+    if let Some(path) = &args.svg {
+        write_svg(path, &assay::plot::compare_svg(&samples)?)?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&comparison)?);
+    } else {
+        print!("{}", comparison.render());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_svg(path: &std::path::Path, svg: &str) -> Result<()> {
+    std::fs::write(path, svg).with_context(|| format!("{}: cannot write the chart", path.display()))
 }
 
 async fn summary(store: &Store, batch: BatchId) -> Result<Summary> {

@@ -10,14 +10,18 @@
 //! docs/architecture.md for the map and its invariants.
 
 pub mod account;
+pub mod compare;
 pub mod dedup;
 pub mod draw;
+pub mod export;
 pub mod extract;
 pub mod package;
 pub mod pipeline;
+pub mod plot;
 pub mod probe;
 pub mod progress;
 pub mod report;
 pub mod score;
 pub mod spec;
 pub mod store;
+pub mod views;

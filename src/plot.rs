@@ -286,6 +286,13 @@ fn ladder_panel(
         })
         .x_desc("concurrent requests (log2 scale)")
         .y_desc(y_desc)
+        .y_label_formatter(&|y| {
+            if y_max >= 10.0 {
+                format!("{y:.0}")
+            } else {
+                format!("{y:.1}")
+            }
+        })
         .label_style((FONT, 13))
         .axis_desc_style((FONT, 15))
         .draw()
@@ -307,15 +314,17 @@ fn ladder_panel(
                 chart
                     .draw_series([Circle::new(at, 10, BLACK.stroke_width(2))])
                     .map_err(err)?;
+                // The label sits above the ring, not on it.
                 chart
-                    .draw_series([Text::new(
-                        format!("peak at {level}"),
-                        at,
-                        (FONT, 14)
-                            .into_font()
-                            .color(&BLACK)
-                            .pos(Pos::new(HPos::Center, VPos::Bottom)),
-                    )])
+                    .draw_series([EmptyElement::at(at)
+                        + Text::new(
+                            format!("peak at {level}"),
+                            (0, -16),
+                            (FONT, 14).into_font().color(&BLACK).pos(Pos::new(
+                                HPos::Center,
+                                VPos::Bottom,
+                            )),
+                        )])
                     .map_err(err)?;
             }
         }

@@ -15,6 +15,7 @@ pub mod dedup;
 pub mod draw;
 pub mod export;
 pub mod extract;
+pub mod ladder;
 pub mod package;
 pub mod pipeline;
 pub mod plot;

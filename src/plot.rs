@@ -198,7 +198,8 @@ fn score_panel(area: &Area<'_>, pools: &[PoolSamples]) -> Result<()> {
             bins
         })
         .collect();
-    let y_max = counts.iter().flatten().copied().max().unwrap_or(0).max(1) as f64 * 1.15;
+    let most = counts.iter().flatten().copied().max().unwrap_or(0).max(1);
+    let y_max = most as f64 * 1.15;
     let mut chart = ChartBuilder::on(area)
         .caption("Score per candidate", (FONT, 20))
         .margin(15)
@@ -218,7 +219,15 @@ fn score_panel(area: &Area<'_>, pools: &[PoolSamples]) -> Result<()> {
                 String::new()
             }
         })
-        .y_label_formatter(&|y| format!("{y:.0}"))
+        // Counts: whole numbers only.
+        .y_labels((most + 1).min(11))
+        .y_label_formatter(&|y| {
+            if (y - y.round()).abs() < 1e-6 {
+                format!("{y:.0}")
+            } else {
+                String::new()
+            }
+        })
         .x_desc("cases passed (%)")
         .y_desc("scored candidates")
         .label_style((FONT, 13))
@@ -320,10 +329,10 @@ fn ladder_panel(
                         + Text::new(
                             format!("peak at {level}"),
                             (0, -16),
-                            (FONT, 14).into_font().color(&BLACK).pos(Pos::new(
-                                HPos::Center,
-                                VPos::Bottom,
-                            )),
+                            (FONT, 14)
+                                .into_font()
+                                .color(&BLACK)
+                                .pos(Pos::new(HPos::Center, VPos::Bottom)),
                         )])
                     .map_err(err)?;
             }

@@ -222,8 +222,9 @@ mod tests {
                 ("scored(3/4)", "ppfp", 10),
                 ("scored(2/4)", "ffpp", 10),
             ],
-            // Case 1 fails in the reference, so only case 2 guards.
-            &["regressed(2)", "admitted(rank 1)", "admitted(rank 2)"],
+            // Case 1 fails in the reference, so only case 2 guards: the
+            // second run fails it, the first and third pass it.
+            &["admitted(rank 1)", "regressed(2)", "admitted(rank 2)"],
         );
     }
 

@@ -18,6 +18,7 @@ pub mod package;
 pub mod pipeline;
 pub mod probe;
 pub mod progress;
+pub mod promote;
 pub mod report;
 pub mod sandbox;
 pub mod score;

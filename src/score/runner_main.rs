@@ -32,7 +32,7 @@ fn main() {
             std::process::exit(103);
         }
     };
-    let emit = |line: std::fmt::Arguments<'_>| {
+    let emit = move |line: std::fmt::Arguments<'_>| {
         let mut out = std::io::stdout().lock();
         let _ = write!(out, "\n{nonce} {line}\n");
         let _ = out.flush();
@@ -40,14 +40,27 @@ fn main() {
     emit(format_args!("total {}", cases.len()));
     // A panicking case fails alone; its message would only be noise.
     std::panic::set_hook(Box::new(|_| {}));
-    for (i, case) in cases.iter().enumerate().skip(first) {
-        let run = std::panic::AssertUnwindSafe(|| __assay_harness::run_case(entry, case));
-        let outcome = match std::panic::catch_unwind(run) {
-            Ok(true) => "pass",
-            Ok(false) => "fail",
-            Err(_) => "panic",
-        };
-        emit(format_args!("case {i} {outcome}"));
+    // Cases run on a thread of their own with a main-sized stack: std finds
+    // a spawned thread's guard page without reading /proc/self/maps (which
+    // the sandbox does not allow), so a stack overflow is still reported and
+    // aborts (SIGABRT) the same way with or without Landlock.
+    let worker = std::thread::Builder::new()
+        .name("cases".into())
+        .stack_size(8 << 20)
+        .spawn(move || {
+            for (i, case) in cases.iter().enumerate().skip(first) {
+                let run = std::panic::AssertUnwindSafe(|| __assay_harness::run_case(entry, case));
+                let outcome = match std::panic::catch_unwind(run) {
+                    Ok(true) => "pass",
+                    Ok(false) => "fail",
+                    Err(_) => "panic",
+                };
+                emit(format_args!("case {i} {outcome}"));
+            }
+            emit(format_args!("done"));
+        });
+    match worker.map(|w| w.join()) {
+        Ok(Ok(())) => {}
+        _ => std::process::exit(104),
     }
-    emit(format_args!("done"));
 }

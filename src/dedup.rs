@@ -137,11 +137,6 @@ impl Fingerprint {
         self
     }
 
-    fn from_hasher(hasher: &blake3::Hasher) -> Fingerprint {
-        let mut out = [0u8; 16];
-        out.copy_from_slice(&hasher.finalize().as_bytes()[..16]);
-        Fingerprint(out)
-    }
 }
 
 impl DedupBy {
@@ -172,11 +167,15 @@ impl FromStr for DedupBy {
     }
 }
 
-/// Hashes a token stream the way both fingerprints do.
+/// Hashes a token stream the way both fingerprints do. The encoding is
+/// built in one buffer and hashed once: hashing token by token costs more
+/// than the lexing.
 fn hash_tokens(tokens: TokenStream) -> Fingerprint {
-    let mut hasher = blake3::Hasher::new();
-    feed(&mut hasher, tokens);
-    Fingerprint::from_hasher(&hasher)
+    let mut buf = Vec::with_capacity(4096);
+    feed(&mut buf, tokens);
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&blake3::hash(&buf).as_bytes()[..16]);
+    Fingerprint(out)
 }
 
 /// For each candidate, the index of the first earlier candidate with the same
@@ -226,7 +225,7 @@ const ORDER_FREE_ATTRIBUTES: &[&str] = &[
 
 /// Hashes a token stream. Every token is written with a one-byte tag and a
 /// terminator, so the encoding is unambiguous (`a b` never hashes like `ab`).
-fn feed(hasher: &mut blake3::Hasher, tokens: TokenStream) {
+fn feed(hasher: &mut Vec<u8>, tokens: TokenStream) {
     let trees: Vec<TokenTree> = tokens.into_iter().collect();
     let mut i = 0;
     while i < trees.len() {
@@ -239,7 +238,8 @@ fn feed(hasher: &mut blake3::Hasher, tokens: TokenStream) {
     }
 }
 
-fn feed_tree(hasher: &mut blake3::Hasher, tree: &TokenTree) {
+fn feed_tree(hasher: &mut Vec<u8>, tree: &TokenTree) {
+    use std::io::Write as _;
     match tree {
         TokenTree::Group(group) => {
             let (open, close) = match group.delimiter() {
@@ -248,26 +248,26 @@ fn feed_tree(hasher: &mut blake3::Hasher, tree: &TokenTree) {
                 Delimiter::Bracket => (b'[', b']'),
                 Delimiter::None => (b'<', b'>'),
             };
-            hasher.update(&[b'G', open]);
+            hasher.extend_from_slice(&[b'G', open]);
             feed(hasher, group.stream());
-            hasher.update(&[b'g', close]);
+            hasher.extend_from_slice(&[b'g', close]);
         }
         TokenTree::Ident(ident) => {
-            hasher.update(b"I");
-            hasher.update(ident.to_string().as_bytes());
-            hasher.update(&[0]);
+            hasher.push(b'I');
+            let _ = write!(hasher, "{ident}");
+            hasher.push(0);
         }
         TokenTree::Punct(punct) => {
             let joint = matches!(punct.spacing(), proc_macro2::Spacing::Joint);
             let mut buf = [0u8; 4];
-            hasher.update(b"P");
-            hasher.update(punct.as_char().encode_utf8(&mut buf).as_bytes());
-            hasher.update(&[joint as u8]);
+            hasher.push(b'P');
+            hasher.extend_from_slice(punct.as_char().encode_utf8(&mut buf).as_bytes());
+            hasher.push(joint as u8);
         }
         TokenTree::Literal(lit) => {
-            hasher.update(b"L");
-            hasher.update(lit.to_string().as_bytes());
-            hasher.update(&[0]);
+            hasher.push(b'L');
+            let _ = write!(hasher, "{lit}");
+            hasher.push(0);
         }
     }
 }
@@ -275,7 +275,7 @@ fn feed_tree(hasher: &mut blake3::Hasher, tree: &TokenTree) {
 /// Hashes the run of attributes starting at `trees[start]` and returns the
 /// index after it. Doc attributes are dropped; the others are hashed one by
 /// one and fed sorted when the whole run is order-free.
-fn feed_attribute_run(hasher: &mut blake3::Hasher, trees: &[TokenTree], start: usize) -> usize {
+fn feed_attribute_run(hasher: &mut Vec<u8>, trees: &[TokenTree], start: usize) -> usize {
     let mut i = start;
     let mut hashes: Vec<[u8; 32]> = Vec::new();
     let mut order_free = true;
@@ -293,18 +293,18 @@ fn feed_attribute_run(hasher: &mut blake3::Hasher, trees: &[TokenTree], start: u
             continue;
         }
         order_free &= ORDER_FREE_ATTRIBUTES.contains(&name.as_str());
-        let mut sub = blake3::Hasher::new();
+        let mut sub = Vec::new();
         for tree in attr {
             feed_tree(&mut sub, tree);
         }
-        hashes.push(*sub.finalize().as_bytes());
+        hashes.push(*blake3::hash(&sub).as_bytes());
     }
     if order_free {
         hashes.sort_unstable();
     }
     for h in &hashes {
-        hasher.update(b"A");
-        hasher.update(h);
+        hasher.push(b'A');
+        hasher.extend_from_slice(h);
     }
     i
 }

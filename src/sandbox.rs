@@ -167,6 +167,20 @@ impl Sandbox {
         }
     }
 
+    /// A sandbox that confines nothing (rlimits, process group, empty
+    /// environment and temporary directory still apply, as `score` sets
+    /// them). Only for measuring what the sandbox costs; a batch never uses it.
+    pub fn disabled_for_comparison() -> Sandbox {
+        Sandbox {
+            landlock_abi: 0,
+            netns: false,
+            pids: None,
+            nproc: None,
+            processes: 0,
+            warnings: vec!["confinement disabled for comparison".to_owned()],
+        }
+    }
+
     /// One line saying what is enforced, stored with every batch.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();

@@ -73,11 +73,13 @@ pub fn fingerprint(source: &str) -> Option<Fingerprint> {
     Some(hash_tokens(tokens))
 }
 
-/// Both fingerprints, or `None` if the source does not lex.
+/// Both fingerprints, or `None` if the source does not lex. The source is
+/// lexed once; the alpha fingerprint parses that token stream.
 pub fn fingerprints(source: &str) -> Option<Fingerprints> {
+    let tokens: TokenStream = source.parse().ok()?;
     Some(Fingerprints {
-        exact: fingerprint(source)?,
-        alpha: alpha_fingerprint(source),
+        alpha: alpha::alpha_fingerprint_of(tokens.clone()),
+        exact: hash_tokens(tokens),
     })
 }
 

@@ -28,7 +28,12 @@ use super::{hash_tokens, Fingerprint};
 /// The alpha-renamed fingerprint of a source file, or `None` if `syn` does
 /// not parse it as a file.
 pub fn alpha_fingerprint(source: &str) -> Option<Fingerprint> {
-    let mut file = syn::parse_file(source).ok()?;
+    alpha_fingerprint_of(source.parse().ok()?)
+}
+
+/// The alpha-renamed fingerprint of an already lexed file.
+pub(super) fn alpha_fingerprint_of(tokens: TokenStream) -> Option<Fingerprint> {
+    let mut file: syn::File = syn::parse2(tokens).ok()?;
     let items = file
         .items
         .iter()

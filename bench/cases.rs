@@ -10,8 +10,9 @@
 //! - the same with per-case isolation (`isolation = "per_case"`: a case's
 //!   own wall limit, restart after a failing case; no case fails here);
 //! - no sandbox (rlimits and process group only), for the sandbox's cost;
-//! - one child per case, sandbox on: what isolation by process would cost,
-//!   which is why per-case isolation restarts only after a failure.
+//! - one child per case, with and without the sandbox: what isolation by
+//!   process would cost, which is why per-case isolation restarts only after
+//!   a failure, and how much of a child's cost is its confinement.
 //!
 //! A child runs its cases on one thread, so cases / child CPU-s is cases/s
 //! per core; cases / wall-s (one child at a time) is printed too. The child's
@@ -103,24 +104,29 @@ async fn main() -> anyhow::Result<()> {
         }
         rows.push((name, best.unwrap()));
     }
-    // One child per case: a single case per run.
+    // One child per case: a single case per run, with and without the
+    // sandbox (what a child costs, and how much of that is confinement).
     let single = format!("{}\n", one[0]);
-    let start = Instant::now();
-    let mut cpu = Duration::ZERO;
-    for _ in 0..PER_PROCESS_CASES {
-        let scored =
-            score::run_one(&exe, ModuleKey::Committed, &single, 1, limits, &sandbox).await?;
-        assert!(scored.verdict.finished(), "{}", scored.verdict);
-        cpu += scored.cpu;
+    for (name, sb) in [
+        ("sandbox on, one child per case", &sandbox),
+        ("no sandbox, one child per case", &open),
+    ] {
+        let start = Instant::now();
+        let mut cpu = Duration::ZERO;
+        for _ in 0..PER_PROCESS_CASES {
+            let scored = score::run_one(&exe, ModuleKey::Committed, &single, 1, limits, sb).await?;
+            assert!(scored.verdict.finished(), "{}", scored.verdict);
+            cpu += scored.cpu;
+        }
+        let wall = start.elapsed().as_secs_f64();
+        rows.push((
+            name,
+            (
+                PER_PROCESS_CASES as f64 / cpu.as_secs_f64(),
+                PER_PROCESS_CASES as f64 / wall,
+            ),
+        ));
     }
-    let wall = start.elapsed().as_secs_f64();
-    rows.push((
-        "sandbox on, one child per case",
-        (
-            PER_PROCESS_CASES as f64 / cpu.as_secs_f64(),
-            PER_PROCESS_CASES as f64 / wall,
-        ),
-    ));
 
     let reference = rows[0].1 .0;
     println!(

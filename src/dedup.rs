@@ -138,7 +138,6 @@ impl Fingerprint {
         self.0[15] ^= tag;
         self
     }
-
 }
 
 impl DedupBy {

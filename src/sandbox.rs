@@ -673,7 +673,7 @@ impl RunCgroup {
                 // SAFETY: kill only sends a signal.
                 unsafe { libc::kill(pid, libc::SIGKILL) };
             }
-            std::thread::sleep(std::time::Duration::from_millis(2));
+            std::thread::sleep(std::time::Duration::from_micros(200));
         }
         tracing::warn!("sandbox: processes remain in {}", self.dir.display());
     }
@@ -681,11 +681,13 @@ impl RunCgroup {
     fn remove(&self) {
         // A cgroup can be removed once its last process is reaped; the
         // kernel may lag a little behind the kill.
-        for _ in 0..200 {
+        for attempt in 0..400u64 {
             match std::fs::remove_dir(&self.dir) {
                 Ok(()) => return,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
-                Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
+                Err(_) => {
+                    std::thread::sleep(std::time::Duration::from_micros(100 * attempt.min(50)))
+                }
             }
         }
         tracing::warn!("sandbox: cannot remove {}", self.dir.display());

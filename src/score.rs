@@ -518,7 +518,9 @@ async fn run_child(
     };
     writer.abort();
     let peak_processes = confinement.peak_processes();
-    drop(confinement);
+    // Removing the run's cgroup may wait for the kernel to finish reaping;
+    // that wait belongs on a blocking thread, not on the runtime's.
+    let _ = tokio::task::spawn_blocking(move || drop(confinement)).await;
     let stderr = stderr_task.await.unwrap_or_default();
 
     let signal = libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status));

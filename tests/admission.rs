@@ -290,3 +290,67 @@ fn promotion_replaces_the_committed_file_only_when_beaten_in_the_same_run() {
     let shown = scratch.json(&["show", "1", "--json"]);
     assert_eq!(shown["promotions"][0]["candidate_id"], 0);
 }
+
+/// The duplicate groups the bundled corpora were built with, as their
+/// expected files name them (`dup_of` exact, `alpha_dup_of` alpha-only),
+/// against the group sizes a default (exact) batch reports for both.
+#[test]
+fn bundled_corpora_report_the_groups_they_were_built_with() {
+    for task in ["absolute", "shellwords"] {
+        let expected: Vec<Value> =
+            std::fs::read_to_string(repo().join(format!("tests/expected/{task}.jsonl")))
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+        let idx = |v: &Value| v.as_u64().map(|n| n as usize);
+        let extracted: Vec<&Value> = expected
+            .iter()
+            .filter(|e| e["extract"] == "extracted")
+            .collect();
+        let sizes = |root: &dyn Fn(&Value) -> usize| -> Vec<(u64, u64)> {
+            let mut count = std::collections::BTreeMap::<usize, u64>::new();
+            for e in &extracted {
+                *count.entry(root(e)).or_default() += 1;
+            }
+            let mut groups: Vec<(u64, u64)> = count
+                .into_iter()
+                .filter(|(_, n)| *n > 1)
+                .map(|(r, n)| (r as u64, n))
+                .collect();
+            groups.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            groups
+        };
+        let exact_root = |e: &Value| idx(&e["dup_of"]).unwrap_or(idx(&e["idx"]).unwrap());
+        let alpha_root = |e: &Value| {
+            let r = exact_root(e);
+            idx(&expected[r]["alpha_dup_of"]).unwrap_or(r)
+        };
+        let want_exact = sizes(&exact_root);
+        let want_alpha = sizes(&alpha_root);
+        assert_ne!(
+            want_exact, want_alpha,
+            "{task}: the corpus has alpha-only groups"
+        );
+
+        let scratch = Scratch::new();
+        let spec = repo().join("specs").join(task).display().to_string();
+        let summary = scratch.json(&["run", &spec, "--json"]);
+        let got = |key: &str| -> Vec<(u64, u64)> {
+            summary[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|g| {
+                    (
+                        g["candidate_id"].as_u64().unwrap(),
+                        g["size"].as_u64().unwrap(),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(summary["dedup_by"], "exact");
+        assert_eq!(got("groups"), want_exact, "{task}: exact groups");
+        assert_eq!(got("other_groups"), want_alpha, "{task}: alpha groups");
+    }
+}

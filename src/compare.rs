@@ -412,6 +412,10 @@ mod tests {
             errors_dir: None,
             committed: None,
             failure: None,
+            dedup_by: crate::dedup::DedupBy::Exact,
+            sandbox: None,
+            sandbox_warnings: None,
+            committed_hash: None,
         }
     }
 
@@ -469,9 +473,18 @@ mod tests {
                 passed: p,
                 total: 10,
                 wall: Duration::ZERO,
+                cpu: Duration::ZERO,
+                cases: Vec::new(),
+                restarts: 0,
+                peak_processes: None,
                 stderr: String::new(),
             }),
             admitted,
+            alpha_fingerprint: None,
+            exact_dup_of: dup_of,
+            alpha_dup_of: None,
+            rank: None,
+            admission: None,
         }
     }
 

@@ -165,6 +165,11 @@ mod tests {
             error_file: None,
             score: None,
             admitted: false,
+            alpha_fingerprint: None,
+            exact_dup_of: None,
+            alpha_dup_of: None,
+            rank: None,
+            admission: None,
         }];
         let rows = rows(&[reply(0, Some(7)), reply(1, None)], &candidates);
         let text = csv(&rows).unwrap();

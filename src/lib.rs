@@ -10,6 +10,7 @@
 //! docs/architecture.md for the map and its invariants.
 
 pub mod account;
+pub mod admit;
 pub mod compare;
 pub mod dedup;
 pub mod draw;
@@ -21,7 +22,9 @@ pub mod pipeline;
 pub mod plot;
 pub mod probe;
 pub mod progress;
+pub mod promote;
 pub mod report;
+pub mod sandbox;
 pub mod score;
 pub mod spec;
 pub mod store;

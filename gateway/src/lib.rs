@@ -175,6 +175,14 @@ pub struct Served {
     pub text_chunks: usize,
     /// The fault served, if any.
     pub fault: Option<Fault>,
+    /// The answer text served (reasoning and `<think>` blocks excluded).
+    pub content: String,
+    /// When the first chunk was due, from the request's arrival: the
+    /// injected latency.
+    pub first_due: Duration,
+    /// When the last text chunk was due: latency plus the per-token time of
+    /// every chunk after the first.
+    pub last_due: Duration,
 }
 
 /// One request as the gateway received it.
@@ -370,6 +378,9 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
             prompt_tokens: 0,
             text_chunks: 0,
             fault,
+            content: String::new(),
+            first_due: Duration::ZERO,
+            last_due: Duration::ZERO,
         });
     };
     if let Some(key) = &shared.config.key {
@@ -476,7 +487,8 @@ struct Plan {
     /// (is reasoning, text, tokens) per chunk.
     chunks: Vec<(bool, String, usize)>,
     finish_reason: &'static str,
-    null_content: bool,
+    /// A delta sent before any text: `content: null` or `content: ""`.
+    lead: Option<Value>,
 }
 
 impl Plan {
@@ -527,7 +539,11 @@ impl Plan {
             }
         }
         Plan {
-            null_content: matches!(fault, Some(Fault::NullContent)),
+            lead: match fault {
+                Some(Fault::NullContent) => Some(Value::Null),
+                Some(Fault::EmptyReply) => Some(json!("")),
+                _ => None,
+            },
             chunks,
             finish_reason,
         }
@@ -575,6 +591,7 @@ impl Stream {
     ) {
         let mut sent_tokens = 0usize;
         let mut text_chunks = 0usize;
+        let mut content = String::new();
         let mut due = self.arrived + self.latency;
         let reasoning_field = match &self.reasoning {
             Reasoning::Field(f) => f.clone(),
@@ -585,10 +602,10 @@ impl Stream {
             async move { tx.send(Ok(b)).await.is_ok() }
         };
         let mut alive = true;
-        if plan.null_content {
+        if let Some(lead) = &plan.lead {
             tokio::time::sleep_until(due.into()).await;
-            alive &=
-                send(self.chunk(json!({"role": "assistant", "content": null}), None, None)).await;
+            let delta = json!({"role": "assistant", "content": lead});
+            alive &= send(self.chunk(delta, None, None)).await;
         }
         for (i, (is_reasoning, text, n)) in plan.chunks.iter().enumerate() {
             if !alive {
@@ -628,6 +645,9 @@ impl Stream {
             }
             sent_tokens += n;
             text_chunks += 1;
+            if !*is_reasoning {
+                content.push_str(text);
+            }
             let extra = (self.continuous
                 && self.include_usage
                 && matches!(self.dialect, Dialect::Vllm { .. }))
@@ -635,7 +655,7 @@ impl Stream {
             alive &= send(self.chunk(delta, None, extra)).await;
         }
         if alive {
-            if plan.chunks.is_empty() && !plan.null_content {
+            if plan.chunks.is_empty() && plan.lead.is_none() {
                 tokio::time::sleep_until(due.into()).await;
             }
             let elapsed_ms = self.arrived.elapsed().as_secs_f64() * 1e3;
@@ -683,6 +703,12 @@ impl Stream {
             prompt_tokens: self.prompt_tokens,
             text_chunks,
             fault: self.fault.clone(),
+            content: match content.find("</think>") {
+                Some(i) => content[i + "</think>".len()..].to_owned(),
+                None => content,
+            },
+            first_due: self.latency,
+            last_due: due - self.arrived,
         });
     }
 }

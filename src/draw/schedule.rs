@@ -92,40 +92,42 @@ pub(super) async fn fixed(
         bars.push(bar.clone());
         let stop = Arc::new(Stop::default());
         let slots = Arc::new(Semaphore::new(pool.max_in_flight()));
-        for idx in todo {
-            let (pool, bar, stop, slots, tx) = (
-                pool.clone(),
-                bar.clone(),
-                stop.clone(),
-                slots.clone(),
-                tx.clone(),
-            );
-            tasks.spawn(async move {
-                let _slot = slots.acquire_owned().await.expect("never closed");
-                let name = pool.name().to_owned();
-                let reply = if stop.is_stopped() {
-                    bar.skipped();
-                    stop.stopped_reply(&name)
-                } else {
-                    bar.started();
-                    let reply = pool.request(idx as u64).await;
-                    bar.ended(Some((reply.outcome.is_ok(), reply.completion_tokens)));
-                    if reply.outcome.is_refusal() {
-                        if let Some(notice) = stop.stop(&name, &reply) {
-                            let _ = tx.send(notice).await;
+        let (pool, tx) = (pool.clone(), tx.clone());
+        // One driver per pool hands out slots in index order, so requests
+        // go out in order (and a stopped pool stops at the next index).
+        tasks.spawn(async move {
+            let mut running = JoinSet::new();
+            for idx in todo {
+                let slot = slots.clone().acquire_owned().await.expect("never closed");
+                let (pool, bar, stop, tx) = (pool.clone(), bar.clone(), stop.clone(), tx.clone());
+                running.spawn(async move {
+                    let _slot = slot;
+                    let name = pool.name().to_owned();
+                    let reply = if stop.is_stopped() {
+                        bar.skipped();
+                        stop.stopped_reply(&name)
+                    } else {
+                        bar.started();
+                        let reply = pool.request(idx as u64).await;
+                        bar.ended(Some((reply.outcome.is_ok(), reply.completion_tokens)));
+                        if reply.outcome.is_refusal() {
+                            if let Some(notice) = stop.stop(&name, &reply) {
+                                let _ = tx.send(notice).await;
+                            }
                         }
-                    }
-                    reply
-                };
-                let _ = tx
-                    .send(DrawEvent::Reply(Drawn {
-                        idx,
-                        pool: name,
-                        reply,
-                    }))
-                    .await;
-            });
-        }
+                        reply
+                    };
+                    let _ = tx
+                        .send(DrawEvent::Reply(Drawn {
+                            idx,
+                            pool: name,
+                            reply,
+                        }))
+                        .await;
+                });
+            }
+            while running.join_next().await.is_some() {}
+        });
     }
     while tasks.join_next().await.is_some() {}
     bars.iter().for_each(|b| b.finish());

@@ -139,21 +139,30 @@ async fn draw(
         tokio::spawn(async move { plan.draw(n, 0, tx, &progress).await })
     };
     let mut replies = Vec::with_capacity(n);
+    let mut arrived = Vec::new();
     while let Some(event) = rx.recv().await {
-        match event {
-            DrawEvent::Reply(drawn) => {
-                store.record_draw(batch, &drawn).await?;
-                replies.push(drawn);
-            }
-            DrawEvent::Cancelled { pool, attempts } => {
-                store.record_cancelled(batch, &pool, &attempts).await?;
-            }
-            DrawEvent::PoolStopped { pool, reason } => {
-                progress.note(&format!(
-                    "warning: pool `{pool}` stopped: {reason}; its remaining requests are not sent"
-                ));
+        // Store what has arrived together in one transaction: a reply is
+        // still written as soon as the store is free, but a burst of
+        // streams ending at once costs one commit, not hundreds.
+        let mut events = vec![event];
+        while let Ok(more) = rx.try_recv() {
+            events.push(more);
+        }
+        for event in events {
+            match event {
+                DrawEvent::Reply(drawn) => arrived.push(drawn),
+                DrawEvent::Cancelled { pool, attempts } => {
+                    store.record_cancelled(batch, &pool, &attempts).await?;
+                }
+                DrawEvent::PoolStopped { pool, reason } => {
+                    progress.note(&format!(
+                        "warning: pool `{pool}` stopped: {reason}; its remaining requests are not sent"
+                    ));
+                }
             }
         }
+        store.record_draws(batch, &arrived).await?;
+        replies.append(&mut arrived);
     }
     drawing.await.context("the draw task panicked")??;
     replies.sort_by_key(|d| d.idx);

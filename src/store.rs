@@ -532,8 +532,27 @@ impl Store {
     /// Stores a drawn reply with all its draw figures and every attempt, in
     /// one transaction.
     pub async fn record_draw(&self, batch: BatchId, drawn: &Drawn) -> Result<(), StoreError> {
-        let r = &drawn.reply;
+        self.record_draws(batch, std::slice::from_ref(drawn)).await
+    }
+
+    /// Stores replies that arrived together in one transaction (one commit
+    /// instead of one per reply, so storing keeps up with hundreds of
+    /// streams finishing at once).
+    pub async fn record_draws(&self, batch: BatchId, drawn: &[Drawn]) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await.map_err(self.sql())?;
+        for d in drawn {
+            self.insert_draw(&mut tx, batch, d).await?;
+        }
+        tx.commit().await.map_err(self.sql())
+    }
+
+    async fn insert_draw(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+        batch: BatchId,
+        drawn: &Drawn,
+    ) -> Result<(), StoreError> {
+        let r = &drawn.reply;
         sqlx::query(
             "INSERT INTO replies (batch_id, idx, pool, model, content, reasoning, finish_reason,
                                   prompt_tokens, completion_tokens, ttft_ms, latency_ms, received_at,
@@ -563,14 +582,14 @@ impl Store {
         .bind(r.cut_early)
         .bind(r.cap_tokens_left.map(|t| t as i64))
         .bind(r.attempts.len() as i64)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await
         .map_err(self.sql())?;
         for a in &r.attempts {
-            self.insert_attempt(&mut tx, batch, Some(drawn.idx), &drawn.pool, a)
+            self.insert_attempt(tx, batch, Some(drawn.idx), &drawn.pool, a)
                 .await?;
         }
-        tx.commit().await.map_err(self.sql())
+        Ok(())
     }
 
     /// Stores the attempts of a request that became no reply (cancelled

@@ -243,10 +243,15 @@ impl Gateway {
     /// Starts the gateway on a runtime of its own thread, so it keeps serving
     /// whatever the caller's runtime does (benchmarks, blocking tests).
     pub fn start_on_thread(config: Config) -> std::io::Result<Gateway> {
+        Gateway::start_on_threads(config, 1)
+    }
+
+    /// As [`Gateway::start_on_thread`], with `workers` runtime threads.
+    pub fn start_on_threads(config: Config, workers: usize) -> std::io::Result<Gateway> {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
+                .worker_threads(workers.max(1))
                 .enable_all()
                 .build()
                 .expect("gateway runtime");
@@ -626,7 +631,8 @@ impl Stream {
                     break;
                 }
                 Some(Fault::MalformedChunk { after_tokens }) if sent_tokens >= *after_tokens => {
-                    alive &= send(Bytes::from_static(
+                    // Then the stream ends: nothing after a broken chunk.
+                    let _ = send(Bytes::from_static(
                         b"data: {\"id\":\"chatcmpl-gateway\",\"choices\":[{\"delta\":{\"content\":\"unterminated\n\n",
                     ))
                     .await;

@@ -456,10 +456,26 @@ impl Plan {
                 Pool::Replay(_) => unreachable!("replay is never mixed (checked in build)"),
             })
             .collect();
-        match &self.split {
-            Split::Fixed(w) => schedule::fixed(&http, &apportion(n, w), skip, tx, progress).await,
-            Split::Race => schedule::race(&http, n, skip, tx, progress).await,
-        }
+        // Requests hand their replies to an unbounded queue, so a slot is
+        // free again the moment its request ends, however long the caller
+        // takes to store what came before. It holds at most N replies.
+        let (qtx, mut qrx) = mpsc::unbounded_channel();
+        let forward = async move {
+            while let Some(e) = qrx.recv().await {
+                if tx.send(e).await.is_err() {
+                    break;
+                }
+            }
+        };
+        let schedule = async {
+            match &self.split {
+                Split::Fixed(w) => {
+                    schedule::fixed(&http, &apportion(n, w), skip, qtx, progress).await
+                }
+                Split::Race => schedule::race(&http, n, skip, qtx, progress).await,
+            }
+        };
+        tokio::join!(schedule, forward);
         Ok(())
     }
 }

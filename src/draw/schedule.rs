@@ -75,7 +75,7 @@ pub(super) async fn fixed(
     pools: &[Arc<HttpPool>],
     counts: &[usize],
     skip: usize,
-    tx: mpsc::Sender<DrawEvent>,
+    tx: mpsc::UnboundedSender<DrawEvent>,
     progress: &Progress,
 ) {
     let mut tasks = JoinSet::new();
@@ -112,18 +112,16 @@ pub(super) async fn fixed(
                         bar.ended(Some((reply.outcome.is_ok(), reply.completion_tokens)));
                         if reply.outcome.is_refusal() {
                             if let Some(notice) = stop.stop(&name, &reply) {
-                                let _ = tx.send(notice).await;
+                                let _ = tx.send(notice);
                             }
                         }
                         reply
                     };
-                    let _ = tx
-                        .send(DrawEvent::Reply(Drawn {
-                            idx,
-                            pool: name,
-                            reply,
-                        }))
-                        .await;
+                    let _ = tx.send(DrawEvent::Reply(Drawn {
+                        idx,
+                        pool: name,
+                        reply,
+                    }));
                 });
             }
             while running.join_next().await.is_some() {}
@@ -148,7 +146,7 @@ pub(super) async fn race(
     pools: &[Arc<HttpPool>],
     n: usize,
     skip: usize,
-    tx: mpsc::Sender<DrawEvent>,
+    tx: mpsc::UnboundedSender<DrawEvent>,
     progress: &Progress,
 ) {
     let (full, _) = watch::channel(skip >= n);
@@ -193,13 +191,11 @@ pub(super) async fn race(
             }),
             ..Reply::default()
         };
-        let _ = tx
-            .send(DrawEvent::Reply(Drawn {
-                idx,
-                pool: pool.name().to_owned(),
-                reply,
-            }))
-            .await;
+        let _ = tx.send(DrawEvent::Reply(Drawn {
+            idx,
+            pool: pool.name().to_owned(),
+            reply,
+        }));
     }
 }
 
@@ -208,7 +204,7 @@ async fn worker(
     race: Arc<Race>,
     bar: Arc<PoolBar>,
     stop: Arc<Stop>,
-    tx: mpsc::Sender<DrawEvent>,
+    tx: mpsc::UnboundedSender<DrawEvent>,
 ) {
     let mut full = race.full.subscribe();
     let name = pool.name().to_owned();
@@ -232,7 +228,7 @@ async fn worker(
                     retry_after_ms: None,
                     delay_ms: None,
                 }];
-                let _ = tx.send(DrawEvent::Cancelled { pool: name.clone(), attempts }).await;
+                let _ = tx.send(DrawEvent::Cancelled { pool: name.clone(), attempts });
                 break;
             }
         };
@@ -255,16 +251,14 @@ async fn worker(
                 bar.ended(Some((reply.outcome.is_ok(), reply.completion_tokens)));
                 if refused {
                     if let Some(notice) = stop.stop(&name, &reply) {
-                        let _ = tx.send(notice).await;
+                        let _ = tx.send(notice);
                     }
                 }
-                let _ = tx
-                    .send(DrawEvent::Reply(Drawn {
-                        idx,
-                        pool: name.clone(),
-                        reply,
-                    }))
-                    .await;
+                let _ = tx.send(DrawEvent::Reply(Drawn {
+                    idx,
+                    pool: name.clone(),
+                    reply,
+                }));
             }
             None => {
                 // Finished just after the race filled: not a reply.
@@ -273,12 +267,10 @@ async fn worker(
                 if let Some(last) = attempts.last_mut() {
                     last.outcome = Outcome::Cancelled;
                 }
-                let _ = tx
-                    .send(DrawEvent::Cancelled {
-                        pool: name.clone(),
-                        attempts,
-                    })
-                    .await;
+                let _ = tx.send(DrawEvent::Cancelled {
+                    pool: name.clone(),
+                    attempts,
+                });
                 break;
             }
         }

@@ -675,3 +675,171 @@ fn a_race_takes_from_the_faster_pool_and_cancels_the_rest() {
         );
     });
 }
+
+/// A spec in a scratch folder that uses the tiny fixture's files by
+/// absolute path, with `extra` added to its `[draw]` table.
+fn tiny_spec(s: &Scratch, extra: &str) -> String {
+    let t = repo().join("tests/fixtures/tiny");
+    let p = |f: &str| t.join(f).display().to_string();
+    let text = format!(
+        "name = \"tiny\"\nprompt = \"{}\"\nharness = \"{}\"\nentry = \"double\"\ncases = \"{}\"\ncommitted = \"{}\"\n\n[draw]\nn = 2\nreplay = \"{}\"\n{extra}\n\n[admit]\nmin_score = 0.9\n\n[limits]\nwall_ms = 1000\n",
+        p("prompt.md"),
+        p("harness"),
+        p("cases.jsonl"),
+        p("committed.rs"),
+        p("replies.jsonl"),
+    );
+    std::fs::create_dir_all(s.path("task")).unwrap();
+    std::fs::write(s.path("task/spec.toml"), text).unwrap();
+    s.path("task").display().to_string()
+}
+
+/// With `single_fence`, the stream is closed once the Rust fence closes:
+/// recorded as cut, with the tokens counted so far (vLLM's continuous usage)
+/// and what the cap still allowed. The spec chose the pool; the pools file
+/// was found beside the spec.
+#[test]
+fn a_single_fence_reply_is_cut_when_its_fence_closes() {
+    let tail = "\n\nThis doubles x. ".repeat(40);
+    let reply = Recorded {
+        content: format!("```rust\npub fn double(x: u64) -> u64 {{ x * 2 }}\n```{tail}"),
+        reasoning: None,
+    };
+    let full = assay_gateway::tokens(&reply.content).len();
+    let gw = Gateway::start_on_thread(
+        Config::new().model(
+            "m",
+            Model::new(
+                Dialect::Vllm {
+                    tokens_per_chunk: 2,
+                },
+                vec![reply],
+            )
+            .latency(Duration::from_millis(5), Duration::from_millis(3)),
+        ),
+    )
+    .unwrap();
+    let s = Scratch::new();
+    let dir = tiny_spec(&s, "pools = [\"cutter\"]\nsingle_fence = true");
+    std::fs::write(
+        s.path("task/pools.toml"),
+        pool(
+            "cutter",
+            &gw,
+            "m",
+            "max_completion_tokens = 1000\nextra_body = { stream_options = { continuous_usage_stats = true } }",
+        ),
+    )
+    .unwrap();
+    let (summary, _) = s.run_json(&["run", &dir, "--json"], &[]);
+    assert_eq!(summary["pool"], "cutter");
+    assert_eq!(summary["compiled"], 1, "{summary}");
+    let replies = s.replies(summary["batch_id"].as_i64().unwrap());
+    assert_eq!(replies.len(), 2);
+    for d in &replies {
+        let r = &d.reply;
+        assert!(r.cut_early, "{r:?}");
+        assert_eq!(r.finish_reason, None, "the server never finished it");
+        let t = r.completion_tokens.expect("continuous usage");
+        assert!(t < full as u64 / 2, "{t} of {full} tokens");
+        assert_eq!(r.cap_tokens_left, Some(1000 - t));
+        assert!(!r.content.as_deref().unwrap().contains("This doubles"));
+        // The rest would have taken 3 ms a token.
+        assert!(r.latency_ms.unwrap() < 3.0 * (full as f64) / 2.0);
+    }
+}
+
+/// Flags beat the environment, which beats the files: N, the token cap,
+/// the in-flight limit. A pool without a sampling preset is warned about.
+#[test]
+fn flags_beat_environment_beats_files() {
+    let gw = Gateway::start_on_thread(
+        Config::new().model("m", Model::new(Dialect::LlamaCpp, tiny_corpus())),
+    )
+    .unwrap();
+    let s = Scratch::new();
+    let bare = format!(
+        "[pools.bare]\nbase_url = \"{}\"\nmodel = \"m\"\nmax_completion_tokens = 300\n",
+        gw.base_url()
+    );
+    let file = s.write("pools.toml", &bare);
+    let f = file.display().to_string();
+    let base = ["run", &*tiny(), "--json", "--pools", &f, "--pool", "bare"];
+    let env = [("NEV_CANDIDATES", "3"), ("MAX_COMPLETION_TOKENS", "200")];
+    let (summary, stderr) = s.run_json(&base, &env);
+    assert_eq!(summary["replies"], 3, "NEV_CANDIDATES beats the spec's n");
+    assert!(
+        stderr.contains("pool `bare` has no sampling preset"),
+        "{stderr}"
+    );
+    let mut args = base.to_vec();
+    args.extend(["-n", "2", "--max-completion-tokens", "100"]);
+    let (summary, _) = s.run_json(&args, &env);
+    assert_eq!(summary["replies"], 2, "-n beats NEV_CANDIDATES");
+    let caps: Vec<u64> = gw
+        .received()
+        .iter()
+        .map(|r| r.body["max_tokens"].as_u64().unwrap())
+        .collect();
+    assert_eq!(caps, [200, 200, 200, 100, 100]);
+}
+
+/// Bad draw input: one line naming the file, pool and field; exit 2;
+/// nothing stored.
+#[test]
+fn bad_draw_input_is_one_line_and_exit_2() {
+    let s = Scratch::new();
+    let good = "[pools.a]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\napi_key_env = \"ASSAY_UNSET_KEY_VAR\"\n";
+    // Not in the working directory, where it would be the default file.
+    std::fs::create_dir(s.path("cfg")).unwrap();
+    let file = s.write("cfg/pools.toml", good);
+    let bad = s.write(
+        "cfg/bad.toml",
+        "[pools.a]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = 3\n",
+    );
+    let f = file.display().to_string();
+    let b = bad.display().to_string();
+    let t = tiny();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", &t, "--pools", &f, "--pool", "zzz"],
+            "pools.toml: no pool `zzz` (pools: a)",
+        ),
+        (
+            &["run", &t, "--pools", &f, "--pool", "a"],
+            "pools.toml: pool `a`: `api_key_env` names ASSAY_UNSET_KEY_VAR, which is not set",
+        ),
+        (
+            &["run", &t, "--pools", &b, "--pool", "a"],
+            "bad.toml:3: invalid type",
+        ),
+        (&["run", &t, "--pool", "a"], "pool `a` needs a pools file"),
+        (
+            &["run", &t, "--pool", "a=x"],
+            "the share must be a whole number",
+        ),
+        (
+            &["run", &t, "--pools", &f, "--pool", "a=1", "--split", "race"],
+            "a race takes no shares",
+        ),
+        (
+            &["run", &t, "--split", "fast"],
+            "`fast`: the split is `fixed` or `race`",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = s.assay(args, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        // clap reports a flag value it cannot parse in its own style (a
+        // hint line follows); everything else is one line.
+        let lines = if args.iter().any(|a| *a == "a=x" || *a == "fast") {
+            3
+        } else {
+            1
+        };
+        assert_eq!(err.trim_end().lines().count(), lines, "{args:?}: {err}");
+    }
+    assert!(!s.path("assay.db").exists(), "nothing was stored");
+}

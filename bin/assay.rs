@@ -47,6 +47,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write an admitted candidate that beat the reference in its batch over
+    /// the task's committed file, with a provenance header.
+    Promote {
+        batch: BatchId,
+        candidate: usize,
+        #[command(flatten)]
+        db: DbArg,
+    },
 }
 
 #[derive(Args)]
@@ -93,6 +101,10 @@ struct RunArgs {
     /// kept warm across batches (default: OUT/work).
     #[arg(long, env = "ASSAY_WORK_DIR")]
     work_dir: Option<PathBuf>,
+    /// Write the best admitted candidate over the task's committed file when
+    /// it beat the committed one in this batch.
+    #[arg(long)]
+    promote: bool,
 }
 
 /// An error that is the user's input, not a failure of the run.
@@ -109,6 +121,7 @@ fn is_bad_input(e: &anyhow::Error) -> bool {
                 )
             )
             || cause.is::<UsageError>()
+            || cause.is::<assay::promote::PromoteError>()
     })
 }
 
@@ -160,6 +173,20 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
             } else {
                 print!("{}", report::batch_table(&batches));
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Promote {
+            batch,
+            candidate,
+            db,
+        } => {
+            let store = Store::open(&db.db).await?;
+            let p = assay::promote::promote(&store, batch, candidate).await?;
+            println!(
+                "promoted candidate {} of batch {} over {} ({}/{} against {}/{})",
+                p.idx, p.batch_id, p.path, p.passed, p.total, p.reference_passed, p.total
+            );
+            store.close().await;
             Ok(ExitCode::SUCCESS)
         }
         Command::Show { batch, db, json } => {
@@ -239,6 +266,9 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         Progress::stderr()
     };
     let batch = pipeline::run(&cfg, plan, &store, &progress).await?;
+    if args.promote {
+        assay::promote::promote_best(&store, batch).await?;
+    }
     let summary = summary(&store, batch).await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
@@ -253,7 +283,14 @@ async fn summary(store: &Store, batch: BatchId) -> Result<Summary> {
     let row = store.batch(batch).await?;
     let candidates = store.candidates(batch).await?;
     let phases = store.phases(batch).await?;
-    Ok(Summary::new(&row, &candidates, phases))
+    let mut summary = Summary::new(&row, &candidates, phases);
+    summary.promotions = store
+        .promotions(batch)
+        .await?
+        .iter()
+        .map(report::Promotion::new)
+        .collect();
+    Ok(summary)
 }
 
 fn init_logging(verbose: u8) {

@@ -11,14 +11,16 @@ use anyhow::{Context, Result};
 use tokio::sync::mpsc;
 
 use crate::account::{Phase, PhaseFigures, PhaseGuard};
+use crate::admit;
 use crate::dedup;
 use crate::draw::{DrawEvent, DrawOptions, Drawn, Plan};
 use crate::extract::{self, Extraction};
 use crate::package::{ModuleKey, Package};
 use crate::probe::{self, Probed};
 use crate::progress::Progress;
+use crate::sandbox::Sandbox;
 use crate::score::{self, RunLimits, ScoreVerdict, Scored};
-use crate::spec::{AdmitRule, Spec};
+use crate::spec::Spec;
 use crate::store::{BatchId, BatchStatus, NewBatch, Store};
 
 /// Everything a batch needs besides the store.
@@ -86,6 +88,18 @@ async fn run_batch(
     std::fs::create_dir_all(&errors_dir)
         .with_context(|| format!("cannot create {}", errors_dir.display()))?;
     store.set_errors_dir(batch, &errors_dir).await?;
+    // What confines the scoring runs is found once and stored with the
+    // batch, with every warning, so a weaker sandbox is never silent.
+    let sandbox = Arc::new(Sandbox::probe(cfg.spec.limits.processes));
+    store
+        .set_batch_setup(
+            batch,
+            cfg.spec.dedup_by,
+            &sandbox.describe(),
+            sandbox.warnings(),
+            &blake3::hash(cfg.spec.committed.source.as_bytes()).to_hex(),
+        )
+        .await?;
 
     let guard = PhaseGuard::start(Phase::Draw);
     let replies = draw(plan, cfg.n, store, progress, batch).await?;
@@ -110,7 +124,7 @@ async fn run_batch(
     record(store, batch, guard.finish()).await?;
 
     let guard = PhaseGuard::start(Phase::ScoreRun);
-    score_all(&cfg.spec, scorer, store, progress, batch).await?;
+    score_all(&cfg.spec, scorer, sandbox, store, progress, batch).await?;
     record(store, batch, guard.finish()).await?;
 
     let guard = PhaseGuard::start(Phase::Persist);
@@ -196,21 +210,32 @@ async fn extract_and_dedup(
             )
         })
         .collect();
-    let fingerprints: Vec<Option<dedup::Fingerprint>> = extractions
+    let fingerprints: Vec<Option<dedup::Fingerprints>> = extractions
         .iter()
         .map(|e| match e {
-            Extraction::Source(src) => dedup::fingerprint(src),
+            Extraction::Source(src) => dedup::fingerprints(src),
             Extraction::Failed(_) => None,
         })
         .collect();
     // Groups are formed over batch positions; map them back to reply indices.
-    let dups = dedup::duplicates(&fingerprints);
+    let groups = dedup::group(&fingerprints);
     let mut unique = Vec::new();
     for (pos, (drawn, extraction)) in replies.iter().zip(extractions).enumerate() {
-        let dup_of = dups[pos].map(|rep| replies[rep].idx);
-        let fp = fingerprints[pos].map(|f| f.to_string());
+        let to_idx = |rep: Option<usize>| rep.map(|rep| replies[rep].idx);
+        let grouping = dedup::Grouping {
+            exact_dup_of: to_idx(groups[pos].exact_dup_of),
+            alpha_dup_of: to_idx(groups[pos].alpha_dup_of),
+        };
+        let dup_of = grouping.dup_of(spec.dedup_by);
+        let fp = fingerprints[pos].map(|f| f.exact.to_string());
         store
             .record_candidate(batch, drawn.idx, &extraction, fp.as_deref(), dup_of)
+            .await?;
+        let alpha = fingerprints[pos]
+            .and_then(|f| f.alpha)
+            .map(|f| f.to_string());
+        store
+            .record_groups(batch, drawn.idx, alpha.as_deref(), &grouping)
             .await?;
         if let (Extraction::Source(source), None) = (extraction, dup_of) {
             unique.push(Unique {
@@ -289,9 +314,13 @@ async fn build_scorer(
             passed: 0,
             total: spec.cases.count,
             wall: Default::default(),
+            cpu: Default::default(),
+            cases: vec![score::CaseOutcome::NotRun; spec.cases.count],
+            restarts: 0,
+            peak_processes: None,
             stderr: errors.clone(),
         };
-        store_score(spec.admit, store, batch, &failed).await?;
+        store_score(store, batch, &failed).await?;
     }
     let exe = batch_dir.join("scorer");
     std::fs::copy(&built.exe, &exe)
@@ -305,6 +334,7 @@ async fn build_scorer(
 async fn score_all(
     spec: &Spec,
     scorer: Scorer,
+    sandbox: Arc<Sandbox>,
     store: &Store,
     progress: &Progress,
     batch: BatchId,
@@ -316,42 +346,43 @@ async fn score_all(
         scorer.keys,
         Arc::from(spec.cases.text.as_str()),
         spec.cases.count,
-        RunLimits::with_wall(spec.limits.wall),
+        RunLimits::from_spec(&spec.limits),
         parallel,
+        sandbox,
     );
+    let mut results = Vec::new();
     while let Some(done) = running.join_next().await {
         let scored = done.context("a scoring task panicked")??;
-        store_score(spec.admit, store, batch, &scored).await?;
+        store_score(store, batch, &scored).await?;
         bar.inc(1);
+        results.push(scored);
     }
     bar.finish();
+    // Admission needs the reference's run, so it is decided once all are in.
+    let reference = results.iter().find(|s| s.key == ModuleKey::Committed);
+    let candidates: Vec<(usize, &Scored)> = results
+        .iter()
+        .filter_map(|s| match s.key {
+            ModuleKey::Candidate(idx) => Some((idx, s)),
+            ModuleKey::Committed => None,
+        })
+        .collect();
+    let decisions = admit::admit(&spec.admit, reference, &candidates);
+    let rows: Vec<(usize, admit::Admission)> = candidates
+        .iter()
+        .map(|(idx, _)| *idx)
+        .zip(decisions)
+        .collect();
+    store.record_admissions(batch, &rows).await?;
     Ok(())
 }
 
-async fn store_score(
-    rule: AdmitRule,
-    store: &Store,
-    batch: BatchId,
-    scored: &Scored,
-) -> Result<()> {
+/// Stores one run as it finishes; admission comes later, for all at once.
+async fn store_score(store: &Store, batch: BatchId, scored: &Scored) -> Result<()> {
     match scored.key {
         ModuleKey::Committed => store.record_committed(batch, scored).await?,
-        ModuleKey::Candidate(idx) => {
-            store
-                .record_score(batch, idx, scored, admits(rule, scored))
-                .await?
-        }
+        ModuleKey::Candidate(idx) => store.record_score(batch, idx, scored, false).await?,
     }
+    store.record_run_details(batch, scored).await?;
     Ok(())
-}
-
-/// The spec's admission rule: finished within the limits with at least the
-/// minimum score.
-pub fn admits(rule: AdmitRule, scored: &Scored) -> bool {
-    match scored.verdict {
-        ScoreVerdict::Scored { passed, total } if total > 0 => {
-            passed as f64 / total as f64 >= rule.min_score
-        }
-        _ => false,
-    }
 }

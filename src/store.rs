@@ -80,6 +80,13 @@ pub struct BatchRow {
     pub errors_dir: Option<String>,
     pub committed: Option<Scored>,
     pub failure: Option<String>,
+    /// `exact` or `alpha` (exact for batches stored before it was recorded).
+    pub dedup_by: crate::dedup::DedupBy,
+    /// What the scoring sandbox enforced, and what it warned about.
+    pub sandbox: Option<String>,
+    pub sandbox_warnings: Option<String>,
+    /// blake3 (hex) of the committed file as the batch read it.
+    pub committed_hash: Option<String>,
 }
 
 /// A stored candidate with what every stage made of it.
@@ -96,6 +103,27 @@ pub struct CandidateRow {
     pub error_file: Option<String>,
     pub score: Option<Scored>,
     pub admitted: bool,
+    pub alpha_fingerprint: Option<String>,
+    /// First earlier candidate with the same exact / alpha fingerprint.
+    pub exact_dup_of: Option<usize>,
+    pub alpha_dup_of: Option<usize>,
+    /// Rank among the admitted (1 = best).
+    pub rank: Option<usize>,
+    /// Admission's decision (`admitted(rank 1)`, `below_min_score`, ...).
+    pub admission: Option<String>,
+}
+
+/// A recorded promotion.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromotionRow {
+    pub batch_id: BatchId,
+    pub idx: usize,
+    pub path: String,
+    pub replaced_hash: String,
+    pub passed: usize,
+    pub total: usize,
+    pub reference_passed: usize,
+    pub promoted_at: String,
 }
 
 impl Store {
@@ -226,6 +254,154 @@ impl Store {
         .await
         .map_err(self.sql())?;
         Ok(())
+    }
+
+    /// Stores both fingerprints' view of a candidate (after
+    /// [`Store::record_candidate`], which stores the exact fingerprint and the
+    /// grouping the batch used).
+    pub async fn record_groups(
+        &self,
+        batch: BatchId,
+        idx: usize,
+        alpha_fingerprint: Option<&str>,
+        grouping: &crate::dedup::Grouping,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE candidates SET alpha_fingerprint = ?, exact_dup_of = ?, alpha_dup_of = ?
+             WHERE batch_id = ? AND idx = ?",
+        )
+        .bind(alpha_fingerprint)
+        .bind(grouping.exact_dup_of.map(|d| d as i64))
+        .bind(grouping.alpha_dup_of.map(|d| d as i64))
+        .bind(batch)
+        .bind(idx as i64)
+        .execute(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Records how the batch deduplicates and what its sandbox enforces.
+    pub async fn set_batch_setup(
+        &self,
+        batch: BatchId,
+        dedup_by: crate::dedup::DedupBy,
+        sandbox: &str,
+        sandbox_warnings: &[String],
+        committed_hash: &str,
+    ) -> Result<(), StoreError> {
+        let warnings = (!sandbox_warnings.is_empty()).then(|| sandbox_warnings.join("\n"));
+        sqlx::query(
+            "UPDATE batches SET dedup_by = ?, sandbox = ?, sandbox_warnings = ?, committed_hash = ?
+             WHERE id = ?",
+        )
+        .bind(dedup_by.as_str())
+        .bind(sandbox)
+        .bind(warnings)
+        .bind(committed_hash)
+        .bind(batch)
+        .execute(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Stores a run's CPU time, case outcomes, restarts and peak processes
+    /// (after [`Store::record_score`] or [`Store::record_committed`]).
+    pub async fn record_run_details(
+        &self,
+        batch: BatchId,
+        scored: &Scored,
+    ) -> Result<(), StoreError> {
+        let cpu_ms = scored.cpu.as_secs_f64() * 1e3;
+        let cases = crate::score::case_letters(&scored.cases);
+        let query = match scored.key {
+            crate::package::ModuleKey::Committed => sqlx::query(
+                "UPDATE batches SET committed_cpu_ms = ?, committed_cases = ? WHERE id = ?",
+            )
+            .bind(cpu_ms)
+            .bind(cases)
+            .bind(batch),
+            crate::package::ModuleKey::Candidate(idx) => sqlx::query(
+                "UPDATE scores SET cpu_ms = ?, cases = ?, restarts = ?, peak_processes = ?
+                 WHERE batch_id = ? AND idx = ?",
+            )
+            .bind(cpu_ms)
+            .bind(cases)
+            .bind(scored.restarts as i64)
+            .bind(scored.peak_processes.map(|p| p as i64))
+            .bind(batch)
+            .bind(idx as i64),
+        };
+        query.execute(&self.pool).await.map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Stores every candidate's admission in one transaction.
+    pub async fn record_admissions(
+        &self,
+        batch: BatchId,
+        decisions: &[(usize, crate::admit::Admission)],
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await.map_err(self.sql())?;
+        for (idx, decision) in decisions {
+            sqlx::query(
+                "UPDATE scores SET admitted = ?, rank = ?, admission = ? WHERE batch_id = ? AND idx = ?",
+            )
+            .bind(decision.admitted())
+            .bind(decision.rank().map(|r| r as i64))
+            .bind(decision.to_string())
+            .bind(batch)
+            .bind(*idx as i64)
+            .execute(&mut *tx)
+            .await
+            .map_err(self.sql())?;
+        }
+        tx.commit().await.map_err(self.sql())
+    }
+
+    pub async fn record_promotion(&self, promotion: &PromotionRow) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO promotions (batch_id, idx, path, replaced_hash, passed, total, reference_passed, promoted_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(promotion.batch_id)
+        .bind(promotion.idx as i64)
+        .bind(&promotion.path)
+        .bind(&promotion.replaced_hash)
+        .bind(promotion.passed as i64)
+        .bind(promotion.total as i64)
+        .bind(promotion.reference_passed as i64)
+        .bind(&promotion.promoted_at)
+        .execute(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Promotions made from a batch, oldest first.
+    pub async fn promotions(&self, batch: BatchId) -> Result<Vec<PromotionRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT batch_id, idx, path, replaced_hash, passed, total, reference_passed, promoted_at
+             FROM promotions WHERE batch_id = ? ORDER BY id",
+        )
+        .bind(batch)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(rows
+            .iter()
+            .map(|r| PromotionRow {
+                batch_id: r.get("batch_id"),
+                idx: r.get::<i64, _>("idx") as usize,
+                path: r.get("path"),
+                replaced_hash: r.get("replaced_hash"),
+                passed: r.get::<i64, _>("passed") as usize,
+                total: r.get::<i64, _>("total") as usize,
+                reference_passed: r.get::<i64, _>("reference_passed") as usize,
+                promoted_at: r.get("promoted_at"),
+            })
+            .collect())
     }
 
     pub async fn begin_probe_run(&self, batch: BatchId, mode: &str) -> Result<i64, StoreError> {
@@ -390,9 +566,19 @@ impl Store {
                 passed: r.get::<i64, _>("committed_passed") as usize,
                 total: r.get::<i64, _>("committed_total") as usize,
                 wall: Duration::ZERO,
+                cpu: Duration::from_secs_f64(
+                    r.get::<Option<f64>, _>("committed_cpu_ms").unwrap_or(0.0) / 1e3,
+                ),
+                cases: self.cases(id, -1, r.get("committed_cases"))?,
+                restarts: 0,
+                peak_processes: None,
                 stderr: String::new(),
             }),
             None => None,
+        };
+        let dedup_by = match r.get::<Option<String>, _>("dedup_by") {
+            Some(v) => self.parse(id, -1, "dedup_by", &v)?,
+            None => crate::dedup::DedupBy::Exact,
         };
         Ok(BatchRow {
             id,
@@ -406,6 +592,10 @@ impl Store {
             errors_dir: r.get("errors_dir"),
             committed,
             failure: r.get("failure"),
+            dedup_by,
+            sandbox: r.get("sandbox"),
+            sandbox_warnings: r.get("sandbox_warnings"),
+            committed_hash: r.get("committed_hash"),
         })
     }
 
@@ -415,7 +605,9 @@ impl Store {
         let rows = sqlx::query(
             "SELECT c.idx, r.pool, r.model, r.completion_tokens, c.extract, c.extract_detail, c.source,
                     c.fingerprint, c.dup_of, pv.verdict AS probe, pv.error_file,
-                    s.verdict AS score, s.passed, s.total, s.wall_ms, s.admitted
+                    s.verdict AS score, s.passed, s.total, s.wall_ms, s.admitted,
+                    c.alpha_fingerprint, c.exact_dup_of, c.alpha_dup_of,
+                    s.cpu_ms, s.cases, s.restarts, s.peak_processes, s.rank, s.admission
              FROM candidates c
              JOIN replies r ON r.batch_id = c.batch_id AND r.idx = c.idx
              LEFT JOIN probe_verdicts pv ON pv.batch_id = c.batch_id AND pv.idx = c.idx
@@ -459,6 +651,12 @@ impl Store {
                 passed: r.get::<i64, _>("passed") as usize,
                 total: r.get::<i64, _>("total") as usize,
                 wall: Duration::from_secs_f64(r.get::<f64, _>("wall_ms") / 1e3),
+                cpu: Duration::from_secs_f64(
+                    r.get::<Option<f64>, _>("cpu_ms").unwrap_or(0.0) / 1e3,
+                ),
+                cases: self.cases(batch, idx, r.get("cases"))?,
+                restarts: r.get::<Option<i64>, _>("restarts").unwrap_or(0) as usize,
+                peak_processes: r.get::<Option<i64>, _>("peak_processes").map(|p| p as u64),
                 stderr: String::new(),
             }),
             None => None,
@@ -477,6 +675,11 @@ impl Store {
             error_file: r.get("error_file"),
             admitted: r.get::<Option<bool>, _>("admitted").unwrap_or(false),
             score,
+            alpha_fingerprint: r.get("alpha_fingerprint"),
+            exact_dup_of: r.get::<Option<i64>, _>("exact_dup_of").map(|d| d as usize),
+            alpha_dup_of: r.get::<Option<i64>, _>("alpha_dup_of").map(|d| d as usize),
+            rank: r.get::<Option<i64>, _>("rank").map(|d| d as usize),
+            admission: r.get("admission"),
         })
     }
 
@@ -513,6 +716,20 @@ impl Store {
         value
             .parse()
             .map_err(|_| self.bad(batch, idx, field, value))
+    }
+
+    /// Stored case letters; none stored (an older batch) reads as no cases.
+    fn cases(
+        &self,
+        batch: BatchId,
+        idx: i64,
+        text: Option<String>,
+    ) -> Result<Vec<crate::score::CaseOutcome>, StoreError> {
+        match text {
+            None => Ok(Vec::new()),
+            Some(t) => crate::score::parse_case_letters(&t)
+                .ok_or_else(|| self.bad(batch, idx, "cases", &t)),
+        }
     }
 
     fn bad(&self, batch: BatchId, idx: i64, field: &'static str, value: &str) -> StoreError {
@@ -740,7 +957,9 @@ impl Store {
 
 const BATCH_SELECT: &str =
     "SELECT id, task, spec_path, pool, n, status, started_at, finished_at, errors_dir,
-        committed_verdict, committed_passed, committed_total, failure FROM batches";
+        committed_verdict, committed_passed, committed_total, failure,
+        dedup_by, sandbox, sandbox_warnings, committed_hash, committed_cpu_ms, committed_cases
+     FROM batches";
 
 impl BatchStatus {
     pub fn as_str(&self) -> &'static str {
@@ -862,9 +1081,14 @@ mod tests {
             passed: 3,
             total: 4,
             wall: Duration::from_millis(5),
+            cpu: Duration::from_millis(4),
+            cases: crate::score::parse_case_letters("ppfp").unwrap(),
+            restarts: 0,
+            peak_processes: None,
             stderr: String::new(),
         };
         store.record_committed(batch, &committed).await.unwrap();
+        store.record_run_details(batch, &committed).await.unwrap();
         store
             .finish_batch(batch, BatchStatus::Finished, None)
             .await
@@ -872,7 +1096,10 @@ mod tests {
 
         let row = store.batch(batch).await.unwrap();
         assert_eq!(row.status, BatchStatus::Finished);
-        assert_eq!(row.committed.unwrap().verdict, committed.verdict);
+        let stored = row.committed.unwrap();
+        assert_eq!(stored.verdict, committed.verdict);
+        assert_eq!(stored.cases, committed.cases);
+        assert_eq!(stored.cpu, committed.cpu);
         let cands = store.candidates(batch).await.unwrap();
         assert_eq!(cands.len(), 2);
         assert_eq!(cands[0].completion_tokens, Some(42));

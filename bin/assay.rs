@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
+use assay::draw::DrawOptions;
 use assay::pipeline::{self, RunConfig};
 use assay::progress::Progress;
 use assay::report::{self, CandidateLine, Summary};
@@ -96,8 +97,26 @@ struct RunArgs {
     #[command(flatten)]
     db: DbArg,
     /// Number of candidates (default: the spec's).
-    #[arg(short)]
+    #[arg(short, env = "NEV_CANDIDATES")]
     n: Option<usize>,
+    /// The pools file (default: pools.toml beside the spec, else in the
+    /// working directory).
+    #[arg(long)]
+    pools: Option<PathBuf>,
+    /// Draw from this pool (repeatable); NAME=SHARE for a fixed share.
+    /// Overrides the spec's `draw.pools`.
+    #[arg(long = "pool", value_name = "NAME[=SHARE]")]
+    pool: Vec<assay::draw::PoolChoice>,
+    /// How the batch is split over its pools: fixed shares, or a race in
+    /// which every pool keeps its slots full until N replies are in.
+    #[arg(long, value_name = "fixed|race")]
+    split: Option<assay::draw::SplitMode>,
+    /// Requests in flight per pool (overrides the pools file).
+    #[arg(long, env = "NEV_CONCURRENCY")]
+    max_in_flight: Option<usize>,
+    /// Token cap of every request (overrides the pools file).
+    #[arg(long, env = "MAX_COMPLETION_TOKENS")]
+    max_completion_tokens: Option<u64>,
     /// Print the summary as one JSON object.
     #[arg(long)]
     json: bool,
@@ -249,7 +268,34 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         out_dir: out,
         spec,
     };
-    let pool = pipeline::prepare(&cfg)?;
+    if args.max_in_flight == Some(0) {
+        return Err(
+            UsageError("--max-in-flight (NEV_CONCURRENCY): must be at least 1".into()).into(),
+        );
+    }
+    if args.max_completion_tokens == Some(0) {
+        return Err(UsageError(
+            "--max-completion-tokens (MAX_COMPLETION_TOKENS): must be at least 1".into(),
+        )
+        .into());
+    }
+    let draw = DrawOptions {
+        pools_file: args.pools,
+        pools: args.pool,
+        split: args.split,
+        max_in_flight: args.max_in_flight,
+        max_completion_tokens: args.max_completion_tokens,
+        // Read here and held as a secret from now on; never a flag (a flag
+        // would show in `ps`).
+        default_key: std::env::var("NEV_MODEL_API_KEY")
+            .ok()
+            .filter(|k| !k.is_empty())
+            .map(secrecy::SecretString::from),
+    };
+    let (plan, warnings) = pipeline::prepare(&cfg, &draw)?;
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
     std::fs::create_dir_all(&cfg.out_dir)
         .with_context(|| format!("cannot create {}", cfg.out_dir.display()))?;
     let store = Store::open(&args.db.db).await?;
@@ -258,7 +304,7 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     } else {
         Progress::stderr()
     };
-    let batch = pipeline::run(&cfg, pool, &store, &progress).await?;
+    let batch = pipeline::run(&cfg, plan, &store, &progress).await?;
     if args.promote {
         assay::promote::promote_best(&store, batch).await?;
     }
@@ -310,7 +356,8 @@ async fn summary(store: &Store, batch: BatchId) -> Result<Summary> {
 fn init_logging(verbose: u8) {
     use tracing_subscriber::EnvFilter;
     let default = match verbose {
-        0 => "warn",
+        // async-openai logs a malformed chunk at error level; assay records it.
+        0 => "warn,async_openai=off",
         1 => "assay=info",
         _ => "assay=debug",
     };

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use crate::account::{Phase, PhaseFigures, PhaseGuard};
 use crate::admit;
 use crate::dedup;
-use crate::draw::{Drawn, ReplayPool};
+use crate::draw::{DrawEvent, DrawOptions, Drawn, Plan};
 use crate::extract::{self, Extraction};
 use crate::package::{ModuleKey, Package};
 use crate::probe::{self, Probed};
@@ -38,11 +38,12 @@ pub struct RunConfig {
 }
 
 /// Checks what can be checked before anything is written: a batch that
-/// cannot start leaves no trace in the store.
-pub fn prepare(cfg: &RunConfig) -> Result<ReplayPool> {
-    let pool = ReplayPool::open("replay", &cfg.spec.draw.replay)?;
-    pool.check_capacity(cfg.n)?;
-    Ok(pool)
+/// cannot start leaves no trace in the store. Returns the draw plan and
+/// warnings to show (a pool without a sampling preset).
+pub fn prepare(cfg: &RunConfig, draw: &DrawOptions) -> Result<(Plan, Vec<String>)> {
+    let (plan, warnings) = Plan::build(&cfg.spec, draw)?;
+    plan.check(cfg.n)?;
+    Ok((plan, warnings))
 }
 
 /// Runs one batch to the end and returns its id. On failure after the batch
@@ -50,7 +51,7 @@ pub fn prepare(cfg: &RunConfig) -> Result<ReplayPool> {
 /// stored so far stays.
 pub async fn run(
     cfg: &RunConfig,
-    pool: ReplayPool,
+    plan: Plan,
     store: &Store,
     progress: &Progress,
 ) -> Result<BatchId> {
@@ -58,12 +59,12 @@ pub async fn run(
         .begin_batch(&NewBatch {
             task: &cfg.spec.name,
             spec_path: &cfg.spec.path,
-            pool: &pool.name,
+            pool: &plan.label(),
             n: cfg.n,
         })
         .await?;
     tracing::info!(batch, task = %cfg.spec.name, n = cfg.n, "batch started");
-    match run_batch(cfg, &pool, store, progress, batch).await {
+    match run_batch(cfg, &plan, store, progress, batch).await {
         Ok(()) => Ok(batch),
         Err(e) => {
             let reason = format!("{e:#}");
@@ -77,7 +78,7 @@ pub async fn run(
 
 async fn run_batch(
     cfg: &RunConfig,
-    pool: &ReplayPool,
+    plan: &Plan,
     store: &Store,
     progress: &Progress,
     batch: BatchId,
@@ -101,7 +102,7 @@ async fn run_batch(
         .await?;
 
     let guard = PhaseGuard::start(Phase::Draw);
-    let replies = draw(pool, cfg.n, store, progress, batch).await?;
+    let replies = draw(plan, cfg.n, store, progress, batch).await?;
     record(store, batch, guard.finish()).await?;
 
     let guard = PhaseGuard::start(Phase::ExtractDedup);
@@ -139,26 +140,47 @@ async fn record(store: &Store, batch: BatchId, figures: PhaseFigures) -> Result<
     Ok(store.record_phase(batch, &figures).await?)
 }
 
-/// Draws `n` replies, storing each as it arrives.
+/// Draws `n` replies, storing each (with its attempts) as it arrives.
 async fn draw(
-    pool: &ReplayPool,
+    plan: &Plan,
     n: usize,
     store: &Store,
     progress: &Progress,
     batch: BatchId,
 ) -> Result<Vec<Drawn>> {
-    let bar = progress.bar("draw", n);
     let (tx, mut rx) = mpsc::channel(64);
-    let pool = pool.clone();
-    let drawing = tokio::spawn(async move { pool.draw(n, 0, tx).await });
+    let drawing = {
+        let plan = plan.clone();
+        let progress = progress.clone();
+        tokio::spawn(async move { plan.draw(n, 0, tx, &progress).await })
+    };
     let mut replies = Vec::with_capacity(n);
-    while let Some(drawn) = rx.recv().await {
-        store.record_reply(batch, &drawn).await?;
-        bar.inc(1);
-        replies.push(drawn);
+    let mut arrived = Vec::new();
+    while let Some(event) = rx.recv().await {
+        // Store what has arrived together in one transaction: a reply is
+        // still written as soon as the store is free, but a burst of
+        // streams ending at once costs one commit, not hundreds.
+        let mut events = vec![event];
+        while let Ok(more) = rx.try_recv() {
+            events.push(more);
+        }
+        for event in events {
+            match event {
+                DrawEvent::Reply(drawn) => arrived.push(drawn),
+                DrawEvent::Cancelled { pool, attempts } => {
+                    store.record_cancelled(batch, &pool, &attempts).await?;
+                }
+                DrawEvent::PoolStopped { pool, reason } => {
+                    progress.note(&format!(
+                        "warning: pool `{pool}` stopped: {reason}; its remaining requests are not sent"
+                    ));
+                }
+            }
+        }
+        store.record_draws(batch, &arrived).await?;
+        replies.append(&mut arrived);
     }
     drawing.await.context("the draw task panicked")??;
-    bar.finish();
     replies.sort_by_key(|d| d.idx);
     Ok(replies)
 }
@@ -178,6 +200,9 @@ async fn extract_and_dedup(
     let extractions: Vec<Extraction> = replies
         .iter()
         .map(|d| {
+            if !d.reply.outcome.is_ok() {
+                return Extraction::Failed(extract::NoCode::DrawFailed);
+            }
             extract::extract(
                 d.reply.content.as_deref(),
                 d.reply.finish_reason.as_deref(),

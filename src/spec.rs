@@ -66,6 +66,13 @@ pub struct Draw {
     pub n: usize,
     /// The recorded replay corpus.
     pub replay: PathBuf,
+    /// The pools to draw from (`["fast=16", "flash=16"]`); empty: replay.
+    pub pools: Vec<crate::draw::PoolChoice>,
+    /// Fixed shares or a race; `None`: fixed.
+    pub split: Option<crate::draw::SplitMode>,
+    /// The prompt asks for exactly one code block: a stream may be closed
+    /// as soon as its Rust fence closes.
+    pub single_fence: bool,
 }
 
 /// What admits a candidate.
@@ -198,6 +205,12 @@ struct RawDedup {
 struct RawDraw {
     n: usize,
     replay: PathBuf,
+    #[serde(default)]
+    pools: Vec<String>,
+    #[serde(default)]
+    split: Option<String>,
+    #[serde(default)]
+    single_fence: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -274,6 +287,20 @@ impl Validator {
         let cases_path = self.file_at("cases", &raw.cases)?;
         let committed_path = self.file_at("committed", &raw.committed)?;
         let replay = self.file_at("draw.replay", &raw.draw.replay)?;
+        let pools = raw
+            .draw
+            .pools
+            .iter()
+            .map(|p| p.parse())
+            .collect::<Result<Vec<crate::draw::PoolChoice>, String>>()
+            .map_err(|m| self.invalid("draw.pools", m))?;
+        let split = match &raw.draw.split {
+            Some(s) => Some(
+                s.parse()
+                    .map_err(|m: String| self.invalid("draw.split", m))?,
+            ),
+            None => None,
+        };
         let cases_text = read(&cases_path)?;
         let count = count_cases(&cases_path, &cases_text)?;
         let names = case_names(&cases_text);
@@ -306,6 +333,9 @@ impl Validator {
             draw: Draw {
                 n: raw.draw.n,
                 replay,
+                pools,
+                split,
+                single_fence: raw.draw.single_fence,
             },
             admit: AdmitRule {
                 min_score: raw.admit.min_score,
@@ -526,10 +556,24 @@ wall_ms = 100
         assert_eq!(spec.cases.count, 2);
         assert_eq!(spec.harness.crate_name, "demo_harness");
         assert_eq!(spec.limits.wall, Duration::from_millis(100));
+        assert!(spec.draw.pools.is_empty() && spec.draw.split.is_none());
         assert_eq!(spec.dedup_by, crate::dedup::DedupBy::Exact);
         assert_eq!(spec.limits.isolation, Isolation::None);
         assert_eq!(spec.limits.processes, DEFAULT_PROCESSES);
         assert!(spec.admit.guard.is_empty());
+    }
+
+    #[test]
+    fn the_spec_may_choose_pools_and_split() {
+        let spec = load(&GOOD.replace(
+            "n = 3",
+            "n = 3\npools = [\"fast=2\", \"flash=1\"]\nsplit = \"fixed\"\nsingle_fence = true",
+        ))
+        .unwrap();
+        assert_eq!(spec.draw.pools.len(), 2);
+        assert_eq!(spec.draw.pools[0].share, Some(2));
+        assert_eq!(spec.draw.split, Some(crate::draw::SplitMode::Fixed));
+        assert!(spec.draw.single_fence);
     }
 
     #[test]
@@ -582,6 +626,14 @@ wall_ms = 100
             (
                 &GOOD.replace("wall_ms = 100", ""),
                 "missing field `wall_ms`",
+            ),
+            (
+                &GOOD.replace("n = 3", "n = 3\npools = [\"a=x\"]"),
+                "`draw.pools`: `a=x`: the share must be a whole number",
+            ),
+            (
+                &GOOD.replace("n = 3", "n = 3\nsplit = \"fast\""),
+                "`draw.split`",
             ),
             (
                 &format!("{GOOD}\n[dedup]\nby = \"fuzzy\"\n"),

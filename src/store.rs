@@ -810,6 +810,214 @@ impl Store {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+
+    /// Stores a drawn reply with all its draw figures and every attempt, in
+    /// one transaction.
+    pub async fn record_draw(&self, batch: BatchId, drawn: &Drawn) -> Result<(), StoreError> {
+        self.record_draws(batch, std::slice::from_ref(drawn)).await
+    }
+
+    /// Stores replies that arrived together in one transaction (one commit
+    /// instead of one per reply, so storing keeps up with hundreds of
+    /// streams finishing at once).
+    pub async fn record_draws(&self, batch: BatchId, drawn: &[Drawn]) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await.map_err(self.sql())?;
+        for d in drawn {
+            self.insert_draw(&mut tx, batch, d).await?;
+        }
+        tx.commit().await.map_err(self.sql())
+    }
+
+    async fn insert_draw(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+        batch: BatchId,
+        drawn: &Drawn,
+    ) -> Result<(), StoreError> {
+        let r = &drawn.reply;
+        sqlx::query(
+            "INSERT INTO replies (batch_id, idx, pool, model, content, reasoning, finish_reason,
+                                  prompt_tokens, completion_tokens, ttft_ms, latency_ms, received_at,
+                                  outcome, http_status, error_message, error_body, ttft_reasoning_ms,
+                                  chunks, hit_cap, cut_early, cap_tokens_left, attempts)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+                     ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(batch)
+        .bind(drawn.idx as i64)
+        .bind(&drawn.pool)
+        .bind(&r.model)
+        .bind(&r.content)
+        .bind(&r.reasoning)
+        .bind(&r.finish_reason)
+        .bind(r.prompt_tokens.map(|t| t as i64))
+        .bind(r.completion_tokens.map(|t| t as i64))
+        .bind(r.ttft_ms)
+        .bind(r.latency_ms)
+        .bind(r.outcome.to_string())
+        .bind(r.outcome.status().map(i64::from))
+        .bind(r.error.as_ref().map(|e| e.message.as_str()))
+        .bind(r.error.as_ref().and_then(|e| e.body.as_deref()))
+        .bind(r.ttft_reasoning_ms)
+        .bind(r.chunks.map(|c| c as i64))
+        .bind(r.hit_cap)
+        .bind(r.cut_early)
+        .bind(r.cap_tokens_left.map(|t| t as i64))
+        .bind(r.attempts.len() as i64)
+        .execute(&mut **tx)
+        .await
+        .map_err(self.sql())?;
+        for a in &r.attempts {
+            self.insert_attempt(tx, batch, Some(drawn.idx), &drawn.pool, a)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Stores the attempts of a request that became no reply (cancelled
+    /// when a race was full).
+    pub async fn record_cancelled(
+        &self,
+        batch: BatchId,
+        pool: &str,
+        attempts: &[crate::draw::Attempt],
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await.map_err(self.sql())?;
+        for a in attempts {
+            self.insert_attempt(&mut tx, batch, None, pool, a).await?;
+        }
+        tx.commit().await.map_err(self.sql())
+    }
+
+    async fn insert_attempt(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+        batch: BatchId,
+        idx: Option<usize>,
+        pool: &str,
+        a: &crate::draw::Attempt,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO draw_attempts (batch_id, idx, pool, attempt, started_ms, duration_ms, outcome,
+                                        http_status, error_message, error_body, retry_after_ms, delay_ms)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(batch)
+        .bind(idx.map(|i| i as i64))
+        .bind(pool)
+        .bind(i64::from(a.number))
+        .bind(a.started_ms)
+        .bind(a.duration_ms)
+        .bind(a.outcome.to_string())
+        .bind(a.outcome.status().map(i64::from))
+        .bind(a.error.as_ref().map(|e| e.message.as_str()))
+        .bind(a.error.as_ref().and_then(|e| e.body.as_deref()))
+        .bind(a.retry_after_ms)
+        .bind(a.delay_ms)
+        .execute(&mut **tx)
+        .await
+        .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Every reply of a batch with its draw figures, by index.
+    pub async fn draw_replies(&self, batch: BatchId) -> Result<Vec<Drawn>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT idx, pool, model, content, reasoning, finish_reason, prompt_tokens,
+                    completion_tokens, ttft_ms, latency_ms, outcome, error_message, error_body,
+                    ttft_reasoning_ms, chunks, hit_cap, cut_early, cap_tokens_left
+             FROM replies WHERE batch_id = ? ORDER BY idx",
+        )
+        .bind(batch)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        let attempts = self.draw_attempts(batch).await?;
+        rows.iter()
+            .map(|r| {
+                let idx: i64 = r.get("idx");
+                let outcome: String = r.get("outcome");
+                let u = |name: &str| r.get::<Option<i64>, _>(name).map(|v| v as u64);
+                Ok(Drawn {
+                    idx: idx as usize,
+                    pool: r.get("pool"),
+                    reply: crate::draw::Reply {
+                        content: r.get("content"),
+                        reasoning: r.get("reasoning"),
+                        finish_reason: r.get("finish_reason"),
+                        prompt_tokens: u("prompt_tokens"),
+                        completion_tokens: u("completion_tokens"),
+                        model: r.get("model"),
+                        ttft_ms: r.get("ttft_ms"),
+                        ttft_reasoning_ms: r.get("ttft_reasoning_ms"),
+                        latency_ms: r.get("latency_ms"),
+                        chunks: u("chunks"),
+                        hit_cap: r.get("hit_cap"),
+                        cut_early: r.get("cut_early"),
+                        cap_tokens_left: u("cap_tokens_left"),
+                        outcome: self.parse(batch, idx, "reply outcome", &outcome)?,
+                        error: r.get::<Option<String>, _>("error_message").map(|message| {
+                            crate::draw::ErrorText {
+                                message,
+                                body: r.get("error_body"),
+                            }
+                        }),
+                        attempts: attempts
+                            .iter()
+                            .filter(|(i, _, _)| *i == Some(idx as usize))
+                            .map(|(_, _, a)| a.clone())
+                            .collect(),
+                    },
+                })
+            })
+            .collect()
+    }
+
+    /// Every attempt of a batch: (reply index or `None` when cancelled,
+    /// pool, attempt), in the order written.
+    pub async fn draw_attempts(
+        &self,
+        batch: BatchId,
+    ) -> Result<Vec<(Option<usize>, String, crate::draw::Attempt)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT idx, pool, attempt, started_ms, duration_ms, outcome, error_message, error_body,
+                    retry_after_ms, delay_ms
+             FROM draw_attempts WHERE batch_id = ? ORDER BY id",
+        )
+        .bind(batch)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        rows.iter()
+            .map(|r| {
+                let idx = r.get::<Option<i64>, _>("idx");
+                let outcome: String = r.get("outcome");
+                Ok((
+                    idx.map(|i| i as usize),
+                    r.get("pool"),
+                    crate::draw::Attempt {
+                        number: r.get::<i64, _>("attempt") as u32,
+                        started_ms: r.get("started_ms"),
+                        duration_ms: r.get("duration_ms"),
+                        outcome: self.parse(
+                            batch,
+                            idx.unwrap_or(-1),
+                            "attempt outcome",
+                            &outcome,
+                        )?,
+                        error: r.get::<Option<String>, _>("error_message").map(|message| {
+                            crate::draw::ErrorText {
+                                message,
+                                body: r.get("error_body"),
+                            }
+                        }),
+                        retry_after_ms: r.get("retry_after_ms"),
+                        delay_ms: r.get("delay_ms"),
+                    },
+                ))
+            })
+            .collect()
+    }
 }
 
 const BATCH_SELECT: &str =
@@ -972,6 +1180,78 @@ mod tests {
             store.batch(99).await,
             Err(StoreError::NoBatch { .. })
         ));
+    }
+
+    #[tokio::test]
+    async fn draw_figures_and_attempts_round_trip() {
+        use crate::draw::{Attempt, ErrorText, Outcome};
+        let (_d, store) = store().await;
+        let batch = store
+            .begin_batch(&NewBatch {
+                task: "demo",
+                spec_path: Path::new("s.toml"),
+                pool: "fast",
+                n: 2,
+            })
+            .await
+            .unwrap();
+        let attempt = |number, outcome, delay_ms| Attempt {
+            number,
+            started_ms: 1.0,
+            duration_ms: 2.0,
+            outcome,
+            error: (outcome != Outcome::Ok).then(|| ErrorText {
+                message: "slow down".into(),
+                body: Some("{\"message\":\"slow down\"}".into()),
+            }),
+            retry_after_ms: (outcome != Outcome::Ok).then_some(1000.0),
+            delay_ms,
+        };
+        let ok = Drawn {
+            idx: 0,
+            pool: "fast".into(),
+            reply: Reply {
+                content: Some("x".into()),
+                reasoning: Some("hm".into()),
+                completion_tokens: Some(12),
+                ttft_ms: Some(5.0),
+                ttft_reasoning_ms: Some(2.0),
+                latency_ms: Some(9.0),
+                chunks: Some(4),
+                hit_cap: true,
+                attempts: vec![
+                    attempt(1, Outcome::HttpError { status: 429 }, Some(1000.0)),
+                    attempt(2, Outcome::Ok, None),
+                ],
+                ..Reply::default()
+            },
+        };
+        let failed = Drawn {
+            idx: 1,
+            pool: "fast".into(),
+            reply: Reply {
+                outcome: Outcome::HttpError { status: 500 },
+                error: Some(ErrorText {
+                    message: "boom".into(),
+                    body: Some("boom".into()),
+                }),
+                ..Reply::default()
+            },
+        };
+        store.record_draw(batch, &ok).await.unwrap();
+        store.record_draw(batch, &failed).await.unwrap();
+        store
+            .record_cancelled(batch, "fast", &[attempt(1, Outcome::Cancelled, None)])
+            .await
+            .unwrap();
+        let back = store.draw_replies(batch).await.unwrap();
+        assert_eq!(back, vec![ok, failed]);
+        let attempts = store.draw_attempts(batch).await.unwrap();
+        assert_eq!(attempts.len(), 3);
+        assert_eq!(attempts[2].0, None, "a cancelled request is no reply");
+        // The old reader still sees both replies, unknown tokens unknown.
+        let cands = store.candidates(batch).await;
+        assert!(cands.unwrap().is_empty(), "no candidates were recorded");
     }
 
     #[tokio::test]

@@ -13,7 +13,7 @@ use assay::progress::Progress;
 use assay::report::{self, CandidateLine, Summary};
 use assay::spec::Spec;
 use assay::store::{BatchId, Store, StoreError};
-use assay::views;
+use assay::{sweep, views};
 
 #[derive(Parser)]
 #[command(
@@ -56,8 +56,11 @@ enum Command {
         #[command(flatten)]
         db: DbArg,
     },
-    /// Compare stored batches side by side: speed, quality, cost.
+    /// Compare batches side by side: speed, quality, cost. Stored batches,
+    /// or one new batch per pool with --spec and --pool.
     Compare(CompareArgs),
+    /// Sweep one pool's concurrency: one round of L requests at each level L.
+    Ladder(LadderArgs),
     /// Export a stored batch, one row per reply.
     Export {
         batch: BatchId,
@@ -71,8 +74,23 @@ enum Command {
 
 #[derive(Args)]
 struct CompareArgs {
-    /// Two or more stored batches.
+    /// Two or more stored batches (or none, with --spec and --pool).
     batches: Vec<BatchId>,
+    /// Run one new batch per --pool of this task, then compare them.
+    #[arg(long)]
+    spec: Option<PathBuf>,
+    /// A pool to run (with --spec); give two or more.
+    #[arg(long = "pool", value_name = "NAME")]
+    pool: Vec<assay::draw::PoolChoice>,
+    /// Candidates per pool (default: the spec's).
+    #[arg(short)]
+    n: Option<usize>,
+    /// Run the pools' batches one after the other (default: at once). Only
+    /// then are each batch's CPU-s its own.
+    #[arg(long)]
+    sequential: bool,
+    #[command(flatten)]
+    sweep: SweepArgs,
     #[command(flatten)]
     db: DbArg,
     /// Print the comparison as one JSON object.
@@ -81,6 +99,47 @@ struct CompareArgs {
     /// Also draw latency and score distributions per pool into this SVG file.
     #[arg(long)]
     svg: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct LadderArgs {
+    /// The task whose prompt is sent.
+    #[arg(long)]
+    spec: PathBuf,
+    /// The pool to measure.
+    #[arg(long = "pool", value_name = "NAME")]
+    pool: assay::draw::PoolChoice,
+    /// Concurrency levels; at each level L, L requests are sent at once.
+    #[arg(long, default_value = "1,2,4,8,16,32", value_parser = assay::ladder::parse_levels)]
+    levels: std::vec::Vec<usize>,
+    #[command(flatten)]
+    sweep: SweepArgs,
+    #[command(flatten)]
+    db: DbArg,
+    /// Print the ladder as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Also draw throughput and latency against concurrency into this SVG file.
+    #[arg(long)]
+    svg: Option<PathBuf>,
+}
+
+/// What a command that runs new batches needs besides the spec.
+#[derive(Args)]
+struct SweepArgs {
+    /// The pools file (default: pools.toml beside the spec, else in the
+    /// working directory).
+    #[arg(long)]
+    pools: Option<PathBuf>,
+    /// Token cap of every request (overrides the pools file).
+    #[arg(long, env = "MAX_COMPLETION_TOKENS")]
+    max_completion_tokens: Option<u64>,
+    /// Where batch outputs go (compiler errors, the scorer).
+    #[arg(long, env = "ASSAY_OUT", default_value = "assay-out")]
+    out: PathBuf,
+    /// Where the generated packages and their cargo target directory live.
+    #[arg(long, env = "ASSAY_WORK_DIR")]
+    work_dir: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -241,6 +300,7 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Compare(args) => compare(args).await,
+        Command::Ladder(args) => ladder(args).await,
         Command::Export { batch, db, format } => {
             let store = Store::open(&db.db).await?;
             print!("{}", views::export(&store, batch, format).await?);
@@ -319,11 +379,46 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
 }
 
 async fn compare(args: CompareArgs) -> Result<ExitCode> {
-    if args.batches.len() < 2 {
-        return Err(UsageError("compare: name at least two batches".into()).into());
-    }
+    let batches = match &args.spec {
+        Some(spec) => {
+            if !args.batches.is_empty() {
+                return Err(UsageError(
+                    "compare: name stored batches or --spec with --pool, not both".into(),
+                )
+                .into());
+            }
+            if args.pool.len() < 2 {
+                return Err(UsageError("compare --spec: name at least two --pool".into()).into());
+            }
+            let cfg = sweep_config(spec, args.n, &args.sweep)?;
+            let prepared = sweep::prepare_per_pool(&cfg, &draw_options(&args.sweep), &args.pool)?;
+            for w in &prepared.warnings {
+                eprintln!("warning: {w}");
+            }
+            std::fs::create_dir_all(&cfg.out_dir)
+                .with_context(|| format!("cannot create {}", cfg.out_dir.display()))?;
+            let schedule = if args.sequential {
+                sweep::Schedule::Sequential
+            } else {
+                sweep::Schedule::Concurrent
+            };
+            let progress = if args.json {
+                Progress::hidden()
+            } else {
+                Progress::stderr()
+            };
+            sweep::run_per_pool(&cfg, prepared, schedule, &args.db.db, &progress).await?
+        }
+        None if args.batches.len() < 2 => {
+            return Err(UsageError(
+                "compare: name at least two batches, or --spec with two --pool".into(),
+            )
+            .into())
+        }
+        None => args.batches.clone(),
+    };
     let store = Store::open(&args.db.db).await?;
-    let (comparison, samples) = views::comparison(&store, &args.batches).await?;
+    let (comparison, samples) = views::comparison(&store, &batches).await?;
     if let Some(path) = &args.svg {
         write_svg(path, &assay::plot::compare_svg(&samples)?)?;
     }
@@ -331,8 +426,90 @@ async fn compare(args: CompareArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&comparison)?);
     } else {
         print!("{}", comparison.render());
+        if args.spec.is_some() && !args.sequential {
+            println!("(the batches ran at once: CPU-s of overlapping phases include each other's work; --sequential for separate figures)");
+        }
     }
+    store.close().await;
     Ok(ExitCode::SUCCESS)
+}
+
+async fn ladder(args: LadderArgs) -> Result<ExitCode> {
+    let cfg = sweep_config(&args.spec, None, &args.sweep)?;
+    let prepared =
+        sweep::prepare_ladder(&cfg, &draw_options(&args.sweep), &args.pool, &args.levels)?;
+    if let Some((_, _, _, warnings)) = prepared.first() {
+        for w in warnings {
+            eprintln!("warning: {w}");
+        }
+    }
+    std::fs::create_dir_all(&cfg.out_dir)
+        .with_context(|| format!("cannot create {}", cfg.out_dir.display()))?;
+    let store = Store::open(&args.db.db).await?;
+    let progress = if args.json {
+        Progress::hidden()
+    } else {
+        Progress::stderr()
+    };
+    let levels = sweep::run_ladder(prepared, &store, &progress).await?;
+    let ladder = views::ladder(&store, &cfg.spec.name, &args.pool.name, &levels).await?;
+    if let Some(path) = &args.svg {
+        let svg = assay::plot::ladder_svg(
+            &ladder.pool,
+            ladder.ranking.as_str(),
+            &ladder.points(),
+            ladder.peak_level,
+        )?;
+        write_svg(path, &svg)?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&ladder)?);
+    } else {
+        print!("{}", ladder.render());
+    }
+    store.close().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The run configuration of a command that runs new batches (as `run`
+/// builds it).
+fn sweep_config(spec: &std::path::Path, n: Option<usize>, args: &SweepArgs) -> Result<RunConfig> {
+    let spec = Spec::load(spec)?;
+    let n = n.unwrap_or(spec.draw.n);
+    if n == 0 {
+        return Err(UsageError("-n: must be at least 1".into()).into());
+    }
+    if args.max_completion_tokens == Some(0) {
+        return Err(UsageError(
+            "--max-completion-tokens (MAX_COMPLETION_TOKENS): must be at least 1".into(),
+        )
+        .into());
+    }
+    let out = std::path::absolute(&args.out)
+        .with_context(|| format!("{}: bad path", args.out.display()))?;
+    let work_dir = args.work_dir.clone().unwrap_or_else(|| out.join("work"));
+    let work_dir = std::path::absolute(&work_dir)
+        .with_context(|| format!("{}: bad path", work_dir.display()))?;
+    Ok(RunConfig {
+        n,
+        target_dir: work_dir.join("target"),
+        work_dir,
+        out_dir: out,
+        spec,
+    })
+}
+
+/// The draw options of a sweep; pools, split and in-flight are the sweep's.
+fn draw_options(args: &SweepArgs) -> DrawOptions {
+    DrawOptions {
+        pools_file: args.pools.clone(),
+        max_completion_tokens: args.max_completion_tokens,
+        default_key: std::env::var("NEV_MODEL_API_KEY")
+            .ok()
+            .filter(|k| !k.is_empty())
+            .map(secrecy::SecretString::from),
+        ..DrawOptions::default()
+    }
 }
 
 fn write_svg(path: &std::path::Path, svg: &str) -> Result<()> {

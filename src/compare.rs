@@ -16,8 +16,9 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::account::{Phase, PhaseFigures};
+use crate::draw::Drawn;
 use crate::report::{self, Best};
-use crate::store::{BatchRow, CandidateRow, ReplyRow};
+use crate::store::{BatchRow, CandidateRow};
 
 /// One batch's speed and quality figures (a column of `assay compare`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -32,7 +33,12 @@ pub struct PoolFigures {
     /// server, so the rates over draw wall are `None` (the recorded TTFT and
     /// latency are the original server's).
     pub replayed: bool,
+    /// Requests that ended with a reply (the figures below are over these).
     pub replies: usize,
+    /// Requests that ended without one: HTTP errors, resets, timeouts.
+    pub failed: usize,
+    /// The failures by kind, with the engine's own sentence.
+    pub errors: Vec<ErrorKind>,
     /// Replies / draw wall.
     pub completions_per_s: Option<f64>,
     /// Sum of the usage blocks' completion tokens; `None` if any reply has none.
@@ -41,13 +47,13 @@ pub struct PoolFigures {
     /// Output tokens / draw wall.
     pub output_tok_per_s: Option<f64>,
     /// Output tokens / streamed chunks (vLLM packs several tokens a chunk);
-    /// `None` where chunks were not recorded.
+    /// `None` where tokens or chunks are unknown (replay, no usage).
     pub tokens_per_chunk: Option<f64>,
     /// Time to first token, queue wait included.
     pub ttft_ms: Option<Stats>,
     /// Whole request.
     pub latency_ms: Option<Stats>,
-    /// Replies with `finish_reason = length`.
+    /// Replies that stopped at the token cap.
     pub hit_cap: usize,
     /// Replies whose content is null or only whitespace.
     pub empty_or_null: usize,
@@ -71,6 +77,16 @@ pub struct PoolFigures {
     pub admitted_per_draw_minute: Option<f64>,
 }
 
+/// Failed requests of one kind and one sentence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ErrorKind {
+    /// The outcome's stable string: `http_error(500)`, `timeout`, ...
+    pub outcome: String,
+    /// The engine's sentence (or the transport's words); `None` if none.
+    pub message: Option<String>,
+    pub count: usize,
+}
+
 /// Mean, median and maximum of the replies where the figure is known.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Stats {
@@ -86,7 +102,7 @@ pub struct Stats {
 #[derive(Debug, Clone, Copy)]
 pub struct BatchRows<'a> {
     pub batch: &'a BatchRow,
-    pub replies: &'a [ReplyRow],
+    pub replies: &'a [Drawn],
     pub candidates: &'a [CandidateRow],
     pub phases: &'a [PhaseFigures],
     pub batch_wall_s: Option<f64>,
@@ -129,12 +145,28 @@ impl PoolFigures {
         let rate_wall_s = draw_wall_s.filter(|w| *w > 0.0 && !replayed);
         let per_draw_s = |x: f64| rate_wall_s.map(|w| x / w);
 
-        let replies_with_usage = replies
+        let (ok, failed): (Vec<&Drawn>, Vec<&Drawn>) =
+            replies.iter().partition(|d| d.reply.outcome.is_ok());
+        let mut errors: BTreeMap<(String, Option<String>), usize> = BTreeMap::new();
+        for d in &failed {
+            let message = d.reply.error.as_ref().map(|e| e.message.clone());
+            *errors
+                .entry((d.reply.outcome.to_string(), message))
+                .or_default() += 1;
+        }
+        let replies_with_usage = ok
             .iter()
-            .filter(|r| r.completion_tokens.is_some())
+            .filter(|d| d.reply.completion_tokens.is_some())
             .count();
-        let output_tokens = (replies_with_usage == replies.len() && !replies.is_empty())
-            .then(|| replies.iter().filter_map(|r| r.completion_tokens).sum());
+        let output_tokens: Option<u64> = (replies_with_usage == ok.len() && !ok.is_empty())
+            .then(|| ok.iter().filter_map(|d| d.reply.completion_tokens).sum());
+        let chunked: Vec<(u64, u64)> = ok
+            .iter()
+            .filter_map(|d| Some((d.reply.completion_tokens?, d.reply.chunks?)))
+            .collect();
+        let chunks: u64 = chunked.iter().map(|c| c.1).sum();
+        let tokens_per_chunk = (chunked.len() == ok.len() && chunks > 0)
+            .then(|| chunked.iter().map(|c| c.0).sum::<u64>() as f64 / chunks as f64);
 
         let extracted: Vec<&CandidateRow> = candidates
             .iter()
@@ -150,30 +182,43 @@ impl PoolFigures {
             batch_id: batch.id,
             task: batch.task.clone(),
             pool: batch.pool.clone(),
-            models: replies
+            models: ok
                 .iter()
-                .filter_map(|r| r.model.clone())
+                .filter_map(|d| d.reply.model.clone())
                 .collect::<BTreeSet<_>>()
                 .into_iter()
                 .collect(),
             status: batch.status.to_string(),
             replayed,
-            replies: replies.len(),
-            completions_per_s: per_draw_s(replies.len() as f64),
+            replies: ok.len(),
+            failed: failed.len(),
+            errors: errors
+                .into_iter()
+                .map(|((outcome, message), count)| ErrorKind {
+                    outcome,
+                    message,
+                    count,
+                })
+                .collect(),
+            completions_per_s: per_draw_s(ok.len() as f64),
             output_tokens,
             replies_with_usage,
             output_tok_per_s: output_tokens.and_then(|t| per_draw_s(t as f64)),
-            // Chunk counts are not stored yet (they come with the HTTP pools).
-            tokens_per_chunk: None,
-            ttft_ms: Stats::of(replies.iter().filter_map(|r| r.ttft_ms)),
-            latency_ms: Stats::of(replies.iter().filter_map(|r| r.latency_ms)),
-            hit_cap: replies
+            tokens_per_chunk,
+            ttft_ms: Stats::of(ok.iter().filter_map(|d| d.reply.ttft_ms)),
+            latency_ms: Stats::of(ok.iter().filter_map(|d| d.reply.latency_ms)),
+            hit_cap: ok
                 .iter()
-                .filter(|r| r.finish_reason.as_deref() == Some("length"))
+                .filter(|d| d.reply.hit_cap || d.reply.finish_reason.as_deref() == Some("length"))
                 .count(),
-            empty_or_null: replies
+            empty_or_null: ok
                 .iter()
-                .filter(|r| r.content.as_deref().is_none_or(|c| c.trim().is_empty()))
+                .filter(|d| {
+                    d.reply
+                        .content
+                        .as_deref()
+                        .is_none_or(|c| c.trim().is_empty())
+                })
                 .count(),
             extracted: extracted.len(),
             unique: groups.len(),
@@ -250,6 +295,7 @@ impl Comparison {
                 "replies",
                 cols.iter().map(|p| p.replies.to_string()).collect(),
             ),
+            ("failed requests", col(cols, |p| p.failed.to_string())),
             (
                 "completions/s",
                 col(cols, |p| rate(p, p.completions_per_s, 2)),
@@ -310,7 +356,20 @@ impl Comparison {
             ),
         ];
         let headings: Vec<String> = cols.iter().map(PoolFigures::label).collect();
-        table("", &headings, &rows)
+        let mut out = table("", &headings, &rows);
+        for p in cols {
+            for e in &p.errors {
+                let _ = writeln!(
+                    out,
+                    "{}: {} x {}: {}",
+                    p.label(),
+                    e.count,
+                    e.outcome,
+                    e.message.as_deref().unwrap_or("(no message)")
+                );
+            }
+        }
+        out
     }
 }
 
@@ -392,6 +451,7 @@ fn output_tokens(p: &PoolFigures) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::draw::{ErrorText, Outcome, Reply};
     use crate::extract::{Extraction, NoCode};
     use crate::package::ModuleKey;
     use crate::probe::ProbeVerdict;
@@ -419,20 +479,40 @@ mod tests {
         }
     }
 
-    fn reply(idx: usize, tokens: Option<u64>, latency: Option<f64>, finish: &str) -> ReplyRow {
-        ReplyRow {
+    fn reply(idx: usize, tokens: Option<u64>, latency: Option<f64>, finish: &str) -> Drawn {
+        Drawn {
             idx,
             pool: "fast".into(),
-            model: Some("m".into()),
-            content: Some("```rust\nfn f() {}\n```".into()),
-            reasoning: None,
-            finish_reason: Some(finish.into()),
-            prompt_tokens: Some(10),
-            completion_tokens: tokens,
-            ttft_ms: latency.map(|l| l / 4.0),
-            latency_ms: latency,
-            received_at: String::new(),
+            reply: Reply {
+                content: Some("```rust\nfn f() {}\n```".into()),
+                finish_reason: Some(finish.into()),
+                prompt_tokens: Some(10),
+                completion_tokens: tokens,
+                model: Some("m".into()),
+                ttft_ms: latency.map(|l| l / 4.0),
+                latency_ms: latency,
+                // Two tokens a chunk.
+                chunks: tokens.map(|t| t / 2),
+                ..Reply::default()
+            },
         }
+    }
+
+    fn with(mut d: Drawn, change: impl FnOnce(&mut Reply)) -> Drawn {
+        change(&mut d.reply);
+        d
+    }
+
+    fn failed(idx: usize, outcome: Outcome, message: &str) -> Drawn {
+        with(reply(idx, None, Some(5.0), "stop"), |r| {
+            r.content = None;
+            r.finish_reason = None;
+            r.outcome = outcome;
+            r.error = Some(ErrorText {
+                message: message.into(),
+                body: None,
+            });
+        })
     }
 
     /// A candidate: extracted or not, its group, compiled or not, its score.
@@ -516,14 +596,13 @@ mod tests {
         let replies = vec![
             reply(0, Some(100), Some(1000.0), "stop"),
             reply(1, Some(300), Some(3000.0), "length"),
-            ReplyRow {
-                content: Some("  \n".into()),
-                ..reply(2, Some(50), Some(2000.0), "stop")
-            },
-            ReplyRow {
-                content: None,
-                ..reply(3, Some(50), None, "stop")
-            },
+            with(reply(2, Some(50), Some(2000.0), "stop"), |r| {
+                r.content = Some("  \n".into())
+            }),
+            with(reply(3, Some(50), None, "stop"), |r| r.content = None),
+            failed(4, Outcome::HttpError { status: 500 }, "boom"),
+            failed(5, Outcome::Timeout, "the pool's timeout passed"),
+            failed(6, Outcome::HttpError { status: 500 }, "boom"),
         ];
         let candidates = vec![
             cand(0, true, None, true, Some(10), true),
@@ -544,11 +623,39 @@ mod tests {
             phases: &phases,
             batch_wall_s: Some(5.0),
         });
-        assert_eq!(f.replies, 4);
+        assert_eq!((f.replies, f.failed), (4, 3));
+        assert_eq!(
+            f.errors,
+            vec![
+                ErrorKind {
+                    outcome: "http_error(500)".into(),
+                    message: Some("boom".into()),
+                    count: 2
+                },
+                ErrorKind {
+                    outcome: "timeout".into(),
+                    message: Some("the pool's timeout passed".into()),
+                    count: 1
+                },
+            ]
+        );
         assert_eq!(f.completions_per_s, Some(2.0));
         assert_eq!(f.output_tokens, Some(500));
         assert_eq!(f.output_tok_per_s, Some(250.0));
-        assert_eq!(f.tokens_per_chunk, None);
+        assert_eq!(f.tokens_per_chunk, Some(2.0));
+        let text = Comparison {
+            pools: vec![f.clone()],
+        }
+        .render();
+        assert!(
+            text.contains("batch 7 (fast): 2 x http_error(500): boom"),
+            "{text}"
+        );
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("failed requests") && l.ends_with(" 3")),
+            "{text}"
+        );
         let latency = f.latency_ms.unwrap();
         assert_eq!(
             (latency.n, latency.mean, latency.p50, latency.max),

@@ -9,9 +9,10 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::compare::PoolFigures;
+use crate::draw::Drawn;
 use crate::extract::Extraction;
 use crate::report::Summary;
-use crate::store::{CandidateRow, ReplyRow};
+use crate::store::CandidateRow;
 
 /// The export formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,9 +27,15 @@ pub struct Row {
     pub candidate_id: usize,
     pub pool: String,
     pub model: Option<String>,
+    /// `ok`, `http_error(500)`, `timeout`, ...
+    pub outcome: String,
+    /// The engine's sentence when the request failed.
+    pub error_message: Option<String>,
     pub finish_reason: Option<String>,
+    pub hit_cap: bool,
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
+    pub chunks: Option<u64>,
     pub ttft_ms: Option<f64>,
     pub latency_ms: Option<f64>,
     pub extract: Option<String>,
@@ -76,20 +83,25 @@ impl std::str::FromStr for Format {
 
 /// Joins replies and candidates by index. A reply without a candidate row
 /// (a batch stopped after the draw) keeps empty verdicts.
-pub fn rows(replies: &[ReplyRow], candidates: &[CandidateRow]) -> Vec<FullRow> {
+pub fn rows(replies: &[Drawn], candidates: &[CandidateRow]) -> Vec<FullRow> {
     replies
         .iter()
-        .map(|r| {
-            let c = candidates.iter().find(|c| c.idx == r.idx);
+        .map(|d| {
+            let r = &d.reply;
+            let c = candidates.iter().find(|c| c.idx == d.idx);
             let score = c.and_then(|c| c.score.as_ref());
             FullRow {
                 row: Row {
-                    candidate_id: r.idx,
-                    pool: r.pool.clone(),
+                    candidate_id: d.idx,
+                    pool: d.pool.clone(),
                     model: r.model.clone(),
+                    outcome: r.outcome.to_string(),
+                    error_message: r.error.as_ref().map(|e| e.message.clone()),
                     finish_reason: r.finish_reason.clone(),
+                    hit_cap: r.hit_cap,
                     prompt_tokens: r.prompt_tokens,
                     completion_tokens: r.completion_tokens,
+                    chunks: r.chunks,
                     ttft_ms: r.ttft_ms,
                     latency_ms: r.latency_ms,
                     extract: c.map(|c| c.extraction.kind().to_owned()),
@@ -131,21 +143,21 @@ pub fn csv(rows: &[FullRow]) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::draw::Reply;
     use crate::extract::NoCode;
 
-    fn reply(idx: usize, tokens: Option<u64>) -> ReplyRow {
-        ReplyRow {
+    fn reply(idx: usize, tokens: Option<u64>) -> Drawn {
+        Drawn {
             idx,
             pool: "p".into(),
-            model: Some("m, with a comma".into()),
-            content: Some("text\n\"quoted\"".into()),
-            reasoning: None,
-            finish_reason: Some("stop".into()),
-            prompt_tokens: None,
-            completion_tokens: tokens,
-            ttft_ms: Some(12.5),
-            latency_ms: None,
-            received_at: String::new(),
+            reply: Reply {
+                model: Some("m, with a comma".into()),
+                content: Some("text\n\"quoted\"".into()),
+                finish_reason: Some("stop".into()),
+                completion_tokens: tokens,
+                ttft_ms: Some(12.5),
+                ..Reply::default()
+            },
         }
     }
 
@@ -176,18 +188,18 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
-            "candidate_id,pool,model,finish_reason,prompt_tokens,completion_tokens,ttft_ms,\
-             latency_ms,extract,extract_detail,fingerprint,dup_of,probe,error_file,score,\
+            "candidate_id,pool,model,outcome,error_message,finish_reason,hit_cap,prompt_tokens,\
+             completion_tokens,chunks,ttft_ms,latency_ms,extract,extract_detail,fingerprint,dup_of,probe,error_file,score,\
              passed,total,score_wall_ms,admitted"
         );
         assert_eq!(
             lines[1],
-            "0,p,\"m, with a comma\",stop,,7,12.5,,unparsable,line 1: x,,,,,,,,,false"
+            "0,p,\"m, with a comma\",ok,,stop,false,,7,,12.5,,unparsable,line 1: x,,,,,,,,,false"
         );
         // A reply that never got a candidate row keeps every verdict empty.
         assert_eq!(
             lines[2],
-            "1,p,\"m, with a comma\",stop,,,12.5,,,,,,,,,,,,false"
+            "1,p,\"m, with a comma\",ok,,stop,false,,,,12.5,,,,,,,,,,,,false"
         );
         assert_eq!(lines.len(), 3);
         assert_eq!(rows[0].content.as_deref(), Some("text\n\"quoted\""));

@@ -33,6 +33,8 @@ pub struct RoundReply {
 pub struct LevelFigures {
     /// Requests in flight at once; also the number of requests sent.
     pub level: usize,
+    /// The stored batch of this level.
+    pub batch_id: Option<i64>,
     pub replies: usize,
     /// Requests that ended without a reply.
     pub failed: usize,
@@ -95,6 +97,7 @@ impl LevelFigures {
             .collect();
         LevelFigures {
             level,
+            batch_id: None,
             replies: ok.len(),
             failed: replies.len() - ok.len(),
             draw_wall_s,

@@ -28,4 +28,5 @@ pub mod sandbox;
 pub mod score;
 pub mod spec;
 pub mod store;
+pub mod sweep;
 pub mod views;

@@ -126,23 +126,6 @@ pub struct PromotionRow {
     pub promoted_at: String,
 }
 
-/// A stored reply as the server gave it, with the figures the draw measured.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ReplyRow {
-    pub idx: usize,
-    pub pool: String,
-    pub model: Option<String>,
-    pub content: Option<String>,
-    pub reasoning: Option<String>,
-    pub finish_reason: Option<String>,
-    pub prompt_tokens: Option<u64>,
-    /// From the server's usage block; `None` is unknown.
-    pub completion_tokens: Option<u64>,
-    pub ttft_ms: Option<f64>,
-    pub latency_ms: Option<f64>,
-    pub received_at: String,
-}
-
 impl Store {
     /// Opens (creating if missing) the database and brings its schema up to date.
     pub async fn open(path: &Path) -> Result<Store, StoreError> {
@@ -757,37 +740,6 @@ impl Store {
             field,
             value: value.to_owned(),
         }
-    }
-
-    /// Every stored reply of a batch with its raw figures, in batch order.
-    pub async fn replies(&self, batch: BatchId) -> Result<Vec<ReplyRow>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT idx, pool, model, content, reasoning, finish_reason, prompt_tokens,
-                    completion_tokens, ttft_ms, latency_ms, received_at
-             FROM replies WHERE batch_id = ? ORDER BY idx",
-        )
-        .bind(batch)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(self.sql())?;
-        Ok(rows
-            .iter()
-            .map(|r| ReplyRow {
-                idx: r.get::<i64, _>("idx") as usize,
-                pool: r.get("pool"),
-                model: r.get("model"),
-                content: r.get("content"),
-                reasoning: r.get("reasoning"),
-                finish_reason: r.get("finish_reason"),
-                prompt_tokens: r.get::<Option<i64>, _>("prompt_tokens").map(|t| t as u64),
-                completion_tokens: r
-                    .get::<Option<i64>, _>("completion_tokens")
-                    .map(|t| t as u64),
-                ttft_ms: r.get("ttft_ms"),
-                latency_ms: r.get("latency_ms"),
-                received_at: r.get("received_at"),
-            })
-            .collect())
     }
 
     /// Seconds from a batch's start to its end (`None` while it has no end).

@@ -4,8 +4,10 @@
 
 use anyhow::Result;
 
+use crate::account::Phase;
 use crate::compare::{BatchRows, Comparison, PoolFigures};
 use crate::export::{self, Export, Format};
+use crate::ladder::{Ladder, LevelFigures, RoundReply};
 use crate::plot::PoolSamples;
 use crate::report::Summary;
 use crate::score::ScoreVerdict;
@@ -14,7 +16,7 @@ use crate::store::{BatchId, Store};
 /// A batch's figures and the samples its charts are drawn from.
 pub async fn pool_figures(store: &Store, batch: BatchId) -> Result<(PoolFigures, PoolSamples)> {
     let row = store.batch(batch).await?;
-    let replies = store.replies(batch).await?;
+    let replies = store.draw_replies(batch).await?;
     let candidates = store.candidates(batch).await?;
     let phases = store.phases(batch).await?;
     let batch_wall_s = store.batch_wall_s(batch).await?;
@@ -27,7 +29,11 @@ pub async fn pool_figures(store: &Store, batch: BatchId) -> Result<(PoolFigures,
     });
     let samples = PoolSamples {
         label: figures.label(),
-        latencies_ms: replies.iter().filter_map(|r| r.latency_ms).collect(),
+        latencies_ms: replies
+            .iter()
+            .filter(|d| d.reply.outcome.is_ok())
+            .filter_map(|d| d.reply.latency_ms)
+            .collect(),
         scores: candidates
             .iter()
             .filter_map(|c| c.score.as_ref())
@@ -63,7 +69,7 @@ pub async fn summary(store: &Store, batch: BatchId) -> Result<Summary> {
 
 /// A whole batch in one of the export formats.
 pub async fn export(store: &Store, batch: BatchId, format: Format) -> Result<String> {
-    let replies = store.replies(batch).await?;
+    let replies = store.draw_replies(batch).await?;
     let candidates = store.candidates(batch).await?;
     let rows = export::rows(&replies, &candidates);
     match format {
@@ -77,4 +83,39 @@ pub async fn export(store: &Store, batch: BatchId, format: Format) -> Result<Str
             Ok(serde_json::to_string_pretty(&export)? + "\n")
         }
     }
+}
+
+/// A ladder from its stored batches, one per level.
+pub async fn ladder(
+    store: &Store,
+    task: &str,
+    pool: &str,
+    levels: &[(usize, BatchId)],
+) -> Result<Ladder> {
+    let mut figures = Vec::with_capacity(levels.len());
+    for &(level, batch) in levels {
+        let replies = store.draw_replies(batch).await?;
+        let draw_wall_s = store
+            .phases(batch)
+            .await?
+            .iter()
+            .filter(|p| p.phase == Phase::Draw)
+            .map(|p| p.wall_s)
+            .sum();
+        let round: Vec<RoundReply> = replies
+            .iter()
+            .map(|d| RoundReply {
+                ok: d.reply.outcome.is_ok(),
+                completion_tokens: d.reply.completion_tokens,
+                ttft_ms: d.reply.ttft_ms,
+                latency_ms: d.reply.latency_ms,
+                hit_cap: d.reply.hit_cap,
+            })
+            .collect();
+        figures.push(LevelFigures {
+            batch_id: Some(batch),
+            ..LevelFigures::new(level, draw_wall_s, &round)
+        });
+    }
+    Ok(Ladder::new(task, pool, figures))
 }

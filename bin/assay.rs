@@ -215,6 +215,13 @@ fn is_bad_input(e: &anyhow::Error) -> bool {
 struct UsageError(String);
 
 fn main() -> ExitCode {
+    // `assay show 3 | head` should end quietly, as other Unix tools do, not
+    // panic on the closed pipe.
+    // SAFETY: restoring the default disposition of a signal at start-up,
+    // before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     init_logging(cli.verbose);
     let runtime = match tokio::runtime::Runtime::new() {

@@ -8,7 +8,9 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
 use assay::pipeline::{self, RunConfig};
+use assay::probe::ProbeMode;
 use assay::progress::Progress;
+use assay::replay::ReplayConfig;
 use assay::report::{self, CandidateLine, Summary};
 use assay::spec::Spec;
 use assay::store::{BatchId, Store, StoreError};
@@ -46,6 +48,35 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Probe a stored batch again in one or more modes; exit 1 when any
+    /// verdict differs between modes, runs or from the stored one.
+    Replay(ReplayArgs),
+}
+
+#[derive(Args)]
+struct ReplayArgs {
+    batch: BatchId,
+    #[command(flatten)]
+    db: DbArg,
+    /// Probe modes to run, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "wide,serial,fast")]
+    modes: Vec<String>,
+    /// Times to run each mode.
+    #[arg(long, default_value_t = 1)]
+    runs: usize,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Probe in a new, empty work directory (dependencies built first,
+    /// untimed) instead of the warm one.
+    #[arg(long)]
+    fresh: bool,
+    /// Output folder; the warm work directory defaults to OUT/work.
+    #[arg(long, env = "ASSAY_OUT", default_value = "assay-out")]
+    out: PathBuf,
+    /// The warm work directory.
+    #[arg(long, env = "ASSAY_WORK_DIR")]
+    work_dir: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -123,6 +154,7 @@ fn main() -> ExitCode {
 async fn dispatch(command: Command) -> Result<ExitCode> {
     match command {
         Command::Run(args) => run(args).await,
+        Command::Replay(args) => replay(args).await,
         Command::Batches { db, json } => {
             let store = Store::open(&db.db).await?;
             let batches = store.batches().await?;
@@ -201,6 +233,47 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     }
     store.close().await;
     Ok(ExitCode::SUCCESS)
+}
+
+async fn replay(args: ReplayArgs) -> Result<ExitCode> {
+    let mut modes = Vec::new();
+    for mode in &args.modes {
+        let mode: ProbeMode = mode
+            .trim()
+            .parse()
+            .map_err(|e: String| UsageError(format!("--modes: {e}")))?;
+        if !modes.contains(&mode) {
+            modes.push(mode);
+        }
+    }
+    if args.runs == 0 {
+        return Err(UsageError("--runs: must be at least 1".into()).into());
+    }
+    let work_dir = args.work_dir.unwrap_or_else(|| args.out.join("work"));
+    let work_dir = std::path::absolute(&work_dir)
+        .with_context(|| format!("{}: bad path", work_dir.display()))?;
+    let store = Store::open(&args.db.db).await?;
+    let cfg = ReplayConfig {
+        batch: args.batch,
+        modes,
+        runs: args.runs,
+        work_dir,
+        fresh: args.fresh,
+    };
+    let report = assay::replay::replay(&store, &cfg).await?;
+    store.close().await;
+    if args.json {
+        let mut value = serde_json::to_value(&report)?;
+        value["identical"] = report.identical().into();
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        print!("{}", report.render());
+    }
+    Ok(if report.identical() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 async fn summary(store: &Store, batch: BatchId) -> Result<Summary> {

@@ -17,6 +17,7 @@ pub mod package;
 pub mod pipeline;
 pub mod probe;
 pub mod progress;
+pub mod replay;
 pub mod report;
 pub mod score;
 pub mod spec;

@@ -1,0 +1,387 @@
+//! Fast mode (experimental): every candidate is a module of one binary
+//! crate, built by one rustc. Candidates with errors are removed and the
+//! rest built again, until a pass is clean. rustc stops before code
+//! generation when any module has a type error, so the first passes cost
+//! about as much as a `cargo check`; post-monomorphization errors surface in
+//! the pass that generates code, and the loop removes those candidates too.
+//!
+//! Sharing a crate is invisible to a candidate unless it reaches outside its
+//! module: the crate root (`crate::`, `super::`), crate-level attributes,
+//! global symbols (`#[no_mangle]`, `#[export_name]`, extern blocks, global
+//! assembly) or exported macros. [`needs_own_crate`] finds those by their
+//! tokens, and such a candidate is probed in `wide` mode instead, as is every
+//! candidate of a pass whose errors cannot be attributed to a module (a link
+//! error, an internal compiler error, a killed build).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+
+use anyhow::Result;
+use proc_macro2::{Delimiter, TokenStream, TokenTree};
+
+use super::{ProbeOutcome, ProbeStats, ProbeVerdict, Probed};
+use crate::package::{CompilerDiag, ModuleKey, Package, Profile};
+
+/// The shared crate's binary target.
+const FAST_BIN: &str = "assay_fast";
+
+/// After this many passes the remaining candidates go to `wide`. Each pass
+/// usually removes a whole compiler phase's errors, so three are the norm.
+const MAX_PASSES: usize = 6;
+
+/// Attribute names whose effect is crate-wide (symbols, linkage, exported
+/// macros, runtime hooks).
+const GLOBAL_ATTRS: &[&str] = &[
+    "no_mangle",
+    "export_name",
+    "link_section",
+    "link_name",
+    "link",
+    "used",
+    "linkage",
+    "naked",
+    "global_allocator",
+    "panic_handler",
+    "macro_export",
+    "lang",
+];
+
+/// Inner attributes that act on the module alone, the same as crate root or not.
+const MODULE_LEVEL_INNER_ATTRS: &[&str] = &[
+    "allow", "warn", "deny", "forbid", "expect", "doc", "rustfmt", "clippy",
+];
+
+/// Why a candidate must be built in a crate of its own to get the verdict
+/// it would get alone, or `None` when sharing a crate cannot change it.
+/// Conservative: a false alarm costs only speed.
+pub fn needs_own_crate(source: &str) -> Option<&'static str> {
+    match source.parse::<TokenStream>() {
+        Ok(tokens) => scan(tokens, true),
+        Err(_) => Some("does not lex"),
+    }
+}
+
+fn scan(tokens: TokenStream, file_level: bool) -> Option<&'static str> {
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    let punct =
+        |i: usize, c: char| matches!(tokens.get(i), Some(TokenTree::Punct(p)) if p.as_char() == c);
+    for (i, token) in tokens.iter().enumerate() {
+        match token {
+            TokenTree::Punct(p) if p.as_char() == '#' => {
+                let inner = punct(i + 1, '!');
+                let at = if inner { i + 2 } else { i + 1 };
+                let Some(TokenTree::Group(group)) = tokens.get(at) else {
+                    continue;
+                };
+                if group.delimiter() != Delimiter::Bracket {
+                    continue;
+                }
+                if inner && file_level && !is_module_level(group.stream()) {
+                    return Some("crate-level attribute");
+                }
+                if attr_is_global(group.stream()) {
+                    return Some("global symbol or exported macro");
+                }
+            }
+            TokenTree::Ident(ident) => {
+                let name = ident.to_string();
+                match name.as_str() {
+                    "crate" | "super" if punct(i + 1, ':') && punct(i + 2, ':') => {
+                        return Some("path through the crate root");
+                    }
+                    "extern" => {
+                        let at = if matches!(tokens.get(i + 1), Some(TokenTree::Literal(_))) {
+                            i + 2
+                        } else {
+                            i + 1
+                        };
+                        if matches!(tokens.get(at), Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Brace)
+                        {
+                            return Some("extern block");
+                        }
+                    }
+                    "global_asm" | "naked_asm" if punct(i + 1, '!') => {
+                        return Some("global assembly");
+                    }
+                    _ => {}
+                }
+            }
+            TokenTree::Group(group) => {
+                if let Some(why) = scan(group.stream(), false) {
+                    return Some(why);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn is_module_level(attr: TokenStream) -> bool {
+    match attr.into_iter().next() {
+        Some(TokenTree::Ident(ident)) => {
+            MODULE_LEVEL_INNER_ATTRS.contains(&ident.to_string().as_str())
+        }
+        _ => false,
+    }
+}
+
+/// Whether an attribute names a crate-wide effect anywhere inside it
+/// (`no_mangle`, `unsafe(no_mangle)`, `cfg_attr(x, export_name = "f")`).
+fn attr_is_global(attr: TokenStream) -> bool {
+    attr.into_iter().any(|t| match t {
+        TokenTree::Ident(ident) => GLOBAL_ATTRS.contains(&ident.to_string().as_str()),
+        TokenTree::Group(group) => attr_is_global(group.stream()),
+        _ => false,
+    })
+}
+
+/// What one module collected in one pass.
+#[derive(Default)]
+struct ModuleDiags {
+    rendered: String,
+    errors: usize,
+    warnings: usize,
+    codes: Vec<String>,
+}
+
+pub(super) async fn probe(
+    package: &Package,
+    candidates: &[(usize, &str)],
+    on_progress: &mut impl FnMut(usize),
+) -> Result<ProbeOutcome> {
+    let mut stats = ProbeStats::default();
+    let mut verdicts: BTreeMap<usize, Probed> = BTreeMap::new();
+    let position: HashMap<usize, usize> = candidates
+        .iter()
+        .enumerate()
+        .map(|(pos, (idx, _))| (*idx, pos))
+        .collect();
+    let mut alone = Vec::new();
+    let mut active = Vec::new();
+    for (pos, (idx, source)) in candidates.iter().enumerate() {
+        package.write_module(&ModuleKey::Candidate(*idx), source)?;
+        match needs_own_crate(source) {
+            Some(why) => {
+                tracing::debug!(candidate = idx, why, "fast probe: own crate");
+                alone.push(pos);
+            }
+            None => active.push(pos),
+        }
+    }
+    package.set_bins([FAST_BIN])?;
+
+    while !active.is_empty() {
+        if stats.passes == MAX_PASSES {
+            alone.append(&mut active);
+            break;
+        }
+        stats.passes += 1;
+        package.write_bin(FAST_BIN, &root(candidates, &active))?;
+        let report = package
+            .build(Profile::Probe, &[FAST_BIN.to_owned()], |_| {})
+            .await?;
+        stats.add_build(&report);
+        let target = report
+            .diagnostics
+            .get(FAST_BIN)
+            .cloned()
+            .unwrap_or_default();
+        let in_pass: HashSet<usize> = active.iter().copied().collect();
+        let mut per_module: HashMap<usize, ModuleDiags> = HashMap::new();
+        let mut unattributed = target.ices > 0;
+        for msg in &target.messages {
+            let owner = msg
+                .files
+                .iter()
+                .filter_map(|f| module_of(f))
+                .filter_map(|idx| position.get(&idx).copied())
+                .find(|pos| in_pass.contains(pos));
+            match owner {
+                Some(pos) => {
+                    let m = per_module.entry(pos).or_default();
+                    m.rendered.push_str(&msg.rendered);
+                    if msg.is_error() {
+                        m.errors += 1;
+                        m.codes.extend(msg.code.iter().cloned());
+                    } else if msg.level == crate::package::DiagLevel::Warning {
+                        m.warnings += 1;
+                    }
+                }
+                None if msg.is_error() && !is_summary(msg) => unattributed = true,
+                None => {}
+            }
+        }
+        if report.built.contains_key(FAST_BIN) {
+            for pos in active.drain(..) {
+                let m = per_module.remove(&pos).unwrap_or_default();
+                verdicts.insert(
+                    pos,
+                    Probed {
+                        idx: candidates[pos].0,
+                        verdict: ProbeVerdict::Compiled,
+                        diagnostics: m.rendered,
+                        warnings: m.warnings,
+                    },
+                );
+            }
+            break;
+        }
+        let failing: Vec<usize> = active
+            .iter()
+            .copied()
+            .filter(|pos| per_module.get(pos).is_some_and(|m| m.errors > 0))
+            .collect();
+        if unattributed || failing.is_empty() || !report.dependency_errors.is_empty() {
+            // A link error, an ICE, a killed build, a broken harness: let the
+            // wide build say which candidate it belongs to.
+            alone.append(&mut active);
+            break;
+        }
+        for pos in &failing {
+            let mut m = per_module.remove(pos).unwrap_or_default();
+            m.codes.sort();
+            m.codes.dedup();
+            verdicts.insert(
+                *pos,
+                Probed {
+                    idx: candidates[*pos].0,
+                    verdict: ProbeVerdict::CompileError { codes: m.codes },
+                    diagnostics: m.rendered,
+                    warnings: m.warnings,
+                },
+            );
+        }
+        active.retain(|pos| !verdicts.contains_key(pos));
+        on_progress(verdicts.len());
+    }
+
+    stats.fallbacks = alone.len();
+    if !alone.is_empty() {
+        let subset: Vec<(usize, &str)> = alone.iter().map(|&pos| candidates[pos]).collect();
+        let done = verdicts.len();
+        let wide = super::wide::probe(package, &subset, &mut |n| on_progress(done + n)).await?;
+        stats.absorb(&wide.stats);
+        for (pos, probed) in alone.iter().zip(wide.probed) {
+            verdicts.insert(*pos, probed);
+        }
+    }
+    on_progress(candidates.len());
+    Ok(ProbeOutcome {
+        probed: verdicts.into_values().collect(),
+        stats,
+    })
+}
+
+/// The shared crate's root: one module per candidate, each named by its
+/// batch index, and a `main` that names every entry constant (so code
+/// generation reaches every entry function, as each wide target's does).
+fn root(candidates: &[(usize, &str)], active: &[usize]) -> String {
+    let mut text = String::from("// Fast probe crate; generated by assay.\n");
+    for &pos in active {
+        let name = ModuleKey::Candidate(candidates[pos].0).name();
+        text.push_str(&format!("#[path = \"{name}.rs\"]\nmod {name};\n"));
+    }
+    text.push_str("\nfn main() {\n");
+    for &pos in active {
+        let name = ModuleKey::Candidate(candidates[pos].0).name();
+        text.push_str(&format!("    let _ = {name}::__ASSAY_ENTRY;\n"));
+    }
+    text.push_str("}\n");
+    text
+}
+
+/// The candidate a diagnostic's file is (`cands/c12.rs` is candidate 12).
+fn module_of(file: &str) -> Option<usize> {
+    let path = Path::new(file);
+    if path.parent()?.file_name()? != "cands" {
+        return None;
+    }
+    path.file_name()?
+        .to_str()?
+        .strip_prefix('c')?
+        .strip_suffix(".rs")?
+        .parse()
+        .ok()
+}
+
+/// rustc's closing line (`aborting due to N previous errors`), which
+/// belongs to no module.
+fn is_summary(msg: &CompilerDiag) -> bool {
+    msg.files.is_empty() && msg.code.is_none() && msg.rendered.starts_with("error: aborting due to")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidates_that_reach_outside_their_module_need_their_own_crate() {
+        let cases: &[(&str, Option<&str>)] = &[
+            ("pub fn f(x: u64) -> u64 { x * 2 }", None),
+            ("#![allow(dead_code)]\n#![deny(unused)]\nfn f() {}", None),
+            ("pub(crate) fn f() {} fn g() { self::f() }", None),
+            ("#[derive(Debug)] struct S; #[inline] fn f() {}", None),
+            ("extern crate core; pub extern \"C\" fn f() {}", None),
+            ("fn f() { let used = 1; let link = used; }", None),
+            ("#![no_std]\nfn f() {}", Some("crate-level attribute")),
+            ("#![feature(never_type)]", Some("crate-level attribute")),
+            ("#![cfg(test)]", Some("crate-level attribute")),
+            (
+                "#[no_mangle] pub extern \"C\" fn f() {}",
+                Some("global symbol or exported macro"),
+            ),
+            (
+                "#[unsafe(no_mangle)] pub fn f() {}",
+                Some("global symbol or exported macro"),
+            ),
+            (
+                "#[export_name = \"g\"] fn f() {}",
+                Some("global symbol or exported macro"),
+            ),
+            (
+                "#[cfg_attr(all(), no_mangle)] fn f() {}",
+                Some("global symbol or exported macro"),
+            ),
+            (
+                "mod m { #[macro_export] macro_rules! m { () => {} } }",
+                Some("global symbol or exported macro"),
+            ),
+            (
+                "extern \"C\" { fn abs(x: i32) -> i32; }",
+                Some("extern block"),
+            ),
+            ("extern { fn abs(x: i32) -> i32; }", Some("extern block")),
+            ("use crate::Input;", Some("path through the crate root")),
+            ("fn f() { super::g() }", Some("path through the crate root")),
+            (
+                "macro_rules! m { () => { $crate::f() } }",
+                Some("path through the crate root"),
+            ),
+            ("std::arch::global_asm!(\"nop\");", Some("global assembly")),
+            ("fn f() { \"unterminated }", Some("does not lex")),
+        ];
+        for (source, want) in cases {
+            assert_eq!(needs_own_crate(source), *want, "{source}");
+        }
+    }
+
+    #[test]
+    fn diagnostics_are_owned_by_their_module_file() {
+        assert_eq!(module_of("cands/c12.rs"), Some(12));
+        assert_eq!(module_of("/w/absolute/cands/c3.rs"), Some(3));
+        assert_eq!(module_of("cands/c3.main.rs"), None);
+        assert_eq!(module_of("cands/assay_fast.main.rs"), None);
+        assert_eq!(module_of("src/c3.rs"), None);
+        assert_eq!(module_of("cands/committed.rs"), None);
+    }
+
+    #[test]
+    fn the_root_names_every_entry() {
+        let cands = [(4, ""), (9, "")];
+        let text = root(&cands, &[1]);
+        assert!(text.contains("#[path = \"c9.rs\"]\nmod c9;"), "{text}");
+        assert!(text.contains("let _ = c9::__ASSAY_ENTRY;"), "{text}");
+        assert!(!text.contains("c4"), "{text}");
+    }
+}

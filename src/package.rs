@@ -330,8 +330,11 @@ fn main() {{}}
             .arg(self.dir.join("Cargo.toml"))
             .arg("--target-dir")
             .arg(&self.target_dir);
-        if profile == Profile::Score {
-            cmd.arg("--release");
+        match profile {
+            Profile::Probe => {}
+            Profile::Score => {
+                cmd.arg("--release");
+            }
         }
         cmd.args(selection);
         cmd.current_dir(&self.dir)

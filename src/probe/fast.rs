@@ -273,6 +273,22 @@ pub(super) async fn probe(
     })
 }
 
+/// One non-incremental build of the shared crate over `candidates`: the
+/// floor that no one-crate scheme can beat (one rustc, no pass to repeat).
+/// For the benchmark; says only whether the crate built.
+pub async fn floor(package: &Package, candidates: &[(usize, &str)]) -> Result<bool> {
+    for (idx, source) in candidates {
+        package.write_module(&ModuleKey::Candidate(*idx), source)?;
+    }
+    package.set_bins([FAST_BIN])?;
+    let all: Vec<usize> = (0..candidates.len()).collect();
+    package.write_bin(FAST_BIN, &root(candidates, &all))?;
+    let report = package
+        .build(Profile::Probe, &[FAST_BIN.to_owned()], |_| {})
+        .await?;
+    Ok(report.built.contains_key(FAST_BIN))
+}
+
 /// The shared crate's root: one module per candidate, each named by its
 /// batch index, and a `main` that names every entry constant (so code
 /// generation reaches every entry function, as each wide target's does).

@@ -34,7 +34,7 @@ use anyhow::Result;
 
 use crate::package::{BuildReport, Package};
 
-pub use fast::needs_own_crate;
+pub use fast::{floor as fast_floor, needs_own_crate};
 
 /// What the probe found for one candidate. The string form is stable and is
 /// what the store keeps.

@@ -105,6 +105,9 @@ struct RunArgs {
     /// kept warm across batches (default: OUT/work).
     #[arg(long, env = "ASSAY_WORK_DIR")]
     work_dir: Option<PathBuf>,
+    /// Probe mode: wide, serial or fast (experimental).
+    #[arg(long, env = "ASSAY_PROBE", default_value = "wide")]
+    probe: String,
 }
 
 /// An error that is the user's input, not a failure of the run.
@@ -208,7 +211,15 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     let work_dir = args.work_dir.unwrap_or_else(|| out.join("work"));
     let work_dir = std::path::absolute(&work_dir)
         .with_context(|| format!("{}: bad path", work_dir.display()))?;
+    let mode: ProbeMode = args
+        .probe
+        .parse()
+        .map_err(|e: String| UsageError(format!("--probe: {e}")))?;
     let cfg = RunConfig {
+        probe: pipeline::ProbeSettings {
+            mode,
+            ..Default::default()
+        },
         n,
         target_dir: work_dir.join("target"),
         work_dir,

@@ -110,6 +110,15 @@ pub struct ProbeRunStats<'a> {
     pub work_dir: Option<&'a str>,
 }
 
+/// One stored probe verdict.
+#[derive(Debug, Clone)]
+pub struct ProbeVerdictRow {
+    pub idx: usize,
+    pub verdict: crate::probe::ProbeVerdict,
+    pub warnings: usize,
+    pub diagnostics: String,
+}
+
 /// A stored probe run. `None` figures predate migration 0003.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ProbeRunRow {
@@ -388,9 +397,10 @@ impl Store {
         &self,
         batch: BatchId,
         run: i64,
-    ) -> Result<Vec<(usize, crate::probe::ProbeVerdict)>, StoreError> {
+    ) -> Result<Vec<ProbeVerdictRow>, StoreError> {
         let rows = sqlx::query(
-            "SELECT idx, verdict FROM probe_verdicts WHERE probe_run_id = ? ORDER BY idx",
+            "SELECT idx, verdict, warnings, diagnostics FROM probe_verdicts
+             WHERE probe_run_id = ? ORDER BY idx",
         )
         .bind(run)
         .fetch_all(&self.pool)
@@ -400,10 +410,12 @@ impl Store {
             .map(|r| {
                 let idx: i64 = r.get("idx");
                 let verdict: String = r.get("verdict");
-                Ok((
-                    idx as usize,
-                    self.parse(batch, idx, "probe verdict", &verdict)?,
-                ))
+                Ok(ProbeVerdictRow {
+                    idx: idx as usize,
+                    verdict: self.parse(batch, idx, "probe verdict", &verdict)?,
+                    warnings: r.get::<i64, _>("warnings") as usize,
+                    diagnostics: r.get("diagnostics"),
+                })
             })
             .collect()
     }

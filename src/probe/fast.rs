@@ -1,6 +1,9 @@
 //! Fast mode (experimental): every candidate is a module of one binary
 //! crate, built by one rustc. Candidates with errors are removed and the
-//! rest built again, until a pass is clean. rustc stops before code
+//! rest built again, until a pass is clean. Large batches are dealt into a
+//! few such crates (two per CPU) built side by side by one cargo: rustc's
+//! front end is single-threaded, and a crate that built is done while only
+//! the crates that had errors are built again. rustc stops before code
 //! generation when any module has a type error, so the first passes cost
 //! about as much as a `cargo check`; post-monomorphization errors surface in
 //! the pass that generates code, and the loop removes those candidates too.
@@ -22,11 +25,12 @@ use proc_macro2::{Delimiter, TokenStream, TokenTree};
 use super::{ProbeOutcome, ProbeStats, ProbeVerdict, Probed};
 use crate::package::{CompilerDiag, ModuleKey, Package, Profile};
 
-/// The shared crate's binary target.
+/// The shared crates' binary targets are named `assay_fast_N`.
 const FAST_BIN: &str = "assay_fast";
 
 /// After this many passes the remaining candidates go to `wide`. Each pass
-/// usually removes a whole compiler phase's errors, so three are the norm.
+/// usually removes a whole compiler phase's errors, so three are the most
+/// a batch usually needs (type errors, then post-monomorphization errors).
 const MAX_PASSES: usize = 6;
 
 /// Attribute names whose effect is crate-wide (symbols, linkage, exported
@@ -158,7 +162,7 @@ pub(super) async fn probe(
         .map(|(pos, (idx, _))| (*idx, pos))
         .collect();
     let mut alone = Vec::new();
-    let mut active = Vec::new();
+    let mut shared = Vec::new();
     for (pos, (idx, source)) in candidates.iter().enumerate() {
         package.write_module(&ModuleKey::Candidate(*idx), source)?;
         match needs_own_crate(source) {
@@ -166,98 +170,114 @@ pub(super) async fn probe(
                 tracing::debug!(candidate = idx, why, "fast probe: own crate");
                 alone.push(pos);
             }
-            None => active.push(pos),
+            None => shared.push(pos),
         }
     }
-    package.set_bins([FAST_BIN])?;
+    let mut shards = deal(&shared, shard_count(shared.len()));
+    package.set_bins(shards.iter().map(|s| s.name.as_str()))?;
 
-    while !active.is_empty() {
+    loop {
+        let pending: Vec<usize> = (0..shards.len())
+            .filter(|&s| !shards[s].members.is_empty())
+            .collect();
+        if pending.is_empty() {
+            break;
+        }
         if stats.passes == MAX_PASSES {
-            alone.append(&mut active);
+            for s in pending {
+                alone.append(&mut shards[s].members);
+            }
             break;
         }
         stats.passes += 1;
-        package.write_bin(FAST_BIN, &root(candidates, &active))?;
-        let report = package
-            .build(Profile::Probe, &[FAST_BIN.to_owned()], |_| {})
-            .await?;
-        stats.add_build(&report);
-        let target = report
-            .diagnostics
-            .get(FAST_BIN)
-            .cloned()
-            .unwrap_or_default();
-        let in_pass: HashSet<usize> = active.iter().copied().collect();
-        let mut per_module: HashMap<usize, ModuleDiags> = HashMap::new();
-        let mut unattributed = target.ices > 0;
-        for msg in &target.messages {
-            let owner = msg
-                .files
-                .iter()
-                .filter_map(|f| module_of(f))
-                .filter_map(|idx| position.get(&idx).copied())
-                .find(|pos| in_pass.contains(pos));
-            match owner {
-                Some(pos) => {
-                    let m = per_module.entry(pos).or_default();
-                    m.rendered.push_str(&msg.rendered);
-                    if msg.is_error() {
-                        m.errors += 1;
-                        m.codes.extend(msg.code.iter().cloned());
-                    } else if msg.level == crate::package::DiagLevel::Warning {
-                        m.warnings += 1;
-                    }
-                }
-                None if msg.is_error() && !is_summary(msg) => unattributed = true,
-                None => {}
-            }
+        let mut bins = Vec::with_capacity(pending.len());
+        for &s in &pending {
+            package.write_bin(&shards[s].name, &root(candidates, &shards[s].members))?;
+            bins.push(shards[s].name.clone());
         }
-        if report.built.contains_key(FAST_BIN) {
-            for pos in active.drain(..) {
-                let m = per_module.remove(&pos).unwrap_or_default();
+        let report = package.build(Profile::Probe, &bins, |_| {}).await?;
+        stats.add_build(&report);
+        for &s in &pending {
+            let shard = &mut shards[s];
+            let target = report
+                .diagnostics
+                .get(&shard.name)
+                .cloned()
+                .unwrap_or_default();
+            let in_shard: HashSet<usize> = shard.members.iter().copied().collect();
+            let mut per_module: HashMap<usize, ModuleDiags> = HashMap::new();
+            let mut unattributed = target.ices > 0;
+            for msg in &target.messages {
+                let owner = msg
+                    .files
+                    .iter()
+                    .filter_map(|f| module_of(f))
+                    .filter_map(|idx| position.get(&idx).copied())
+                    .find(|pos| in_shard.contains(pos));
+                match owner {
+                    Some(pos) => {
+                        let m = per_module.entry(pos).or_default();
+                        m.rendered.push_str(&msg.rendered);
+                        if msg.is_error() {
+                            m.errors += 1;
+                            m.codes.extend(msg.code.iter().cloned());
+                        } else if msg.level == crate::package::DiagLevel::Warning {
+                            m.warnings += 1;
+                        }
+                    }
+                    None if msg.is_error() && !is_summary(msg) => unattributed = true,
+                    None => {}
+                }
+            }
+            if report.built.contains_key(&shard.name) {
+                for pos in shard.members.drain(..) {
+                    let m = per_module.remove(&pos).unwrap_or_default();
+                    verdicts.insert(
+                        pos,
+                        Probed {
+                            idx: candidates[pos].0,
+                            verdict: ProbeVerdict::Compiled,
+                            diagnostics: m.rendered,
+                            warnings: m.warnings,
+                        },
+                    );
+                }
+                continue;
+            }
+            let failing: Vec<usize> = shard
+                .members
+                .iter()
+                .copied()
+                .filter(|pos| per_module.get(pos).is_some_and(|m| m.errors > 0))
+                .collect();
+            if unattributed || failing.is_empty() || !report.dependency_errors.is_empty() {
+                // A link error, an ICE, a killed build, a broken harness: let
+                // the wide build say which candidate it belongs to.
+                alone.append(&mut shard.members);
+                continue;
+            }
+            for pos in &failing {
+                let mut m = per_module.remove(pos).unwrap_or_default();
+                m.codes.sort();
+                m.codes.dedup();
                 verdicts.insert(
-                    pos,
+                    *pos,
                     Probed {
-                        idx: candidates[pos].0,
-                        verdict: ProbeVerdict::Compiled,
+                        idx: candidates[*pos].0,
+                        verdict: ProbeVerdict::CompileError { codes: m.codes },
                         diagnostics: m.rendered,
                         warnings: m.warnings,
                     },
                 );
             }
-            break;
+            shard.members.retain(|pos| !verdicts.contains_key(pos));
         }
-        let failing: Vec<usize> = active
-            .iter()
-            .copied()
-            .filter(|pos| per_module.get(pos).is_some_and(|m| m.errors > 0))
-            .collect();
-        if unattributed || failing.is_empty() || !report.dependency_errors.is_empty() {
-            // A link error, an ICE, a killed build, a broken harness: let the
-            // wide build say which candidate it belongs to.
-            alone.append(&mut active);
-            break;
-        }
-        for pos in &failing {
-            let mut m = per_module.remove(pos).unwrap_or_default();
-            m.codes.sort();
-            m.codes.dedup();
-            verdicts.insert(
-                *pos,
-                Probed {
-                    idx: candidates[*pos].0,
-                    verdict: ProbeVerdict::CompileError { codes: m.codes },
-                    diagnostics: m.rendered,
-                    warnings: m.warnings,
-                },
-            );
-        }
-        active.retain(|pos| !verdicts.contains_key(pos));
         on_progress(verdicts.len());
     }
 
     stats.fallbacks = alone.len();
     if !alone.is_empty() {
+        alone.sort_unstable();
         let subset: Vec<(usize, &str)> = alone.iter().map(|&pos| candidates[pos]).collect();
         let done = verdicts.len();
         let wide = super::wide::probe(package, &subset, &mut |n| on_progress(done + n)).await?;
@@ -271,6 +291,41 @@ pub(super) async fn probe(
         probed: verdicts.into_values().collect(),
         stats,
     })
+}
+
+/// A crate of the fast probe and the candidates still in it.
+#[derive(Debug, PartialEq)]
+struct Shard {
+    name: String,
+    members: Vec<usize>,
+}
+
+/// How many crates share the candidates: two per CPU, so that while rustc's
+/// single-threaded front end works on one crate the other CPUs have work,
+/// and a pass that must be repeated repeats a fraction of the candidates;
+/// at least [`MIN_PER_SHARD`] candidates each, so small batches stay one
+/// crate.
+fn shard_count(candidates: usize) -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (candidates / MIN_PER_SHARD).clamp(1, 2 * cpus)
+}
+
+/// Below this many candidates a crate's fixed cost (loading `std`'s
+/// metadata, linking) outweighs what splitting saves.
+const MIN_PER_SHARD: usize = 16;
+
+/// Deals positions round-robin into `count` shards.
+fn deal(positions: &[usize], count: usize) -> Vec<Shard> {
+    let mut shards: Vec<Shard> = (0..count)
+        .map(|i| Shard {
+            name: format!("{FAST_BIN}_{i}"),
+            members: Vec::new(),
+        })
+        .collect();
+    for (i, &pos) in positions.iter().enumerate() {
+        shards[i % count].members.push(pos);
+    }
+    shards
 }
 
 /// One non-incremental build of the shared crate over `candidates`: the
@@ -290,8 +345,9 @@ pub async fn floor(package: &Package, candidates: &[(usize, &str)]) -> Result<bo
 }
 
 /// The shared crate's root: one module per candidate, each named by its
-/// batch index, and a `main` that names every entry constant (so code
-/// generation reaches every entry function, as each wide target's does).
+/// batch index, and a `main` that passes every entry to `black_box` (so code
+/// generation and the linker reach every entry function, as each wide
+/// target's `main` does and as the scorer will).
 fn root(candidates: &[(usize, &str)], active: &[usize]) -> String {
     let mut text = String::from("// Fast probe crate; generated by assay.\n");
     for &pos in active {
@@ -301,7 +357,9 @@ fn root(candidates: &[(usize, &str)], active: &[usize]) -> String {
     text.push_str("\nfn main() {\n");
     for &pos in active {
         let name = ModuleKey::Candidate(candidates[pos].0).name();
-        text.push_str(&format!("    let _ = {name}::__ASSAY_ENTRY;\n"));
+        text.push_str(&format!(
+            "    std::hint::black_box({name}::__ASSAY_ENTRY);\n"
+        ));
     }
     text.push_str("}\n");
     text
@@ -393,11 +451,27 @@ mod tests {
     }
 
     #[test]
+    fn candidates_are_dealt_round_robin() {
+        let shards = deal(&[0, 1, 2, 3, 4], 2);
+        assert_eq!(shards[0].members, [0, 2, 4]);
+        assert_eq!(shards[1].members, [1, 3]);
+        assert_eq!(shards[1].name, "assay_fast_1");
+        assert_eq!(shard_count(3), 1);
+        assert_eq!(
+            shard_count(10_000),
+            2 * std::thread::available_parallelism().unwrap().get()
+        );
+    }
+
+    #[test]
     fn the_root_names_every_entry() {
         let cands = [(4, ""), (9, "")];
         let text = root(&cands, &[1]);
         assert!(text.contains("#[path = \"c9.rs\"]\nmod c9;"), "{text}");
-        assert!(text.contains("let _ = c9::__ASSAY_ENTRY;"), "{text}");
+        assert!(
+            text.contains("std::hint::black_box(c9::__ASSAY_ENTRY);"),
+            "{text}"
+        );
         assert!(!text.contains("c4"), "{text}");
     }
 }

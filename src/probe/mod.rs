@@ -2,8 +2,11 @@
 //!
 //! One question per candidate, answered exactly as a build of that candidate
 //! alone would answer it. A candidate's probe target is its module plus a
-//! `main` that names the entry constant, so the probe checks exactly what the
-//! scorer will link: the entry exists with the harness's signature. Three
+//! `main` that hands the entry function to `black_box`, so the probe checks
+//! exactly what the scorer will link: the entry exists with the harness's
+//! signature, and it and everything it calls get through code generation
+//! and the linker (merely naming the constant lets code generation skip the
+//! function, and a call to an undefined extern function would pass). Three
 //! modes answer it, and the replay tool (`assay replay`) checks that they
 //! agree:
 //!

@@ -143,7 +143,9 @@ async fn run_batch(
     record(store, batch, figures).await?;
 
     let guard = PhaseGuard::start(Phase::ScoreBuild);
+    let spinner = progress.spinner("scorer");
     let scorer = build_scorer(&cfg.spec, &package, &probed, &batch_dir, store, batch).await?;
+    spinner.finish();
     drop(package);
     record(store, batch, guard.finish()).await?;
 

@@ -78,12 +78,6 @@ pub struct Difference {
     pub verdicts: BTreeMap<String, String>,
 }
 
-impl Serialize for ProbeMode {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
 /// Replays a batch. Errors are the host's (no such batch, the spec is gone,
 /// cargo would not start); verdict differences are data in the report.
 pub async fn replay(store: &Store, cfg: &ReplayConfig) -> Result<ReplayReport> {

@@ -138,18 +138,6 @@ pub async fn probe(
     }
 }
 
-/// Probes `candidates` in one wide build. Kept for callers of the walking
-/// skeleton; the same as [`probe`] with [`ProbeMode::Wide`].
-pub async fn probe_wide(
-    package: &Package,
-    candidates: &[(usize, &str)],
-    on_progress: impl FnMut(usize),
-) -> Result<Vec<Probed>> {
-    Ok(probe(package, ProbeMode::Wide, candidates, on_progress)
-        .await?
-        .probed)
-}
-
 impl ProbeVerdict {
     pub fn compiled(&self) -> bool {
         matches!(self, ProbeVerdict::Compiled)
@@ -171,6 +159,12 @@ impl ProbeMode {
 impl fmt::Display for ProbeMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for ProbeMode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 

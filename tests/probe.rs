@@ -166,6 +166,11 @@ async fn replay_of_both_bundled_batches_is_identical_in_all_modes() {
             .iter()
             .map(|r| (r.mode.as_str(), r.origin.as_str()))
             .collect();
+        assert!(stored[0].waves.unwrap() >= 1, "{:?}", stored[0]);
+        assert_eq!(
+            stored[0].probed,
+            report["candidates"].as_u64().unwrap() as usize
+        );
         assert_eq!(
             origins,
             [
@@ -215,6 +220,50 @@ async fn a_differing_verdict_is_reported_with_exit_code_1() {
         stdout.contains("candidate 2: stored compiled, fast#1 compile_error"),
         "{stdout}"
     );
+}
+
+/// A batch probed in `serial` or `fast` gets the recorded verdicts too.
+#[test]
+fn a_batch_probed_in_each_mode_matches_its_recorded_verdicts() {
+    let fixture = repo().join("tests/fixtures/tiny");
+    let expected: Vec<Value> = std::fs::read_to_string(fixture.join("expected.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for mode in ["serial", "fast"] {
+        let scratch = Scratch::new();
+        let summary = scratch.json(&[
+            "run",
+            &fixture.display().to_string(),
+            "--probe",
+            mode,
+            "--json",
+        ]);
+        let batch = summary["batch_id"].as_i64().unwrap().to_string();
+        let shown = scratch.json(&["show", &batch, "--json"]);
+        for (got, want) in shown["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(&expected)
+        {
+            assert_eq!(
+                got["probe"], want["probe"],
+                "{mode}: candidate {}",
+                want["idx"]
+            );
+            assert_eq!(
+                got["score"], want["score"],
+                "{mode}: candidate {}",
+                want["idx"]
+            );
+        }
+    }
+    let out = Scratch::new().assay(&["run", &fixture.display().to_string(), "--probe", "narrow"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--probe: unknown probe mode `narrow`"));
 }
 
 #[test]

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
+use assay::draw::DrawOptions;
 use assay::pipeline::{self, RunConfig};
 use assay::probe::ProbeMode;
 use assay::progress::Progress;
@@ -47,6 +48,14 @@ enum Command {
         db: DbArg,
         #[arg(long)]
         json: bool,
+    },
+    /// Write an admitted candidate that beat the reference in its batch over
+    /// the task's committed file, with a provenance header.
+    Promote {
+        batch: BatchId,
+        candidate: usize,
+        #[command(flatten)]
+        db: DbArg,
     },
     /// Probe a stored batch again in one or more modes; exit 1 when any
     /// verdict differs between modes, runs or from the stored one.
@@ -93,8 +102,26 @@ struct RunArgs {
     #[command(flatten)]
     db: DbArg,
     /// Number of candidates (default: the spec's).
-    #[arg(short)]
+    #[arg(short, env = "NEV_CANDIDATES")]
     n: Option<usize>,
+    /// The pools file (default: pools.toml beside the spec, else in the
+    /// working directory).
+    #[arg(long)]
+    pools: Option<PathBuf>,
+    /// Draw from this pool (repeatable); NAME=SHARE for a fixed share.
+    /// Overrides the spec's `draw.pools`.
+    #[arg(long = "pool", value_name = "NAME[=SHARE]")]
+    pool: Vec<assay::draw::PoolChoice>,
+    /// How the batch is split over its pools: fixed shares, or a race in
+    /// which every pool keeps its slots full until N replies are in.
+    #[arg(long, value_name = "fixed|race")]
+    split: Option<assay::draw::SplitMode>,
+    /// Requests in flight per pool (overrides the pools file).
+    #[arg(long, env = "NEV_CONCURRENCY")]
+    max_in_flight: Option<usize>,
+    /// Token cap of every request (overrides the pools file).
+    #[arg(long, env = "MAX_COMPLETION_TOKENS")]
+    max_completion_tokens: Option<u64>,
     /// Print the summary as one JSON object.
     #[arg(long)]
     json: bool,
@@ -105,6 +132,10 @@ struct RunArgs {
     /// kept warm across batches (default: OUT/work).
     #[arg(long, env = "ASSAY_WORK_DIR")]
     work_dir: Option<PathBuf>,
+    /// Write the best admitted candidate over the task's committed file when
+    /// it beat the committed one in this batch.
+    #[arg(long)]
+    promote: bool,
     /// Probe mode: wide, serial or fast (experimental).
     #[arg(long, env = "ASSAY_PROBE", default_value = "wide")]
     probe: String,
@@ -124,6 +155,7 @@ fn is_bad_input(e: &anyhow::Error) -> bool {
                 )
             )
             || cause.is::<UsageError>()
+            || cause.is::<assay::promote::PromoteError>()
     })
 }
 
@@ -178,6 +210,20 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Promote {
+            batch,
+            candidate,
+            db,
+        } => {
+            let store = Store::open(&db.db).await?;
+            let p = assay::promote::promote(&store, batch, candidate).await?;
+            println!(
+                "promoted candidate {} of batch {} over {} ({}/{} against {}/{})",
+                p.idx, p.batch_id, p.path, p.passed, p.total, p.reference_passed, p.total
+            );
+            store.close().await;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Show { batch, db, json } => {
             let store = Store::open(&db.db).await?;
             let summary = summary(&store, batch).await?;
@@ -226,7 +272,34 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         out_dir: out,
         spec,
     };
-    let pool = pipeline::prepare(&cfg)?;
+    if args.max_in_flight == Some(0) {
+        return Err(
+            UsageError("--max-in-flight (NEV_CONCURRENCY): must be at least 1".into()).into(),
+        );
+    }
+    if args.max_completion_tokens == Some(0) {
+        return Err(UsageError(
+            "--max-completion-tokens (MAX_COMPLETION_TOKENS): must be at least 1".into(),
+        )
+        .into());
+    }
+    let draw = DrawOptions {
+        pools_file: args.pools,
+        pools: args.pool,
+        split: args.split,
+        max_in_flight: args.max_in_flight,
+        max_completion_tokens: args.max_completion_tokens,
+        // Read here and held as a secret from now on; never a flag (a flag
+        // would show in `ps`).
+        default_key: std::env::var("NEV_MODEL_API_KEY")
+            .ok()
+            .filter(|k| !k.is_empty())
+            .map(secrecy::SecretString::from),
+    };
+    let (plan, warnings) = pipeline::prepare(&cfg, &draw)?;
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
     std::fs::create_dir_all(&cfg.out_dir)
         .with_context(|| format!("cannot create {}", cfg.out_dir.display()))?;
     let store = Store::open(&args.db.db).await?;
@@ -235,7 +308,10 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     } else {
         Progress::stderr()
     };
-    let batch = pipeline::run(&cfg, pool, &store, &progress).await?;
+    let batch = pipeline::run(&cfg, plan, &store, &progress).await?;
+    if args.promote {
+        assay::promote::promote_best(&store, batch).await?;
+    }
     let summary = summary(&store, batch).await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
@@ -291,13 +367,21 @@ async fn summary(store: &Store, batch: BatchId) -> Result<Summary> {
     let row = store.batch(batch).await?;
     let candidates = store.candidates(batch).await?;
     let phases = store.phases(batch).await?;
-    Ok(Summary::new(&row, &candidates, phases))
+    let mut summary = Summary::new(&row, &candidates, phases);
+    summary.promotions = store
+        .promotions(batch)
+        .await?
+        .iter()
+        .map(report::Promotion::new)
+        .collect();
+    Ok(summary)
 }
 
 fn init_logging(verbose: u8) {
     use tracing_subscriber::EnvFilter;
     let default = match verbose {
-        0 => "warn",
+        // async-openai logs a malformed chunk at error level; assay records it.
+        0 => "warn,async_openai=off",
         1 => "assay=info",
         _ => "assay=debug",
     };

@@ -70,6 +70,7 @@ pub struct Package {
     target_dir: PathBuf,
     toolchain: Option<String>,
     harness_crate: String,
+    harness_dir: PathBuf,
     entry: String,
     /// Held for its lock; released on drop.
     _lock: File,
@@ -170,10 +171,7 @@ impl Package {
     /// The probe's toolchain is [`TOOLCHAIN_VAR`] if set, else rustup's
     /// default for the work directory.
     pub fn open(spec: &Spec, work_dir: &Path, target_dir: &Path) -> Result<Package> {
-        let toolchain = std::env::var(TOOLCHAIN_VAR)
-            .ok()
-            .filter(|t| !t.trim().is_empty());
-        Package::open_with_toolchain(spec, work_dir, target_dir, toolchain)
+        Package::open_with_toolchain(spec, work_dir, target_dir, default_toolchain())
     }
 
     /// [`Package::open`] with the toolchain given.
@@ -199,6 +197,7 @@ impl Package {
             })?,
             toolchain,
             harness_crate: spec.harness.crate_name.clone(),
+            harness_dir: spec.harness.dir.clone(),
             entry: spec.entry.clone(),
             _lock: lock,
             dir,
@@ -323,6 +322,11 @@ fn main() {{}}
         mut on_built: impl FnMut(&str),
     ) -> Result<BuildReport> {
         let mut cmd = scrubbed_cargo(self.toolchain.as_deref());
+        let paths = crate::sandbox::BuildPaths {
+            read: vec![self.harness_dir.clone()],
+            write: vec![self.dir.clone(), self.target_dir.clone()],
+        };
+        crate::sandbox::confine_cargo(&mut cmd, &paths)?;
         cmd.arg("build")
             .arg("--keep-going")
             .arg("--message-format=json")
@@ -493,6 +497,13 @@ fn push_span_files(span: &DiagnosticSpan, files: &mut Vec<String>) {
     if let Some(expansion) = &span.expansion {
         push_span_files(&expansion.span, files);
     }
+}
+
+/// The toolchain [`TOOLCHAIN_VAR`] names, if any.
+pub fn default_toolchain() -> Option<String> {
+    std::env::var(TOOLCHAIN_VAR)
+        .ok()
+        .filter(|t| !t.trim().is_empty())
 }
 
 /// The one constructor of nested cargo commands: `cargo` with the scrubbed

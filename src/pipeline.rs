@@ -17,15 +17,17 @@ use anyhow::{Context, Result};
 use tokio::sync::mpsc;
 
 use crate::account::{Phase, PhaseFigures, PhaseGuard};
+use crate::admit;
 use crate::dedup;
-use crate::draw::{Drawn, ReplayPool};
+use crate::draw::{DrawEvent, DrawOptions, Drawn, Plan};
 use crate::extract::{self, Extraction};
 use crate::package::{ModuleKey, Package};
 use crate::probe::stream::{StreamCandidate, WavePolicy, Waves};
 use crate::probe::{self, ProbeMode, ProbeStats, Probed};
 use crate::progress::Progress;
+use crate::sandbox::Sandbox;
 use crate::score::{self, RunLimits, ScoreVerdict, Scored};
-use crate::spec::{AdmitRule, Spec};
+use crate::spec::Spec;
 use crate::store::{BatchId, BatchStatus, NewBatch, ProbeRunStats, Store};
 
 /// Everything a batch needs besides the store.
@@ -52,11 +54,12 @@ pub struct ProbeSettings {
 }
 
 /// Checks what can be checked before anything is written: a batch that
-/// cannot start leaves no trace in the store.
-pub fn prepare(cfg: &RunConfig) -> Result<ReplayPool> {
-    let pool = ReplayPool::open("replay", &cfg.spec.draw.replay)?;
-    pool.check_capacity(cfg.n)?;
-    Ok(pool)
+/// cannot start leaves no trace in the store. Returns the draw plan and
+/// warnings to show (a pool without a sampling preset).
+pub fn prepare(cfg: &RunConfig, draw: &DrawOptions) -> Result<(Plan, Vec<String>)> {
+    let (plan, warnings) = Plan::build(&cfg.spec, draw)?;
+    plan.check(cfg.n)?;
+    Ok((plan, warnings))
 }
 
 /// Runs one batch to the end and returns its id. On failure after the batch
@@ -64,7 +67,7 @@ pub fn prepare(cfg: &RunConfig) -> Result<ReplayPool> {
 /// stored so far stays.
 pub async fn run(
     cfg: &RunConfig,
-    pool: ReplayPool,
+    plan: Plan,
     store: &Store,
     progress: &Progress,
 ) -> Result<BatchId> {
@@ -72,12 +75,12 @@ pub async fn run(
         .begin_batch(&NewBatch {
             task: &cfg.spec.name,
             spec_path: &cfg.spec.path,
-            pool: &pool.name,
+            pool: &plan.label(),
             n: cfg.n,
         })
         .await?;
     tracing::info!(batch, task = %cfg.spec.name, n = cfg.n, "batch started");
-    match run_batch(cfg, &pool, store, progress, batch).await {
+    match run_batch(cfg, &plan, store, progress, batch).await {
         Ok(()) => Ok(batch),
         Err(e) => {
             let reason = format!("{e:#}");
@@ -91,7 +94,7 @@ pub async fn run(
 
 async fn run_batch(
     cfg: &RunConfig,
-    pool: &ReplayPool,
+    plan: &Plan,
     store: &Store,
     progress: &Progress,
     batch: BatchId,
@@ -101,6 +104,18 @@ async fn run_batch(
     std::fs::create_dir_all(&errors_dir)
         .with_context(|| format!("cannot create {}", errors_dir.display()))?;
     store.set_errors_dir(batch, &errors_dir).await?;
+    // What confines the scoring runs is found once and stored with the
+    // batch, with every warning, so a weaker sandbox is never silent.
+    let sandbox = Arc::new(Sandbox::probe(cfg.spec.limits.processes));
+    store
+        .set_batch_setup(
+            batch,
+            cfg.spec.dedup_by,
+            &sandbox.describe(),
+            sandbox.warnings(),
+            &blake3::hash(cfg.spec.committed.source.as_bytes()).to_hex(),
+        )
+        .await?;
 
     // Opened before the draw, so waves can build while replies arrive.
     let package = Package::open(&cfg.spec, &cfg.work_dir, &cfg.target_dir)?;
@@ -108,12 +123,13 @@ async fn run_batch(
     let (candidates_tx, candidates_rx) = mpsc::unbounded_channel();
     let extracting = tokio::spawn(extract_stream(
         cfg.spec.entry.clone(),
+        cfg.spec.dedup_by,
         drawn_rx,
         candidates_tx,
     ));
     let drawing = async {
         let guard = PhaseGuard::start(Phase::Draw);
-        let replies = draw(pool, cfg.n, store, progress, batch, Some(tap)).await;
+        let replies = draw(plan, cfg.n, store, progress, batch, Some(tap)).await;
         (replies, guard.finish(), PhaseGuard::start(Phase::Probe))
     };
     let streaming = stream_probe(&package, cfg.probe, candidates_rx, progress);
@@ -150,7 +166,7 @@ async fn run_batch(
     record(store, batch, guard.finish()).await?;
 
     let guard = PhaseGuard::start(Phase::ScoreRun);
-    score_all(&cfg.spec, scorer, store, progress, batch).await?;
+    score_all(&cfg.spec, scorer, sandbox, store, progress, batch).await?;
     record(store, batch, guard.finish()).await?;
 
     let guard = PhaseGuard::start(Phase::Persist);
@@ -166,32 +182,55 @@ async fn record(store: &Store, batch: BatchId, figures: PhaseFigures) -> Result<
     Ok(store.record_phase(batch, &figures).await?)
 }
 
-/// Draws `n` replies, storing each as it arrives.
+/// Draws `n` replies, storing each (with its attempts) as it arrives.
 async fn draw(
-    pool: &ReplayPool,
+    plan: &Plan,
     n: usize,
     store: &Store,
     progress: &Progress,
     batch: BatchId,
     tap: Option<mpsc::UnboundedSender<Drawn>>,
 ) -> Result<Vec<Drawn>> {
-    let bar = progress.bar("draw", n);
     let (tx, mut rx) = mpsc::channel(64);
-    let pool = pool.clone();
-    let drawing = tokio::spawn(async move { pool.draw(n, 0, tx).await });
+    let drawing = {
+        let plan = plan.clone();
+        let progress = progress.clone();
+        tokio::spawn(async move { plan.draw(n, 0, tx, &progress).await })
+    };
     let mut replies = Vec::with_capacity(n);
-    while let Some(drawn) = rx.recv().await {
-        store.record_reply(batch, &drawn).await?;
+    let mut arrived = Vec::new();
+    while let Some(event) = rx.recv().await {
+        // Store what has arrived together in one transaction: a reply is
+        // still written as soon as the store is free, but a burst of
+        // streams ending at once costs one commit, not hundreds.
+        let mut events = vec![event];
+        while let Ok(more) = rx.try_recv() {
+            events.push(more);
+        }
+        for event in events {
+            match event {
+                DrawEvent::Reply(drawn) => arrived.push(drawn),
+                DrawEvent::Cancelled { pool, attempts } => {
+                    store.record_cancelled(batch, &pool, &attempts).await?;
+                }
+                DrawEvent::PoolStopped { pool, reason } => {
+                    progress.note(&format!(
+                        "warning: pool `{pool}` stopped: {reason}; its remaining requests are not sent"
+                    ));
+                }
+            }
+        }
+        store.record_draws(batch, &arrived).await?;
         if let Some(tap) = &tap {
             // The streaming probe may have stopped on an error of its own,
             // which the batch reports; the draw goes on regardless.
-            let _ = tap.send(drawn.clone());
+            for drawn in &arrived {
+                let _ = tap.send(drawn.clone());
+            }
         }
-        bar.inc(1);
-        replies.push(drawn);
+        replies.append(&mut arrived);
     }
     drawing.await.context("the draw task panicked")??;
-    bar.finish();
     replies.sort_by_key(|d| d.idx);
     Ok(replies)
 }
@@ -211,6 +250,9 @@ async fn extract_and_dedup(
     let extractions: Vec<Extraction> = replies
         .iter()
         .map(|d| {
+            if !d.reply.outcome.is_ok() {
+                return Extraction::Failed(extract::NoCode::DrawFailed);
+            }
             extract::extract(
                 d.reply.content.as_deref(),
                 d.reply.finish_reason.as_deref(),
@@ -218,21 +260,32 @@ async fn extract_and_dedup(
             )
         })
         .collect();
-    let fingerprints: Vec<Option<dedup::Fingerprint>> = extractions
+    let fingerprints: Vec<Option<dedup::Fingerprints>> = extractions
         .iter()
         .map(|e| match e {
-            Extraction::Source(src) => dedup::fingerprint(src),
+            Extraction::Source(src) => dedup::fingerprints(src),
             Extraction::Failed(_) => None,
         })
         .collect();
     // Groups are formed over batch positions; map them back to reply indices.
-    let dups = dedup::duplicates(&fingerprints);
+    let groups = dedup::group(&fingerprints);
     let mut unique = Vec::new();
     for (pos, (drawn, extraction)) in replies.iter().zip(extractions).enumerate() {
-        let dup_of = dups[pos].map(|rep| replies[rep].idx);
-        let fp = fingerprints[pos].map(|f| f.to_string());
+        let to_idx = |rep: Option<usize>| rep.map(|rep| replies[rep].idx);
+        let grouping = dedup::Grouping {
+            exact_dup_of: to_idx(groups[pos].exact_dup_of),
+            alpha_dup_of: to_idx(groups[pos].alpha_dup_of),
+        };
+        let dup_of = grouping.dup_of(spec.dedup_by);
+        let fp = fingerprints[pos].map(|f| f.exact.to_string());
         store
             .record_candidate(batch, drawn.idx, &extraction, fp.as_deref(), dup_of)
+            .await?;
+        let alpha = fingerprints[pos]
+            .and_then(|f| f.alpha)
+            .map(|f| f.to_string());
+        store
+            .record_groups(batch, drawn.idx, alpha.as_deref(), &grouping)
             .await?;
         if let (Extraction::Source(source), None) = (extraction, dup_of) {
             unique.push(Unique {
@@ -250,18 +303,28 @@ async fn extract_and_dedup(
 /// whole batch; `settle_probe` reconciles the two.
 async fn extract_stream(
     entry: String,
+    dedup_by: dedup::DedupBy,
     mut drawn: mpsc::UnboundedReceiver<Drawn>,
     candidates: mpsc::UnboundedSender<StreamCandidate>,
 ) {
     let mut seen = std::collections::HashSet::new();
     while let Some(d) = drawn.recv().await {
+        if !d.reply.outcome.is_ok() {
+            continue;
+        }
         let extraction = extract::extract(
             d.reply.content.as_deref(),
             d.reply.finish_reason.as_deref(),
             &entry,
         );
         if let Extraction::Source(source) = extraction {
-            if dedup::fingerprint(&source).is_some_and(|fp| seen.insert(fp)) {
+            // The same key `extract_and_dedup` groups by; a missing alpha
+            // fingerprint falls back to the exact one, kept apart.
+            let key = dedup::fingerprints(&source).map(|f| match (dedup_by, f.alpha) {
+                (dedup::DedupBy::Alpha, Some(alpha)) => (true, alpha),
+                _ => (false, f.exact),
+            });
+            if key.is_some_and(|key| seen.insert(key)) {
                 let _ = candidates.send(StreamCandidate { idx: d.idx, source });
             }
         }
@@ -402,9 +465,13 @@ async fn build_scorer(
             passed: 0,
             total: spec.cases.count,
             wall: Default::default(),
+            cpu: Default::default(),
+            cases: vec![score::CaseOutcome::NotRun; spec.cases.count],
+            restarts: 0,
+            peak_processes: None,
             stderr: errors.clone(),
         };
-        store_score(spec.admit, store, batch, &failed).await?;
+        store_score(store, batch, &failed).await?;
     }
     let exe = batch_dir.join("scorer");
     std::fs::copy(&built.exe, &exe)
@@ -418,6 +485,7 @@ async fn build_scorer(
 async fn score_all(
     spec: &Spec,
     scorer: Scorer,
+    sandbox: Arc<Sandbox>,
     store: &Store,
     progress: &Progress,
     batch: BatchId,
@@ -429,42 +497,43 @@ async fn score_all(
         scorer.keys,
         Arc::from(spec.cases.text.as_str()),
         spec.cases.count,
-        RunLimits::with_wall(spec.limits.wall),
+        RunLimits::from_spec(&spec.limits),
         parallel,
+        sandbox,
     );
+    let mut results = Vec::new();
     while let Some(done) = running.join_next().await {
         let scored = done.context("a scoring task panicked")??;
-        store_score(spec.admit, store, batch, &scored).await?;
+        store_score(store, batch, &scored).await?;
         bar.inc(1);
+        results.push(scored);
     }
     bar.finish();
+    // Admission needs the reference's run, so it is decided once all are in.
+    let reference = results.iter().find(|s| s.key == ModuleKey::Committed);
+    let candidates: Vec<(usize, &Scored)> = results
+        .iter()
+        .filter_map(|s| match s.key {
+            ModuleKey::Candidate(idx) => Some((idx, s)),
+            ModuleKey::Committed => None,
+        })
+        .collect();
+    let decisions = admit::admit(&spec.admit, reference, &candidates);
+    let rows: Vec<(usize, admit::Admission)> = candidates
+        .iter()
+        .map(|(idx, _)| *idx)
+        .zip(decisions)
+        .collect();
+    store.record_admissions(batch, &rows).await?;
     Ok(())
 }
 
-async fn store_score(
-    rule: AdmitRule,
-    store: &Store,
-    batch: BatchId,
-    scored: &Scored,
-) -> Result<()> {
+/// Stores one run as it finishes; admission comes later, for all at once.
+async fn store_score(store: &Store, batch: BatchId, scored: &Scored) -> Result<()> {
     match scored.key {
         ModuleKey::Committed => store.record_committed(batch, scored).await?,
-        ModuleKey::Candidate(idx) => {
-            store
-                .record_score(batch, idx, scored, admits(rule, scored))
-                .await?
-        }
+        ModuleKey::Candidate(idx) => store.record_score(batch, idx, scored, false).await?,
     }
+    store.record_run_details(batch, scored).await?;
     Ok(())
-}
-
-/// The spec's admission rule: finished within the limits with at least the
-/// minimum score.
-pub fn admits(rule: AdmitRule, scored: &Scored) -> bool {
-    match scored.verdict {
-        ScoreVerdict::Scored { passed, total } if total > 0 => {
-            passed as f64 / total as f64 >= rule.min_score
-        }
-        _ => false,
-    }
 }

@@ -9,7 +9,9 @@ use clap::{Args, Parser, Subcommand};
 
 use assay::draw::DrawOptions;
 use assay::pipeline::{self, RunConfig};
+use assay::probe::ProbeMode;
 use assay::progress::Progress;
+use assay::replay::ReplayConfig;
 use assay::report::{self, CandidateLine, Summary};
 use assay::spec::Spec;
 use assay::store::{BatchId, Store, StoreError};
@@ -70,6 +72,9 @@ enum Command {
         #[arg(long, default_value = "json")]
         format: assay::export::Format,
     },
+    /// Probe a stored batch again in one or more modes; exit 1 when any
+    /// verdict differs between modes, runs or from the stored one.
+    Replay(ReplayArgs),
 }
 
 #[derive(Args)]
@@ -143,6 +148,32 @@ struct SweepArgs {
 }
 
 #[derive(Args)]
+struct ReplayArgs {
+    batch: BatchId,
+    #[command(flatten)]
+    db: DbArg,
+    /// Probe modes to run, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "wide,serial,fast")]
+    modes: Vec<String>,
+    /// Times to run each mode.
+    #[arg(long, default_value_t = 1)]
+    runs: usize,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Probe in a new, empty work directory (dependencies built first,
+    /// untimed) instead of the warm one.
+    #[arg(long)]
+    fresh: bool,
+    /// Output folder; the warm work directory defaults to OUT/work.
+    #[arg(long, env = "ASSAY_OUT", default_value = "assay-out")]
+    out: PathBuf,
+    /// The warm work directory.
+    #[arg(long, env = "ASSAY_WORK_DIR")]
+    work_dir: Option<PathBuf>,
+}
+
+#[derive(Args)]
 struct DbArg {
     /// The SQLite database.
     #[arg(long, env = "ASSAY_DB", default_value = "assay.db")]
@@ -190,6 +221,9 @@ struct RunArgs {
     /// it beat the committed one in this batch.
     #[arg(long)]
     promote: bool,
+    /// Probe mode: wide, serial or fast (experimental).
+    #[arg(long, env = "ASSAY_PROBE", default_value = "wide")]
+    probe: String,
 }
 
 /// An error that is the user's input, not a failure of the run.
@@ -247,6 +281,7 @@ fn main() -> ExitCode {
 async fn dispatch(command: Command) -> Result<ExitCode> {
     match command {
         Command::Run(args) => run(args).await,
+        Command::Replay(args) => replay(args).await,
         Command::Batches { db, json } => {
             let store = Store::open(&db.db).await?;
             let batches = store.batches().await?;
@@ -328,7 +363,15 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     let work_dir = args.work_dir.unwrap_or_else(|| out.join("work"));
     let work_dir = std::path::absolute(&work_dir)
         .with_context(|| format!("{}: bad path", work_dir.display()))?;
+    let mode: ProbeMode = args
+        .probe
+        .parse()
+        .map_err(|e: String| UsageError(format!("--probe: {e}")))?;
     let cfg = RunConfig {
+        probe: pipeline::ProbeSettings {
+            mode,
+            ..Default::default()
+        },
         n,
         target_dir: work_dir.join("target"),
         work_dir,
@@ -498,6 +541,7 @@ fn sweep_config(spec: &std::path::Path, n: Option<usize>, args: &SweepArgs) -> R
     let work_dir = std::path::absolute(&work_dir)
         .with_context(|| format!("{}: bad path", work_dir.display()))?;
     Ok(RunConfig {
+        probe: pipeline::ProbeSettings::default(),
         n,
         target_dir: work_dir.join("target"),
         work_dir,
@@ -521,6 +565,47 @@ fn draw_options(args: &SweepArgs) -> DrawOptions {
 
 fn write_svg(path: &std::path::Path, svg: &str) -> Result<()> {
     std::fs::write(path, svg).with_context(|| format!("{}: cannot write the chart", path.display()))
+}
+
+async fn replay(args: ReplayArgs) -> Result<ExitCode> {
+    let mut modes = Vec::new();
+    for mode in &args.modes {
+        let mode: ProbeMode = mode
+            .trim()
+            .parse()
+            .map_err(|e: String| UsageError(format!("--modes: {e}")))?;
+        if !modes.contains(&mode) {
+            modes.push(mode);
+        }
+    }
+    if args.runs == 0 {
+        return Err(UsageError("--runs: must be at least 1".into()).into());
+    }
+    let work_dir = args.work_dir.unwrap_or_else(|| args.out.join("work"));
+    let work_dir = std::path::absolute(&work_dir)
+        .with_context(|| format!("{}: bad path", work_dir.display()))?;
+    let store = Store::open(&args.db.db).await?;
+    let cfg = ReplayConfig {
+        batch: args.batch,
+        modes,
+        runs: args.runs,
+        work_dir,
+        fresh: args.fresh,
+    };
+    let report = assay::replay::replay(&store, &cfg).await?;
+    store.close().await;
+    if args.json {
+        let mut value = serde_json::to_value(&report)?;
+        value["identical"] = report.identical().into();
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        print!("{}", report.render());
+    }
+    Ok(if report.identical() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 async fn summary(store: &Store, batch: BatchId) -> Result<Summary> {

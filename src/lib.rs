@@ -23,6 +23,7 @@ pub mod plot;
 pub mod probe;
 pub mod progress;
 pub mod promote;
+pub mod replay;
 pub mod report;
 pub mod sandbox;
 pub mod score;

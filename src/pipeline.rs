@@ -3,6 +3,12 @@
 //! draw -> extract+dedup -> probe -> score build -> score run -> persist.
 //! Each phase runs inside an accounting guard, and every result is stored as
 //! it arrives. Stages exchange plain data; only this module knows their order.
+//!
+//! The probe streams: while the draw runs, each reply is extracted and
+//! fingerprinted as it arrives and the first of each fingerprint goes down a
+//! channel to the probe, which builds them in waves (`probe::stream`). The
+//! `probe` phase is the tail the batch waits for after its last reply; the
+//! whole probe's work (every wave) is its probe run's figures.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,12 +22,13 @@ use crate::dedup;
 use crate::draw::{DrawEvent, DrawOptions, Drawn, Plan};
 use crate::extract::{self, Extraction};
 use crate::package::{ModuleKey, Package};
-use crate::probe::{self, Probed};
+use crate::probe::stream::{StreamCandidate, WavePolicy, Waves};
+use crate::probe::{self, ProbeMode, ProbeStats, Probed};
 use crate::progress::Progress;
 use crate::sandbox::Sandbox;
 use crate::score::{self, RunLimits, ScoreVerdict, Scored};
 use crate::spec::Spec;
-use crate::store::{BatchId, BatchStatus, NewBatch, Store};
+use crate::store::{BatchId, BatchStatus, NewBatch, ProbeRunStats, Store};
 
 /// Everything a batch needs besides the store.
 #[derive(Debug, Clone)]
@@ -35,6 +42,15 @@ pub struct RunConfig {
     pub work_dir: PathBuf,
     /// Cargo's target directory for those packages (kept warm too).
     pub target_dir: PathBuf,
+    /// How candidates are probed.
+    pub probe: ProbeSettings,
+}
+
+/// The probe's mode and its streaming waves.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ProbeSettings {
+    pub mode: ProbeMode,
+    pub waves: WavePolicy,
 }
 
 /// Checks what can be checked before anything is written: a batch that
@@ -101,19 +117,45 @@ async fn run_batch(
         )
         .await?;
 
-    let guard = PhaseGuard::start(Phase::Draw);
-    let replies = draw(plan, cfg.n, store, progress, batch).await?;
-    record(store, batch, guard.finish()).await?;
+    // Opened before the draw, so waves can build while replies arrive.
+    let package = Package::open(&cfg.spec, &cfg.work_dir, &cfg.target_dir)?;
+    let (tap, drawn_rx) = mpsc::unbounded_channel();
+    let (candidates_tx, candidates_rx) = mpsc::unbounded_channel();
+    let extracting = tokio::spawn(extract_stream(
+        cfg.spec.entry.clone(),
+        cfg.spec.dedup_by,
+        drawn_rx,
+        candidates_tx,
+    ));
+    let drawing = async {
+        let guard = PhaseGuard::start(Phase::Draw);
+        let replies = draw(plan, cfg.n, store, progress, batch, Some(tap)).await;
+        (replies, guard.finish(), PhaseGuard::start(Phase::Probe))
+    };
+    let streaming = stream_probe(&package, cfg.probe, candidates_rx, progress);
+    let ((replies, draw_figures, tail), streamed) = tokio::join!(drawing, streaming);
+    let replies = replies?;
+    extracting.await.context("the extraction task panicked")?;
+    let (streamed, mut stats) = streamed?;
+    record(store, batch, draw_figures).await?;
 
     let guard = PhaseGuard::start(Phase::ExtractDedup);
     let extracted = extract_and_dedup(&cfg.spec, &replies, store, batch).await?;
-    record(store, batch, guard.finish()).await?;
+    let extract_figures = guard.finish();
 
-    let package = Package::open(&cfg.spec, &cfg.work_dir, &cfg.target_dir)?;
-    let guard = PhaseGuard::start(Phase::Probe);
-    let probed = probe(&package, &extracted, progress).await?;
-    let figures = guard.finish();
-    store_probe(store, batch, probed.clone(), &errors_dir, &figures).await?;
+    let probed = settle_probe(&package, cfg.probe.mode, &extracted, streamed, &mut stats).await?;
+    let figures = tail.finish();
+    record(store, batch, extract_figures).await?;
+    store_probe(
+        store,
+        batch,
+        cfg.probe.mode,
+        probed.clone(),
+        &errors_dir,
+        &figures,
+        &stats,
+    )
+    .await?;
     record(store, batch, figures).await?;
 
     let guard = PhaseGuard::start(Phase::ScoreBuild);
@@ -147,6 +189,7 @@ async fn draw(
     store: &Store,
     progress: &Progress,
     batch: BatchId,
+    tap: Option<mpsc::UnboundedSender<Drawn>>,
 ) -> Result<Vec<Drawn>> {
     let (tx, mut rx) = mpsc::channel(64);
     let drawing = {
@@ -178,6 +221,13 @@ async fn draw(
             }
         }
         store.record_draws(batch, &arrived).await?;
+        if let Some(tap) = &tap {
+            // The streaming probe may have stopped on an error of its own,
+            // which the batch reports; the draw goes on regardless.
+            for drawn in &arrived {
+                let _ = tap.send(drawn.clone());
+            }
+        }
         replies.append(&mut arrived);
     }
     drawing.await.context("the draw task panicked")??;
@@ -247,12 +297,99 @@ async fn extract_and_dedup(
     Ok(unique)
 }
 
-async fn probe(package: &Package, unique: &[Unique], progress: &Progress) -> Result<Vec<Probed>> {
-    let bar = progress.bar("probe", unique.len());
-    let sources: Vec<(usize, &str)> = unique.iter().map(|u| (u.idx, u.source.as_str())).collect();
-    let probed = probe::probe_wide(package, &sources, |done| bar.set_position(done as u64)).await?;
+/// Extracts and fingerprints replies as they arrive and sends the first
+/// candidate of each fingerprint on to the streaming probe. The batch's
+/// stored extraction and dedup are still `extract_and_dedup`'s, over the
+/// whole batch; `settle_probe` reconciles the two.
+async fn extract_stream(
+    entry: String,
+    dedup_by: dedup::DedupBy,
+    mut drawn: mpsc::UnboundedReceiver<Drawn>,
+    candidates: mpsc::UnboundedSender<StreamCandidate>,
+) {
+    let mut seen = std::collections::HashSet::new();
+    while let Some(d) = drawn.recv().await {
+        if !d.reply.outcome.is_ok() {
+            continue;
+        }
+        let extraction = extract::extract(
+            d.reply.content.as_deref(),
+            d.reply.finish_reason.as_deref(),
+            &entry,
+        );
+        if let Extraction::Source(source) = extraction {
+            // The same key `extract_and_dedup` groups by; a missing alpha
+            // fingerprint falls back to the exact one, kept apart.
+            let key = dedup::fingerprints(&source).map(|f| match (dedup_by, f.alpha) {
+                (dedup::DedupBy::Alpha, Some(alpha)) => (true, alpha),
+                _ => (false, f.exact),
+            });
+            if key.is_some_and(|key| seen.insert(key)) {
+                let _ = candidates.send(StreamCandidate { idx: d.idx, source });
+            }
+        }
+    }
+}
+
+/// Probes candidates in waves as they arrive, until the channel closes.
+async fn stream_probe(
+    package: &Package,
+    settings: ProbeSettings,
+    candidates: mpsc::UnboundedReceiver<StreamCandidate>,
+    progress: &Progress,
+) -> Result<(Vec<Probed>, ProbeStats)> {
+    let bar = progress.bar("probe", 0);
+    let mut waves = Waves::new(candidates, settings.waves);
+    let mut probed = Vec::new();
+    let mut stats = ProbeStats::default();
+    while let Some(wave) = waves.next().await {
+        bar.inc_length(wave.len() as u64);
+        let sources: Vec<(usize, &str)> = wave.iter().map(|c| (c.idx, c.source.as_str())).collect();
+        let done = bar.position();
+        let out = probe::probe(package, settings.mode, &sources, |n| {
+            bar.set_position(done + n as u64)
+        })
+        .await?;
+        stats.absorb(&out.stats);
+        probed.extend(out.probed);
+    }
+    stats.waves = waves.count;
     bar.finish();
-    Ok(probed)
+    Ok((probed, stats))
+}
+
+/// The batch's probe verdicts: one per unique candidate as `extract_and_dedup`
+/// decided them. Streaming probed the first of each fingerprint to arrive;
+/// when replies arrived out of order that may be another member of the group
+/// than the stored representative, which is then probed here.
+async fn settle_probe(
+    package: &Package,
+    mode: ProbeMode,
+    unique: &[Unique],
+    streamed: Vec<Probed>,
+    stats: &mut ProbeStats,
+) -> Result<Vec<Probed>> {
+    let mut by_idx: std::collections::HashMap<usize, Probed> =
+        streamed.into_iter().map(|p| (p.idx, p)).collect();
+    let missing: Vec<(usize, &str)> = unique
+        .iter()
+        .filter(|u| !by_idx.contains_key(&u.idx))
+        .map(|u| (u.idx, u.source.as_str()))
+        .collect();
+    if !missing.is_empty() {
+        tracing::debug!(
+            count = missing.len(),
+            "probing representatives the stream did not"
+        );
+        let out = probe::probe(package, mode, &missing, |_| {}).await?;
+        stats.absorb(&out.stats);
+        stats.waves += 1;
+        by_idx.extend(out.probed.into_iter().map(|p| (p.idx, p)));
+    }
+    Ok(unique
+        .iter()
+        .filter_map(|u| by_idx.remove(&u.idx))
+        .collect())
 }
 
 /// Writes each failing candidate's diagnostics to its error file and stores
@@ -260,11 +397,13 @@ async fn probe(package: &Package, unique: &[Unique], progress: &Progress) -> Res
 async fn store_probe(
     store: &Store,
     batch: BatchId,
+    mode: ProbeMode,
     probed: Vec<Probed>,
     errors_dir: &Path,
     figures: &PhaseFigures,
+    stats: &ProbeStats,
 ) -> Result<()> {
-    let run = store.begin_probe_run(batch, "wide").await?;
+    let run = store.begin_probe_run(batch, mode.as_str()).await?;
     let mut rows = Vec::with_capacity(probed.len());
     for p in probed {
         let error_file = if p.verdict.compiled() {
@@ -280,6 +419,18 @@ async fn store_probe(
     }
     store
         .record_probe_verdicts(run, batch, &rows, figures)
+        .await?;
+    store
+        .record_probe_run_stats(
+            run,
+            &ProbeRunStats {
+                avg_busy: figures.avg_busy,
+                peak_busy: figures.peak_busy,
+                probe: stats,
+                origin: "batch",
+                work_dir: None,
+            },
+        )
         .await?;
     Ok(())
 }

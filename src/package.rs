@@ -191,6 +191,11 @@ impl Package {
             .with_context(|| format!("cannot create {}", lock_path.display()))?;
         lock.lock()
             .with_context(|| format!("cannot lock {}", lock_path.display()))?;
+        // Created here, unconfined: the sandboxed cargo may write inside the
+        // target directory but not beside it, where cargo would otherwise
+        // make a temporary directory to create it atomically.
+        std::fs::create_dir_all(target_dir)
+            .with_context(|| format!("cannot create target directory {}", target_dir.display()))?;
         let package = Package {
             target_dir: std::path::absolute(target_dir).with_context(|| {
                 format!("cannot resolve target directory {}", target_dir.display())
@@ -570,6 +575,18 @@ fn write(path: &Path, text: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: on a fresh machine the confined cargo was denied creating
+    /// the target directory beside itself, and every first batch failed.
+    #[test]
+    fn open_creates_the_target_directory() {
+        let tiny = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny");
+        let spec = Spec::load(&tiny).unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let target = work.path().join("fresh/target");
+        let _package = Package::open_with_toolchain(&spec, work.path(), &target, None).unwrap();
+        assert!(target.is_dir());
+    }
 
     fn env_of(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
         pairs

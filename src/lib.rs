@@ -10,14 +10,19 @@
 //! docs/architecture.md for the map and its invariants.
 
 pub mod account;
+pub mod casecheck;
 pub mod dedup;
 pub mod draw;
 pub mod extract;
+pub mod interrupt;
+pub mod owner;
 pub mod package;
 pub mod pipeline;
 pub mod probe;
 pub mod progress;
 pub mod report;
+pub mod resume;
 pub mod score;
 pub mod spec;
 pub mod store;
+pub mod testpoint;

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::account::PhaseFigures;
 use crate::score::ScoreVerdict;
-use crate::store::{BatchRow, CandidateRow};
+use crate::store::{BatchRow, CandidateRow, ResumeRow};
 
 /// The summary of one batch (`assay run --json`, `assay show --json`).
 #[derive(Debug, Clone, Serialize)]
@@ -29,6 +29,9 @@ pub struct Summary {
     pub phases: Vec<PhaseFigures>,
     pub errors_dir: Option<String>,
     pub failure: Option<String>,
+    /// Each `--resume` of the batch: what it kept, and where its rows start
+    /// in `phases` (`first_phase`). Empty for a batch that ran in one go.
+    pub resumes: Vec<ResumeRow>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -96,6 +99,7 @@ impl Summary {
             phases,
             errors_dir: batch.errors_dir.clone(),
             failure: batch.failure.clone(),
+            resumes: Vec::new(),
         }
     }
 
@@ -135,12 +139,25 @@ impl Summary {
             "extracted {}/{}  unique {}  compiled {}/{}  admitted {}  {best}  {committed}",
             self.extracted, self.replies, self.unique, self.compiled, self.unique, self.admitted
         );
-        out.push_str(&phase_table(&self.phases));
+        if self.resumes.is_empty() {
+            out.push_str(&phase_table(&self.phases));
+        } else {
+            out.push_str(&resumed_phase_table(
+                &self.phases,
+                &self.resumes,
+                self.replies,
+            ));
+        }
         if let Some(dir) = &self.errors_dir {
             let _ = writeln!(out, "compiler errors: {dir}/");
         }
         if let Some(failure) = &self.failure {
-            let _ = writeln!(out, "failed: {failure}");
+            let word = match self.status.as_str() {
+                "interrupted" => "interrupted",
+                "running" => "running",
+                _ => "failed",
+            };
+            let _ = writeln!(out, "{word}: {failure}");
         }
         out
     }
@@ -164,6 +181,48 @@ pub fn phase_table(phases: &[PhaseFigures]) -> String {
         );
     }
     out
+}
+
+/// The phase table of a resumed batch: each attempt's rows under a line
+/// that says what that attempt kept from the ones before.
+pub fn resumed_phase_table(
+    phases: &[PhaseFigures],
+    resumes: &[ResumeRow],
+    replies: usize,
+) -> String {
+    let header_and_rows = phase_table(phases);
+    let mut lines = header_and_rows.lines();
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", lines.next().unwrap_or_default());
+    let _ = writeln!(out, "first attempt");
+    for (seq, line) in lines.enumerate() {
+        for r in resumes.iter().filter(|r| r.first_phase == seq) {
+            let _ = writeln!(out, "{}", resume_line(r, replies));
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    for r in resumes.iter().filter(|r| r.first_phase >= phases.len()) {
+        let _ = writeln!(out, "{}", resume_line(r, replies));
+    }
+    out
+}
+
+fn resume_line(r: &ResumeRow, replies: usize) -> String {
+    format!(
+        "resume {} at {}: kept {}/{} replies, {} extractions, {} probe verdicts, {} scores{}",
+        r.attempt,
+        r.started_at,
+        r.replies_kept,
+        replies,
+        r.extracted_kept,
+        r.probed_kept,
+        r.scored_kept,
+        if r.committed_kept {
+            ", the committed score"
+        } else {
+            ""
+        }
+    )
 }
 
 /// The best scored candidate: most cases passed, then earliest. (Scoring

@@ -208,15 +208,16 @@ pub fn resumed_phase_table(
 }
 
 fn resume_line(r: &ResumeRow, replies: usize) -> String {
+    let count =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     format!(
-        "resume {} at {}: kept {}/{} replies, {} extractions, {} probe verdicts, {} scores{}",
+        "resume {} at {}: kept {}/{replies} replies, {}, {}, {}{}",
         r.attempt,
         r.started_at,
         r.replies_kept,
-        replies,
-        r.extracted_kept,
-        r.probed_kept,
-        r.scored_kept,
+        count(r.extracted_kept, "extraction", "extractions"),
+        count(r.probed_kept, "probe verdict", "probe verdicts"),
+        count(r.scored_kept, "score", "scores"),
         if r.committed_kept {
             ", the committed score"
         } else {
@@ -302,6 +303,38 @@ pub fn batch_table(batches: &[BatchRow]) -> String {
 mod tests {
     use super::*;
     use crate::account::Phase;
+
+    #[test]
+    fn a_resumed_table_marks_where_each_attempt_begins() {
+        let f = |phase| PhaseFigures {
+            phase,
+            wall_s: 1.0,
+            cpu_s: 1.0,
+            avg_busy: 1.0,
+            peak_busy: 1.0,
+        };
+        let resume = ResumeRow {
+            attempt: 1,
+            started_at: "T".into(),
+            first_phase: 1,
+            replies_kept: 6,
+            extracted_kept: 1,
+            probed_kept: 0,
+            scored_kept: 2,
+            committed_kept: true,
+        };
+        let table = resumed_phase_table(&[f(Phase::Draw), f(Phase::Draw)], &[resume], 6);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[0].starts_with("phase"));
+        assert_eq!(lines[1], "first attempt");
+        assert!(lines[2].starts_with("draw"));
+        assert_eq!(
+            lines[3],
+            "resume 1 at T: kept 6/6 replies, 1 extraction, 0 probe verdicts, 2 scores, the committed score"
+        );
+        assert!(lines[4].starts_with("draw"));
+        assert_eq!(lines.len(), 5);
+    }
 
     #[test]
     fn phase_table_lines_up() {

@@ -602,7 +602,7 @@ async fn migrate(pool: &SqlitePool, path: &Path) -> Result<(), StoreError> {
                     sqlx::migrate::MigrateError::Execute(_)
                         | sqlx::migrate::MigrateError::ExecuteMigration(..)
                 );
-                if !raced || attempt >= 3 {
+                if !raced || attempt >= 10 {
                     return Err(StoreError::Migrate {
                         path: path.to_path_buf(),
                         source,
@@ -1065,6 +1065,185 @@ mod tests {
             store.batch(99).await,
             Err(StoreError::NoBatch { .. })
         ));
+    }
+
+    fn new_batch() -> NewBatch<'static> {
+        NewBatch {
+            task: "demo",
+            spec_path: Path::new("/specs/demo/spec.toml"),
+            pool: "replay",
+            n: 3,
+        }
+    }
+
+    #[tokio::test]
+    async fn an_owned_batch_is_claimed_once_and_only_when_stopped() {
+        let (_d, store) = store().await;
+        let me = Owner::current();
+        let batch = store
+            .begin_owned_batch(&new_batch(), &me, "d1")
+            .await
+            .unwrap();
+        assert_eq!(
+            store.spec_digest(batch).await.unwrap().as_deref(),
+            Some("d1")
+        );
+        let running = store.running_batches().await.unwrap();
+        assert_eq!(running.len(), 1);
+        assert_eq!(running[0].owner.as_ref(), Some(&me));
+
+        // A running batch is not taken over.
+        assert_eq!(
+            store.claim_for_resume(batch, &me).await.unwrap(),
+            Claim::Running(Some(me.clone()))
+        );
+        // Marking it interrupted needs the owner that was read.
+        let other = Owner {
+            pid: me.pid + 1,
+            ..me.clone()
+        };
+        assert!(!store
+            .interrupt_if_owned(batch, Some(&other), "x")
+            .await
+            .unwrap());
+        assert!(store
+            .interrupt_if_owned(batch, Some(&me), "gone")
+            .await
+            .unwrap());
+        let row = store.batch(batch).await.unwrap();
+        assert_eq!(row.status, BatchStatus::Interrupted);
+        assert_eq!(row.failure.as_deref(), Some("gone"));
+
+        // Of two claims at once, one wins.
+        let (a, b) = tokio::join!(
+            store.claim_for_resume(batch, &me),
+            store.claim_for_resume(batch, &other)
+        );
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert!(
+            (a == Claim::Claimed) != (b == Claim::Claimed),
+            "{a:?} {b:?}"
+        );
+        let row = store.batch(batch).await.unwrap();
+        assert_eq!(row.status, BatchStatus::Running);
+        assert_eq!(row.failure, None);
+
+        store
+            .finish_batch(batch, BatchStatus::Finished, None)
+            .await
+            .unwrap();
+        assert_eq!(
+            store.claim_for_resume(batch, &me).await.unwrap(),
+            Claim::Finished
+        );
+        assert!(matches!(
+            store.claim_for_resume(99, &me).await,
+            Err(StoreError::NoBatch { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn resumes_are_numbered_and_remember_where_their_phases_begin() {
+        let (_d, store) = store().await;
+        let batch = store
+            .begin_owned_batch(&new_batch(), &Owner::current(), "d")
+            .await
+            .unwrap();
+        let figures = PhaseFigures {
+            phase: Phase::Draw,
+            wall_s: 1.0,
+            cpu_s: 1.0,
+            avg_busy: 1.0,
+            peak_busy: 1.0,
+        };
+        store.record_phase(batch, &figures).await.unwrap();
+        let kept = Kept {
+            replies: 2,
+            extracted: 1,
+            probed: 0,
+            scored: 0,
+            committed: false,
+        };
+        assert_eq!(store.record_resume(batch, &kept).await.unwrap(), 1);
+        store.record_phase(batch, &figures).await.unwrap();
+        store.record_phase(batch, &figures).await.unwrap();
+        assert_eq!(
+            store.record_resume(batch, &Kept::default()).await.unwrap(),
+            2
+        );
+        let resumes = store.resumes(batch).await.unwrap();
+        assert_eq!(resumes.len(), 2);
+        assert_eq!(
+            (
+                resumes[0].attempt,
+                resumes[0].first_phase,
+                resumes[0].replies_kept
+            ),
+            (1, 1, 2)
+        );
+        assert_eq!((resumes[1].attempt, resumes[1].first_phase), (2, 3));
+    }
+
+    #[tokio::test]
+    async fn replies_read_back_as_drawn() {
+        let (_d, store) = store().await;
+        let batch = store
+            .begin_owned_batch(&new_batch(), &Owner::current(), "d")
+            .await
+            .unwrap();
+        let drawn = Drawn {
+            idx: 1,
+            pool: "replay".into(),
+            reply: crate::draw::Reply {
+                content: Some("x".into()),
+                reasoning: Some("r".into()),
+                finish_reason: Some("length".into()),
+                prompt_tokens: Some(7),
+                completion_tokens: None,
+                model: Some("m".into()),
+                ttft_ms: Some(1.5),
+                latency_ms: Some(9.0),
+            },
+        };
+        store.record_reply(batch, &drawn).await.unwrap();
+        assert_eq!(store.replies(batch).await.unwrap(), vec![drawn]);
+    }
+
+    #[tokio::test]
+    async fn a_newer_schema_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let store = Store::open(&path).await.unwrap();
+        sqlx::query(
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time)
+             VALUES (42, 'future', 1, x'00', 0)",
+        )
+        .execute(&store.pool)
+        .await
+        .unwrap();
+        store.close().await;
+        let err = Store::open(&path).await.unwrap_err();
+        assert!(matches!(err, StoreError::TooNew { found: 42, .. }), "{err}");
+        assert!(
+            err.to_string().contains("schema version 42, newer than"),
+            "{err}"
+        );
+    }
+
+    /// Two processes opening a new database at once both try to migrate it.
+    #[tokio::test]
+    async fn opening_a_new_database_from_many_connections_at_once_works() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let opens: Vec<_> = (0..6)
+            .map(|_| {
+                let path = path.clone();
+                tokio::spawn(async move { Store::open(&path).await })
+            })
+            .collect();
+        for open in opens {
+            open.await.unwrap().unwrap();
+        }
     }
 
     #[tokio::test]

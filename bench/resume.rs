@@ -93,7 +93,14 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-const COUNTS: &[&str] = &["replies", "extracted", "unique", "compiled", "admitted", "best"];
+const COUNTS: &[&str] = &[
+    "replies",
+    "extracted",
+    "unique",
+    "compiled",
+    "admitted",
+    "best",
+];
 
 fn main() {
     // Warm the work directory so no round pays for building dependencies.
@@ -106,12 +113,16 @@ fn main() {
         ("persist", "all stored, status not written"),
     ];
     let mut full = Vec::new();
-    let mut rows: Vec<(Vec<f64>, Vec<f64>, Value)> = vec![(vec![], vec![], Value::Null); points.len()];
+    let mut rows: Vec<(Vec<f64>, Vec<f64>, Value)> =
+        vec![(vec![], vec![], Value::Null); points.len()];
     // Interleaved rounds, so load from other processes hits every column alike.
     for _ in 0..ROUNDS {
         let (wall, summary) = full_run();
         for key in COUNTS {
-            assert_eq!(summary[key], reference[key], "uninterrupted runs differ in {key}");
+            assert_eq!(
+                summary[key], reference[key],
+                "uninterrupted runs differ in {key}"
+            );
         }
         full.push(wall.as_secs_f64());
         for (i, (point, _)) in points.iter().enumerate() {

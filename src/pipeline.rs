@@ -245,7 +245,9 @@ async fn run_batch(
             for (idx, source) in &kept_to_score {
                 package.write_module(&ModuleKey::Candidate(*idx), source)?;
             }
+            let spinner = progress.spinner("scorer");
             let scorer = build_scorer(&cfg.spec, &package, keys, &batch_dir, store, batch).await?;
+            spinner.finish();
             drop(package);
             Some(scorer)
         }

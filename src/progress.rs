@@ -23,6 +23,19 @@ impl Progress {
         }
     }
 
+    /// A spinner for a stage whose length is unknown.
+    pub fn spinner(&self, stage: &str) -> ProgressBar {
+        let style = ProgressStyle::with_template("{prefix:>8} {spinner} {elapsed}")
+            .expect("static template");
+        let bar = self
+            .bars
+            .add(ProgressBar::new_spinner())
+            .with_style(style)
+            .with_prefix(stage.to_owned());
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        bar
+    }
+
     /// A bar for one stage of `len` steps.
     pub fn bar(&self, stage: &str, len: usize) -> ProgressBar {
         let style = ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} {elapsed}")

@@ -1128,6 +1128,15 @@ mod tests {
         assert_eq!(row.status, BatchStatus::Running);
         assert_eq!(row.failure, None);
 
+        // A failed batch may be resumed too, once its cause is fixed.
+        store
+            .finish_batch(batch, BatchStatus::Failed, Some("disk full"))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.claim_for_resume(batch, &me).await.unwrap(),
+            Claim::Claimed
+        );
         store
             .finish_batch(batch, BatchStatus::Finished, None)
             .await

@@ -276,6 +276,91 @@ fn sigterm_stops_cleanly_too() {
     assert_eq!(listed[0]["failure"], "interrupted by SIGTERM");
 }
 
+/// The children of a process (all its threads'), from /proc.
+fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|s| {
+            s.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
+
+fn cmdline(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+        .unwrap_or_default()
+}
+
+/// Gone, or a zombie nobody has reaped yet: either way it runs no more.
+fn stopped_running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            state.starts_with('Z') || state.starts_with('X')
+        }
+    }
+}
+
+/// Ctrl-C while cargo builds: cargo is killed, the batch is interrupted,
+/// and the resume builds again what had no verdict.
+#[test]
+fn ctrl_c_during_a_cargo_build_kills_it() {
+    let scratch = Scratch::new();
+    let mut child = scratch
+        .command(&["run", &tiny()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // The batch's own builds (probe or scorer), not the case check's.
+    let start = std::time::Instant::now();
+    let cargo = loop {
+        let found = children(pid).into_iter().find(|c| {
+            let cmd = cmdline(*c);
+            cmd.contains("cargo") && cmd.contains("--keep-going") && !cmd.contains("casecheck")
+        });
+        if let Some(cargo) = found {
+            break cargo;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "no cargo build seen"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "assay ended first");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    // SAFETY: kill only sends a signal to our own child.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    // assay kills cargo before it exits; an orphaned cargo would still be
+    // building half a second later.
+    let deadline = std::time::Instant::now() + Duration::from_millis(500);
+    while !stopped_running(cargo) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "cargo ({cargo}) still runs after assay stopped"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        scratch.json(&["batches", "--json"])[0]["status"],
+        "interrupted"
+    );
+    scratch.assay_ok(&["run", "--resume", "1"]);
+    check_complete(&scratch, 1, "after Ctrl-C during cargo");
+}
+
 /// A stage stuck where it cannot be cancelled: the first Ctrl-C cannot stop
 /// it, the second exits at once.
 #[test]

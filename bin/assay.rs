@@ -118,7 +118,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(dispatch(cli.command)) {
+    let outcome = runtime.block_on(dispatch(cli.command));
+    // A blocking task may still wait (for a task package's lock, after
+    // Ctrl-C); dropping the runtime would wait for it forever.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match outcome {
         Ok(code) => code,
         Err(e) => {
             if let Some(stopped) = e.downcast_ref::<Interrupted>() {

@@ -143,6 +143,9 @@ async fn drive(
     // Every result stored so far is committed; nothing is half-written,
     // because each write is one statement or one transaction.
     let ended = tokio::select! {
+        // A batch that has just finished is finished, whatever came in
+        // at the same moment.
+        biased;
         done = run_batch(cfg, pool, store, progress, batch, &plan) => Ok(done),
         signal = interrupt.fired() => Err(signal),
     };

@@ -408,6 +408,64 @@ fn a_live_batch_of_another_process_is_left_alone() {
     );
 }
 
+/// Ctrl-C stops a run that is waiting for another batch to release the
+/// task's package.
+#[test]
+fn ctrl_c_stops_a_run_waiting_for_the_package_lock() {
+    let scratch = Scratch::new();
+    // A holds the package from the probe to the end of its scorer build.
+    let a = scratch.start_at("pause@probe.stored", &["run", &tiny()]);
+    let mut b = scratch
+        .command(&["run", &tiny()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // B has extracted its candidates, so it is at (or about to be at) the lock.
+    let start = std::time::Instant::now();
+    loop {
+        let extracted: i64 = scratch.sql(async |db| {
+            sqlx::query_scalar("SELECT COUNT(*) FROM candidates WHERE batch_id = 2")
+                .fetch_one(db)
+                .await
+                .unwrap()
+        });
+        if extracted == 6 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "B never got there"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(b.try_wait().unwrap().is_none(), "B did not wait for A");
+    // SAFETY: kill only sends a signal to our own child.
+    assert_eq!(unsafe { libc::kill(b.id() as i32, libc::SIGINT) }, 0);
+    let stopped_at = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = b.try_wait().unwrap() {
+            break status;
+        }
+        if stopped_at.elapsed() > Duration::from_secs(10) {
+            let _ = b.kill();
+            panic!("B did not stop within 10 s of Ctrl-C");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    let listed = scratch.json(&["batches", "--json"]);
+    assert_eq!(listed[0]["status"], "running", "A is untouched: {listed}");
+    assert_eq!(listed[1]["status"], "interrupted", "{listed}");
+
+    a.kill9();
+    scratch.assay_ok(&["run", "--resume", "1"]);
+    scratch.assay_ok(&["run", "--resume", "2"]);
+    check_complete(&scratch, 1, "A");
+    check_complete(&scratch, 2, "B");
+}
+
 /// Two runs of the same task at once, on one database and one work
 /// directory (so one probe package): both finish with the same verdicts.
 #[test]

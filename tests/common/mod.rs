@@ -150,6 +150,17 @@ pub struct Stopped {
     pub seen: Vec<String>,
 }
 
+/// A test that fails while holding a process at a point must not leave it
+/// paused (holding, say, a task package's lock) after the test is gone.
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 impl Stopped {
     pub fn pid(&self) -> i32 {
         self.child.id() as i32

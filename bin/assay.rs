@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
+use assay::draw::DrawOptions;
 use assay::interrupt::{Interrupt, Interrupted};
 use assay::pipeline::{self, RunConfig};
 use assay::progress::Progress;
@@ -47,6 +48,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write an admitted candidate that beat the reference in its batch over
+    /// the task's committed file, with a provenance header.
+    Promote {
+        batch: BatchId,
+        candidate: usize,
+        #[command(flatten)]
+        db: DbArg,
+    },
 }
 
 #[derive(Args)]
@@ -65,12 +74,30 @@ struct RunArgs {
     #[command(flatten)]
     db: DbArg,
     /// Number of candidates (default: the spec's).
-    #[arg(short, conflicts_with = "resume")]
+    #[arg(short, env = "NEV_CANDIDATES", conflicts_with = "resume")]
     n: Option<usize>,
     /// Finish an interrupted or failed batch: what it stored is kept, only
     /// the rest is drawn, probed and scored.
     #[arg(long, value_name = "BATCH")]
     resume: Option<BatchId>,
+    /// The pools file (default: pools.toml beside the spec, else in the
+    /// working directory).
+    #[arg(long)]
+    pools: Option<PathBuf>,
+    /// Draw from this pool (repeatable); NAME=SHARE for a fixed share.
+    /// Overrides the spec's `draw.pools`.
+    #[arg(long = "pool", value_name = "NAME[=SHARE]")]
+    pool: Vec<assay::draw::PoolChoice>,
+    /// How the batch is split over its pools: fixed shares, or a race in
+    /// which every pool keeps its slots full until N replies are in.
+    #[arg(long, value_name = "fixed|race")]
+    split: Option<assay::draw::SplitMode>,
+    /// Requests in flight per pool (overrides the pools file).
+    #[arg(long, env = "NEV_CONCURRENCY")]
+    max_in_flight: Option<usize>,
+    /// Token cap of every request (overrides the pools file).
+    #[arg(long, env = "MAX_COMPLETION_TOKENS")]
+    max_completion_tokens: Option<u64>,
     /// Print the summary as one JSON object.
     #[arg(long)]
     json: bool,
@@ -82,6 +109,10 @@ struct RunArgs {
     /// kept warm across batches (default: OUT/work).
     #[arg(long, env = "ASSAY_WORK_DIR")]
     work_dir: Option<PathBuf>,
+    /// Write the best admitted candidate over the task's committed file when
+    /// it beat the committed one in this batch.
+    #[arg(long)]
+    promote: bool,
 }
 
 /// An error that is the user's input, not a failure of the run.
@@ -101,6 +132,7 @@ fn is_bad_input(e: &anyhow::Error) -> bool {
                 )
             )
             || cause.is::<UsageError>()
+            || cause.is::<assay::promote::PromoteError>()
     })
 }
 
@@ -161,6 +193,20 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
             } else {
                 print!("{}", report::batch_table(&batches));
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Promote {
+            batch,
+            candidate,
+            db,
+        } => {
+            let store = open_store(&db.db).await?;
+            let p = assay::promote::promote(&store, batch, candidate).await?;
+            println!(
+                "promoted candidate {} of batch {} over {} ({}/{} against {}/{})",
+                p.idx, p.batch_id, p.path, p.passed, p.total, p.reference_passed, p.total
+            );
+            store.close().await;
             Ok(ExitCode::SUCCESS)
         }
         Command::Show { batch, db, json } => {
@@ -252,7 +298,34 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         out_dir: out,
         spec,
     };
-    let pool = pipeline::prepare(&cfg)?;
+    if args.max_in_flight == Some(0) {
+        return Err(
+            UsageError("--max-in-flight (NEV_CONCURRENCY): must be at least 1".into()).into(),
+        );
+    }
+    if args.max_completion_tokens == Some(0) {
+        return Err(UsageError(
+            "--max-completion-tokens (MAX_COMPLETION_TOKENS): must be at least 1".into(),
+        )
+        .into());
+    }
+    let draw = DrawOptions {
+        pools_file: args.pools,
+        pools: args.pool,
+        split: args.split,
+        max_in_flight: args.max_in_flight,
+        max_completion_tokens: args.max_completion_tokens,
+        // Read here and held as a secret from now on; never a flag (a flag
+        // would show in `ps`).
+        default_key: std::env::var("NEV_MODEL_API_KEY")
+            .ok()
+            .filter(|k| !k.is_empty())
+            .map(secrecy::SecretString::from),
+    };
+    let (plan, warnings) = pipeline::prepare(&cfg, &draw)?;
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
     assay::casecheck::check(&cfg.spec, &cfg.work_dir, &cfg.target_dir).await?;
     let store = open_store(&args.db.db).await?;
     store.check_writable().await?;
@@ -265,9 +338,12 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let interrupt = Interrupt::on_signals().context("cannot listen for Ctrl-C")?;
     let batch = match resumed {
-        Some(row) => pipeline::resume(&cfg, pool, &store, &progress, &interrupt, row.id).await?,
-        None => pipeline::run(&cfg, pool, &store, &progress, &interrupt).await?,
+        Some(row) => pipeline::resume(&cfg, plan, &store, &progress, &interrupt, row.id).await?,
+        None => pipeline::run(&cfg, plan, &store, &progress, &interrupt).await?,
     };
+    if args.promote {
+        assay::promote::promote_best(&store, batch).await?;
+    }
     let summary = summary(&store, batch).await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
@@ -284,13 +360,20 @@ async fn summary(store: &Store, batch: BatchId) -> Result<Summary> {
     let phases = store.phases(batch).await?;
     let mut summary = Summary::new(&row, &candidates, phases);
     summary.resumes = store.resumes(batch).await?;
+    summary.promotions = store
+        .promotions(batch)
+        .await?
+        .iter()
+        .map(report::Promotion::new)
+        .collect();
     Ok(summary)
 }
 
 fn init_logging(verbose: u8) {
     use tracing_subscriber::EnvFilter;
     let default = match verbose {
-        0 => "warn",
+        // async-openai logs a malformed chunk at error level; assay records it.
+        0 => "warn,async_openai=off",
         1 => "assay=info",
         _ => "assay=debug",
     };

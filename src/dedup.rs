@@ -1,16 +1,32 @@
-//! Fingerprint and dedup: pure functions.
+//! Fingerprint and dedup: pure functions, no IO.
 //!
-//! The exact fingerprint is a hash of the candidate's token stream with doc
-//! attributes dropped. Lexing already throws away whitespace, comments and
-//! formatting, and doc comments arrive as `#[doc = "..."]` attributes that
-//! are skipped here, so two sources that differ only in those hash alike.
-//! Lexing is several times faster than a full `syn` parse, and extraction has
-//! already proved the text parses.
+//! Two fingerprints are computed for every candidate:
+//!
+//! - The **exact** fingerprint is a hash of the candidate's token stream with
+//!   doc attributes dropped and runs of order-free attributes (`#[inline]`,
+//!   `#[allow(..)]`, `#[derive(..)]`, ...) sorted. Lexing already throws away
+//!   whitespace, comments and formatting, and doc comments arrive as
+//!   `#[doc = "..."]` attributes that are skipped here. Names and literal
+//!   values count. Lexing is several times faster than a full `syn` parse,
+//!   and extraction has already proved the text parses, so no syntax tree is
+//!   built for it.
+//! - The **alpha** fingerprint (module `alpha`) parses the file with `syn`,
+//!   renames every local binding and function parameter by its position of
+//!   binding within its function, then hashes the result like the exact one.
+//!   `fn f(a: u32) -> u32 { a + 1 }` and `fn f(x: u32) -> u32 { x + 1 }`
+//!   share it. Items, fields, methods, paths and literals keep their names.
+//!
+//! The spec chooses which one groups candidates ([`DedupBy`]); both are stored.
 
 use std::collections::HashMap;
 use std::fmt;
+use std::str::FromStr;
 
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
+
+mod alpha;
+
+pub use alpha::alpha_fingerprint;
 
 /// A 128-bit fingerprint, shown and stored as 32 hex digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -25,14 +41,142 @@ impl fmt::Display for Fingerprint {
     }
 }
 
+/// Which fingerprint groups a batch's candidates (`[dedup] by` in the spec).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DedupBy {
+    /// Equal up to whitespace, comments, doc comments and attribute order.
+    #[default]
+    Exact,
+    /// Equal up to those and a renaming of locals and parameters.
+    Alpha,
+}
+
+/// Both fingerprints of one candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fingerprints {
+    pub exact: Fingerprint,
+    /// `None` only if `syn` cannot parse what the lexer accepted.
+    pub alpha: Option<Fingerprint>,
+}
+
+/// How one candidate is grouped, by each fingerprint: the first earlier
+/// candidate with the same fingerprint, or `None` when it is the first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Grouping {
+    pub exact_dup_of: Option<usize>,
+    pub alpha_dup_of: Option<usize>,
+}
+
 /// The exact fingerprint of a source file, or `None` if it does not lex.
 pub fn fingerprint(source: &str) -> Option<Fingerprint> {
     let tokens: TokenStream = source.parse().ok()?;
-    let mut hasher = blake3::Hasher::new();
-    feed(&mut hasher, tokens);
+    Some(hash_tokens(tokens))
+}
+
+/// Both fingerprints, or `None` if the source does not lex. The source is
+/// lexed once; the alpha fingerprint parses that token stream.
+pub fn fingerprints(source: &str) -> Option<Fingerprints> {
+    let tokens: TokenStream = source.parse().ok()?;
+    Some(Fingerprints {
+        alpha: alpha::alpha_fingerprint_of(tokens.clone()),
+        exact: hash_tokens(tokens),
+    })
+}
+
+/// Groups candidates by both fingerprints at once. A candidate without an
+/// alpha fingerprint is grouped by its exact one in both columns, so no
+/// candidate is ever grouped more loosely than the exact fingerprint says.
+pub fn group(fingerprints: &[Option<Fingerprints>]) -> Vec<Grouping> {
+    let exact: Vec<Option<Fingerprint>> = fingerprints.iter().map(|f| f.map(|f| f.exact)).collect();
+    // A missing alpha fingerprint falls back to the exact one, tagged so it
+    // can never equal a real alpha fingerprint.
+    let alpha: Vec<Option<Fingerprint>> = fingerprints
+        .iter()
+        .map(|f| f.map(|f| f.alpha.unwrap_or_else(|| f.exact.tagged(0xff))))
+        .collect();
+    duplicates(&exact)
+        .into_iter()
+        .zip(duplicates(&alpha))
+        .map(|(exact_dup_of, alpha_dup_of)| Grouping {
+            exact_dup_of,
+            alpha_dup_of,
+        })
+        .collect()
+}
+
+impl Grouping {
+    /// The representative this candidate points to under `by`.
+    pub fn dup_of(&self, by: DedupBy) -> Option<usize> {
+        match by {
+            DedupBy::Exact => self.exact_dup_of,
+            DedupBy::Alpha => self.alpha_dup_of,
+        }
+    }
+}
+
+/// The size of each group under the given representative map: for every
+/// candidate that heads a group (`dup_of` is `None` and it has a
+/// fingerprint), how many candidates the group holds, itself included.
+pub fn group_sizes(dup_of: &[Option<usize>], has_fingerprint: &[bool]) -> Vec<(usize, usize)> {
+    let mut sizes: Vec<usize> = vec![0; dup_of.len()];
+    for (i, d) in dup_of.iter().enumerate() {
+        if !has_fingerprint[i] {
+            continue;
+        }
+        sizes[d.unwrap_or(i)] += 1;
+    }
+    sizes
+        .into_iter()
+        .enumerate()
+        .filter(|(i, n)| *n > 0 && dup_of[*i].is_none())
+        .collect()
+}
+
+impl Fingerprint {
+    fn tagged(mut self, tag: u8) -> Fingerprint {
+        self.0[0] ^= tag;
+        self.0[15] ^= tag;
+        self
+    }
+}
+
+impl DedupBy {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            DedupBy::Exact => "exact",
+            DedupBy::Alpha => "alpha",
+        }
+    }
+}
+
+impl fmt::Display for DedupBy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for DedupBy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "exact" => Ok(DedupBy::Exact),
+            "alpha" => Ok(DedupBy::Alpha),
+            _ => Err(format!(
+                "unknown dedup mode `{s}` (expected `exact` or `alpha`)"
+            )),
+        }
+    }
+}
+
+/// Hashes a token stream the way both fingerprints do. The encoding is
+/// built in one buffer and hashed once: hashing token by token costs more
+/// than the lexing.
+fn hash_tokens(tokens: TokenStream) -> Fingerprint {
+    let mut buf = Vec::with_capacity(4096);
+    feed(&mut buf, tokens);
     let mut out = [0u8; 16];
-    out.copy_from_slice(&hasher.finalize().as_bytes()[..16]);
-    Some(Fingerprint(out))
+    out.copy_from_slice(&blake3::hash(&buf).as_bytes()[..16]);
+    Fingerprint(out)
 }
 
 /// For each candidate, the index of the first earlier candidate with the same
@@ -56,80 +200,133 @@ pub fn duplicates(fingerprints: &[Option<Fingerprint>]) -> Vec<Option<usize>> {
         .collect()
 }
 
+/// Attributes whose relative order never changes a program's meaning. A
+/// run of consecutive attributes is hashed as a sorted set when every one of
+/// them is in this list; otherwise in source order (attribute macros may
+/// depend on their order).
+const ORDER_FREE_ATTRIBUTES: &[&str] = &[
+    "allow",
+    "warn",
+    "deny",
+    "forbid",
+    "expect",
+    "inline",
+    "cold",
+    "must_use",
+    "derive",
+    "cfg",
+    "track_caller",
+    "non_exhaustive",
+    "repr",
+    "rustfmt",
+    "clippy",
+    "no_mangle",
+    "deprecated",
+];
+
 /// Hashes a token stream. Every token is written with a one-byte tag and a
 /// terminator, so the encoding is unambiguous (`a b` never hashes like `ab`).
-fn feed(hasher: &mut blake3::Hasher, tokens: TokenStream) {
-    let mut iter = tokens.into_iter().peekable();
-    while let Some(tree) = iter.next() {
-        if is_doc_attribute_start(&tree, &mut iter) {
+fn feed(hasher: &mut Vec<u8>, tokens: TokenStream) {
+    let trees: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut i = 0;
+    while i < trees.len() {
+        if attribute_len(&trees[i..]).is_some() {
+            i = feed_attribute_run(hasher, &trees, i);
             continue;
         }
-        match tree {
-            TokenTree::Group(group) => {
-                let (open, close) = match group.delimiter() {
-                    Delimiter::Parenthesis => (b'(', b')'),
-                    Delimiter::Brace => (b'{', b'}'),
-                    Delimiter::Bracket => (b'[', b']'),
-                    Delimiter::None => (b'<', b'>'),
-                };
-                hasher.update(&[b'G', open]);
-                feed(hasher, group.stream());
-                hasher.update(&[b'g', close]);
-            }
-            TokenTree::Ident(ident) => {
-                hasher.update(b"I");
-                hasher.update(ident.to_string().as_bytes());
-                hasher.update(&[0]);
-            }
-            TokenTree::Punct(punct) => {
-                let joint = matches!(punct.spacing(), proc_macro2::Spacing::Joint);
-                hasher.update(&[b'P', punct.as_char() as u8, joint as u8]);
-            }
-            TokenTree::Literal(lit) => {
-                hasher.update(b"L");
-                hasher.update(lit.to_string().as_bytes());
-                hasher.update(&[0]);
-            }
+        feed_tree(hasher, &trees[i]);
+        i += 1;
+    }
+}
+
+fn feed_tree(hasher: &mut Vec<u8>, tree: &TokenTree) {
+    use std::io::Write as _;
+    match tree {
+        TokenTree::Group(group) => {
+            let (open, close) = match group.delimiter() {
+                Delimiter::Parenthesis => (b'(', b')'),
+                Delimiter::Brace => (b'{', b'}'),
+                Delimiter::Bracket => (b'[', b']'),
+                Delimiter::None => (b'<', b'>'),
+            };
+            hasher.extend_from_slice(&[b'G', open]);
+            feed(hasher, group.stream());
+            hasher.extend_from_slice(&[b'g', close]);
+        }
+        TokenTree::Ident(ident) => {
+            hasher.push(b'I');
+            let _ = write!(hasher, "{ident}");
+            hasher.push(0);
+        }
+        TokenTree::Punct(punct) => {
+            let joint = matches!(punct.spacing(), proc_macro2::Spacing::Joint);
+            let mut buf = [0u8; 4];
+            hasher.push(b'P');
+            hasher.extend_from_slice(punct.as_char().encode_utf8(&mut buf).as_bytes());
+            hasher.push(joint as u8);
+        }
+        TokenTree::Literal(lit) => {
+            hasher.push(b'L');
+            let _ = write!(hasher, "{lit}");
+            hasher.push(0);
         }
     }
 }
 
-/// When `tree` is the `#` of `#[doc ...]` or `#![doc ...]`, consumes the rest
-/// of the attribute and says so.
-fn is_doc_attribute_start(
-    tree: &TokenTree,
-    iter: &mut std::iter::Peekable<proc_macro2::token_stream::IntoIter>,
-) -> bool {
-    let TokenTree::Punct(p) = tree else {
-        return false;
-    };
-    if p.as_char() != '#' {
-        return false;
-    }
-    // `#!` of an inner attribute: look past the `!` without consuming it
-    // unless the attribute turns out to be a doc attribute.
-    let mut lookahead = iter.clone();
-    let mut bang = false;
-    if let Some(TokenTree::Punct(q)) = lookahead.peek() {
-        if q.as_char() == '!' {
-            bang = true;
-            lookahead.next();
+/// Hashes the run of attributes starting at `trees[start]` and returns the
+/// index after it. Doc attributes are dropped; the others are hashed one by
+/// one and fed sorted when the whole run is order-free.
+fn feed_attribute_run(hasher: &mut Vec<u8>, trees: &[TokenTree], start: usize) -> usize {
+    let mut i = start;
+    let mut hashes: Vec<[u8; 32]> = Vec::new();
+    let mut order_free = true;
+    while let Some(len) = attribute_len(&trees[i..]) {
+        let attr = &trees[i..i + len];
+        i += len;
+        let TokenTree::Group(body) = &attr[len - 1] else {
+            unreachable!("attribute_len ends at the bracket group")
+        };
+        let name = match body.stream().into_iter().next() {
+            Some(TokenTree::Ident(ident)) => ident.to_string(),
+            _ => String::new(),
+        };
+        if name == "doc" {
+            continue;
         }
-    }
-    let Some(TokenTree::Group(g)) = lookahead.peek() else {
-        return false;
-    };
-    if g.delimiter() != Delimiter::Bracket {
-        return false;
-    }
-    let is_doc = matches!(g.stream().into_iter().next(), Some(TokenTree::Ident(i)) if i == "doc");
-    if is_doc {
-        if bang {
-            iter.next();
+        order_free &= ORDER_FREE_ATTRIBUTES.contains(&name.as_str());
+        let mut sub = Vec::new();
+        for tree in attr {
+            feed_tree(&mut sub, tree);
         }
-        iter.next();
+        hashes.push(*blake3::hash(&sub).as_bytes());
     }
-    is_doc
+    if order_free {
+        hashes.sort_unstable();
+    }
+    for h in &hashes {
+        hasher.push(b'A');
+        hasher.extend_from_slice(h);
+    }
+    i
+}
+
+/// When `trees` starts with an attribute (`#[...]` or `#![...]`), its
+/// length in token trees.
+fn attribute_len(trees: &[TokenTree]) -> Option<usize> {
+    let TokenTree::Punct(hash) = trees.first()? else {
+        return None;
+    };
+    if hash.as_char() != '#' {
+        return None;
+    }
+    let bracket_at = match trees.get(1)? {
+        TokenTree::Punct(bang) if bang.as_char() == '!' => 2,
+        _ => 1,
+    };
+    match trees.get(bracket_at)? {
+        TokenTree::Group(g) if g.delimiter() == Delimiter::Bracket => Some(bracket_at + 1),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -180,6 +377,50 @@ mod tests {
         assert!(!same(BASE, &BASE.replace("*", "+")));
         assert!(!same("fn a() { b c }", "fn a() { bc }"));
         assert!(!same("fn a() { (b) }", "fn a() { [b] }"));
+    }
+
+    #[test]
+    fn order_free_attributes_may_come_in_any_order() {
+        let a = format!("#[inline]\n#[must_use]\n#[allow(unused)]\n{BASE}");
+        let b = format!("#[allow(unused)]\n#[must_use]\n/// doc between\n#[inline]\n{BASE}");
+        assert!(same(&a, &b));
+        // Other attributes (macros, say) keep their order.
+        let c = format!("#[inline]\n#[my_macro]\n{BASE}");
+        let d = format!("#[my_macro]\n#[inline]\n{BASE}");
+        assert!(!same(&c, &d));
+        // A different set is a different program.
+        assert!(!same(&a, &format!("#[inline]\n#[must_use]\n{BASE}")));
+    }
+
+    #[test]
+    fn group_sizes_count_each_group() {
+        let dups = [None, None, Some(0), None, Some(0), Some(1)];
+        let has = [true, true, true, false, true, true];
+        assert_eq!(group_sizes(&dups, &has), vec![(0, 3), (1, 2)]);
+    }
+
+    #[test]
+    fn grouping_keeps_both_views() {
+        let fp = |s: &str| fingerprints(s);
+        let a = fp("fn f(a: u32) -> u32 { a + 1 }");
+        let b = fp("fn f(x: u32) -> u32 { x + 1 }");
+        let c = fp("fn f(a: u32) -> u32 {\n a + 1 }");
+        let g = group(&[a, b, c, None]);
+        assert_eq!(g[1].exact_dup_of, None);
+        assert_eq!(g[1].alpha_dup_of, Some(0));
+        assert_eq!(g[2].exact_dup_of, Some(0));
+        assert_eq!(g[2].alpha_dup_of, Some(0));
+        assert_eq!(g[3], Grouping::default());
+        assert_eq!(g[1].dup_of(DedupBy::Exact), None);
+        assert_eq!(g[1].dup_of(DedupBy::Alpha), Some(0));
+    }
+
+    #[test]
+    fn dedup_mode_round_trips() {
+        for by in [DedupBy::Exact, DedupBy::Alpha] {
+            assert_eq!(by.to_string().parse::<DedupBy>().unwrap(), by);
+        }
+        assert!("fuzzy".parse::<DedupBy>().is_err());
     }
 
     #[test]

@@ -20,6 +20,10 @@ pub enum NoCode {
     NoFence,
     /// The reply stopped at the token cap inside its code.
     HitTokenCap,
+    /// The request failed (HTTP error, reset, timeout...): whatever text
+    /// arrived is not a whole reply and is not extracted. The draw outcome
+    /// says what happened.
+    DrawFailed,
     /// Rust fences exist but none parses as a Rust file (prose in the fence,
     /// a syntax error). `detail` is the parser's first complaint.
     Unparsable { detail: String },
@@ -49,6 +53,7 @@ impl NoCode {
             NoCode::EmptyReply => "empty_reply",
             NoCode::NoFence => "no_fence",
             NoCode::HitTokenCap => "hit_token_cap",
+            NoCode::DrawFailed => "draw_failed",
             NoCode::Unparsable { .. } => "unparsable",
         }
     }
@@ -60,6 +65,7 @@ impl NoCode {
             "empty_reply" => NoCode::EmptyReply,
             "no_fence" => NoCode::NoFence,
             "hit_token_cap" => NoCode::HitTokenCap,
+            "draw_failed" => NoCode::DrawFailed,
             "unparsable" => NoCode::Unparsable {
                 detail: detail.unwrap_or_default().to_owned(),
             },

@@ -10,6 +10,7 @@
 //! docs/architecture.md for the map and its invariants.
 
 pub mod account;
+pub mod admit;
 pub mod casecheck;
 pub mod dedup;
 pub mod draw;
@@ -20,8 +21,10 @@ pub mod package;
 pub mod pipeline;
 pub mod probe;
 pub mod progress;
+pub mod promote;
 pub mod report;
 pub mod resume;
+pub mod sandbox;
 pub mod score;
 pub mod spec;
 pub mod store;

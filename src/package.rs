@@ -45,6 +45,7 @@ pub struct Package {
     dir: PathBuf,
     target_dir: PathBuf,
     harness_crate: String,
+    harness_dir: PathBuf,
     entry: String,
     /// Held for its lock; released on drop.
     _lock: File,
@@ -122,6 +123,7 @@ impl Package {
         let package = Package {
             target_dir: target_dir.to_path_buf(),
             harness_crate: spec.harness.crate_name.clone(),
+            harness_dir: spec.harness.dir.clone(),
             entry: spec.entry.clone(),
             _lock: lock,
             dir,
@@ -205,6 +207,11 @@ impl Package {
         mut on_built: impl FnMut(&str),
     ) -> Result<BuildReport> {
         let mut cmd = scrubbed_cargo();
+        let paths = crate::sandbox::BuildPaths {
+            read: vec![self.harness_dir.clone()],
+            write: vec![self.dir.clone(), self.target_dir.clone()],
+        };
+        crate::sandbox::confine_cargo(&mut cmd, &paths)?;
         cmd.arg("build")
             .arg("--keep-going")
             .arg("--message-format=json")

@@ -11,17 +11,19 @@ use anyhow::{Context, Result};
 use tokio::sync::mpsc;
 
 use crate::account::{Phase, PhaseFigures, PhaseGuard};
+use crate::admit;
 use crate::dedup;
-use crate::draw::{Drawn, ReplayPool};
+use crate::draw::{DrawEvent, DrawOptions, Drawn, Plan};
 use crate::extract::{self, Extraction};
 use crate::interrupt::{Interrupt, Interrupted};
 use crate::owner::Owner;
 use crate::package::{ModuleKey, Package};
 use crate::probe::{self, Probed};
 use crate::progress::Progress;
-use crate::resume::{self, Plan};
+use crate::resume::{self, ResumePlan};
+use crate::sandbox::Sandbox;
 use crate::score::{self, RunLimits, ScoreVerdict, Scored};
-use crate::spec::{AdmitRule, Spec};
+use crate::spec::Spec;
 use crate::store::{BatchId, BatchStatus, Claim, NewBatch, Store, StoreError};
 use crate::testpoint;
 
@@ -40,11 +42,12 @@ pub struct RunConfig {
 }
 
 /// Checks what can be checked before anything is written: a batch that
-/// cannot start leaves no trace in the store.
-pub fn prepare(cfg: &RunConfig) -> Result<ReplayPool> {
-    let pool = ReplayPool::open("replay", &cfg.spec.draw.replay)?;
-    pool.check_capacity(cfg.n)?;
-    Ok(pool)
+/// cannot start leaves no trace in the store. Returns the draw plan and
+/// warnings to show (a pool without a sampling preset).
+pub fn prepare(cfg: &RunConfig, draw: &DrawOptions) -> Result<(Plan, Vec<String>)> {
+    let (plan, warnings) = Plan::build(&cfg.spec, draw)?;
+    plan.check(cfg.n)?;
+    Ok((plan, warnings))
 }
 
 /// Runs one batch to the end and returns its id. On failure after the batch
@@ -53,7 +56,7 @@ pub fn prepare(cfg: &RunConfig) -> Result<ReplayPool> {
 /// the batch is marked interrupted and the error is [`Interrupted`].
 pub async fn run(
     cfg: &RunConfig,
-    pool: ReplayPool,
+    plan: Plan,
     store: &Store,
     progress: &Progress,
     interrupt: &Interrupt,
@@ -63,7 +66,7 @@ pub async fn run(
             &NewBatch {
                 task: &cfg.spec.name,
                 spec_path: &cfg.spec.path,
-                pool: &pool.name,
+                pool: &plan.label(),
                 n: cfg.n,
             },
             &Owner::current(),
@@ -71,7 +74,16 @@ pub async fn run(
         )
         .await?;
     tracing::info!(batch, task = %cfg.spec.name, n = cfg.n, "batch started");
-    drive(cfg, &pool, store, progress, interrupt, batch, Plan::fresh()).await
+    drive(
+        cfg,
+        &plan,
+        store,
+        progress,
+        interrupt,
+        batch,
+        ResumePlan::fresh(),
+    )
+    .await
 }
 
 /// Finishes an interrupted or failed batch: takes it over (one process
@@ -79,7 +91,7 @@ pub async fn run(
 /// stage on what is missing only. `cfg.n` must be the batch's.
 pub async fn resume(
     cfg: &RunConfig,
-    pool: ReplayPool,
+    plan: Plan,
     store: &Store,
     progress: &Progress,
     interrupt: &Interrupt,
@@ -122,21 +134,21 @@ pub async fn resume(
             return Err(not_resumable(format!("is running {by}")).into());
         }
     }
-    let mut plan = Plan::load(store, batch).await?;
-    plan.attempt = store.record_resume(batch, &plan.kept()).await?;
-    tracing::info!(batch, attempt = plan.attempt, kept = ?plan.kept(), "batch resumed");
-    drive(cfg, &pool, store, progress, interrupt, batch, plan).await
+    let mut stored = ResumePlan::load(store, batch).await?;
+    stored.attempt = store.record_resume(batch, &stored.kept()).await?;
+    tracing::info!(batch, attempt = stored.attempt, kept = ?stored.kept(), "batch resumed");
+    drive(cfg, &plan, store, progress, interrupt, batch, stored).await
 }
 
 /// Runs the stages of an owned batch, and records how it ended.
 async fn drive(
     cfg: &RunConfig,
-    pool: &ReplayPool,
+    plan: &Plan,
     store: &Store,
     progress: &Progress,
     interrupt: &Interrupt,
     batch: BatchId,
-    plan: Plan,
+    stored: ResumePlan,
 ) -> Result<BatchId> {
     // Dropping the batch's future cancels everything it has outstanding: the
     // draw task is aborted, cargo and scoring children are killed on drop.
@@ -146,7 +158,7 @@ async fn drive(
         // A batch that has just finished is finished, whatever came in
         // at the same moment.
         biased;
-        done = run_batch(cfg, pool, store, progress, batch, &plan) => Ok(done),
+        done = run_batch(cfg, plan, store, progress, batch, &stored) => Ok(done),
         signal = interrupt.fired() => Err(signal),
     };
     match ended {
@@ -173,35 +185,47 @@ async fn drive(
 
 async fn run_batch(
     cfg: &RunConfig,
-    pool: &ReplayPool,
+    plan: &Plan,
     store: &Store,
     progress: &Progress,
     batch: BatchId,
-    plan: &Plan,
+    stored: &ResumePlan,
 ) -> Result<()> {
     let batch_dir = cfg.out_dir.join(format!("batch-{batch}"));
     let errors_dir = batch_dir.join("errors");
     std::fs::create_dir_all(&errors_dir)
         .with_context(|| format!("cannot create {}", errors_dir.display()))?;
     store.set_errors_dir(batch, &errors_dir).await?;
+    // What confines the scoring runs is found once and stored with the
+    // batch, with every warning, so a weaker sandbox is never silent.
+    let sandbox = Arc::new(Sandbox::probe(cfg.spec.limits.processes));
+    store
+        .set_batch_setup(
+            batch,
+            cfg.spec.dedup_by,
+            &sandbox.describe(),
+            sandbox.warnings(),
+            &blake3::hash(cfg.spec.committed.source.as_bytes()).to_hex(),
+        )
+        .await?;
 
     let guard = PhaseGuard::start(Phase::Draw);
-    let replies = draw(pool, cfg.n, store, progress, batch, plan).await?;
+    let replies = draw(plan, cfg.n, store, progress, batch, stored).await?;
     record(store, batch, guard.finish()).await?;
     testpoint::reached("draw.done").await;
 
     let guard = PhaseGuard::start(Phase::ExtractDedup);
-    let extracted = extract_and_dedup(&cfg.spec, &replies, store, batch, plan).await?;
+    let extracted = extract_and_dedup(&cfg.spec, &replies, store, batch, stored).await?;
     record(store, batch, guard.finish()).await?;
 
     // On a resume, only what lacks a verdict or a score is built and run.
     let to_probe: Vec<Unique> = extracted
         .into_iter()
-        .filter(|u| plan.probe(u.idx).is_none())
+        .filter(|u| stored.probe(u.idx).is_none())
         .collect();
-    let kept_to_score: Vec<(usize, &str)> = plan.compiled_unscored().collect();
+    let kept_to_score: Vec<(usize, &str)> = stored.compiled_unscored().collect();
     let needs_package =
-        !to_probe.is_empty() || !kept_to_score.is_empty() || !plan.committed_scored();
+        !to_probe.is_empty() || !kept_to_score.is_empty() || !stored.committed_scored();
     let package = if needs_package {
         Some(open_package(cfg).await?)
     } else {
@@ -221,7 +245,7 @@ async fn run_batch(
             probed.clone(),
             &errors_dir,
             &figures,
-            plan.probe_run,
+            stored.probe_run,
         )
         .await?;
     }
@@ -238,7 +262,7 @@ async fn run_batch(
             .iter()
             .map(|(idx, _)| ModuleKey::Candidate(*idx)),
     );
-    if !plan.committed_scored() {
+    if !stored.committed_scored() {
         keys.push(ModuleKey::Committed);
     }
     let scorer = match package {
@@ -261,11 +285,14 @@ async fn run_batch(
 
     let guard = PhaseGuard::start(Phase::ScoreRun);
     if let Some(scorer) = scorer {
-        score_all(&cfg.spec, scorer, store, progress, batch).await?;
+        score_all(&cfg.spec, scorer, sandbox, store, progress, batch).await?;
     }
+    // Decided over every stored run of the batch, so that runs stored by an
+    // attempt that was killed count as they would have in one go.
+    admit_all(&cfg.spec, store, batch).await?;
     record(store, batch, guard.finish()).await?;
-
     testpoint::reached("persist").await;
+
     let guard = PhaseGuard::start(Phase::Persist);
     store
         .finish_batch(batch, BatchStatus::Finished, None)
@@ -302,37 +329,65 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
-/// Draws `n` replies, storing each as it arrives. Replies the plan has
-/// stored are not requested again.
+/// Draws `n` replies, storing each (with its attempts) as it arrives.
+/// Replies the resume plan has stored are not requested again.
 async fn draw(
-    pool: &ReplayPool,
+    plan: &Plan,
     n: usize,
     store: &Store,
     progress: &Progress,
     batch: BatchId,
-    plan: &Plan,
+    stored: &ResumePlan,
 ) -> Result<Vec<Drawn>> {
-    let bar = progress.bar("draw", n);
-    let mut replies: Vec<Drawn> = plan.replies().filter(|d| d.idx < n).cloned().collect();
-    bar.inc(replies.len() as u64);
-    // The replay pool serves in order, so skipping the stored prefix asks
-    // for nothing twice; a reply past a gap that is already stored is
-    // passed by (a pool drawing out of order may leave such gaps).
-    let skip = plan.stored_prefix().min(n);
+    let mut replies: Vec<Drawn> = stored.replies().filter(|d| d.idx < n).cloned().collect();
+    // Every pool draws indices in order from `skip`, so skipping the stored
+    // prefix asks for nothing twice below it; a reply past a gap that is
+    // already stored is passed by (a race may leave such gaps).
+    let skip = stored.stored_prefix().min(n);
     let (tx, mut rx) = mpsc::channel(64);
-    let pool = pool.clone();
-    let mut drawing = AbortOnDrop(tokio::spawn(async move { pool.draw(n, skip, tx).await }));
-    while let Some(drawn) = rx.recv().await {
-        if plan.has_reply(drawn.idx) {
-            continue;
+    let mut drawing = {
+        let plan = plan.clone();
+        let progress = progress.clone();
+        AbortOnDrop(tokio::spawn(async move {
+            plan.draw(n, skip, tx, &progress).await
+        }))
+    };
+    let mut arrived = Vec::new();
+    while let Some(event) = rx.recv().await {
+        // Store what has arrived together in one transaction: a reply is
+        // still written as soon as the store is free, but a burst of
+        // streams ending at once costs one commit, not hundreds.
+        let mut events = vec![event];
+        while let Ok(more) = rx.try_recv() {
+            events.push(more);
         }
-        store.record_reply(batch, &drawn).await?;
-        bar.inc(1);
-        replies.push(drawn);
-        testpoint::reached("draw.reply").await;
+        for event in events {
+            match event {
+                DrawEvent::Reply(drawn) => {
+                    if !stored.has_reply(drawn.idx) {
+                        arrived.push(drawn);
+                    }
+                }
+                DrawEvent::Cancelled { pool, attempts } => {
+                    store.record_cancelled(batch, &pool, &attempts).await?;
+                }
+                DrawEvent::PoolStopped { pool, reason } => {
+                    progress.note(&format!(
+                        "warning: pool `{pool}` stopped: {reason}; its remaining requests are not sent"
+                    ));
+                }
+            }
+        }
+        let count = arrived.len();
+        store.record_draws(batch, &arrived).await?;
+        replies.append(&mut arrived);
+        // Replies are stored in batches, so `draw.reply#K` may hold the
+        // process with more than K replies stored.
+        for _ in 0..count {
+            testpoint::reached("draw.reply").await;
+        }
     }
     (&mut drawing.0).await.context("the draw task panicked")??;
-    bar.finish();
     replies.sort_by_key(|d| d.idx);
     Ok(replies)
 }
@@ -343,44 +398,60 @@ struct Unique {
     source: String,
 }
 
-/// Extracts and fingerprints every reply; candidates the plan has stored
-/// keep their stored extraction and group, and are not written again.
 async fn extract_and_dedup(
     spec: &Spec,
     replies: &[Drawn],
     store: &Store,
     batch: BatchId,
-    plan: &Plan,
+    stored: &ResumePlan,
 ) -> Result<Vec<Unique>> {
     let extractions: Vec<Extraction> = replies
         .iter()
-        .map(|d| match plan.extraction(d.idx) {
-            Some((stored, _)) => stored.clone(),
-            None => extract::extract(
+        .map(|d| {
+            if let Some((extraction, _)) = stored.extraction(d.idx) {
+                return extraction.clone();
+            }
+            if !d.reply.outcome.is_ok() {
+                return Extraction::Failed(extract::NoCode::DrawFailed);
+            }
+            extract::extract(
                 d.reply.content.as_deref(),
                 d.reply.finish_reason.as_deref(),
                 &spec.entry,
-            ),
+            )
         })
         .collect();
-    let fingerprints: Vec<Option<dedup::Fingerprint>> = extractions
+    let fingerprints: Vec<Option<dedup::Fingerprints>> = extractions
         .iter()
         .map(|e| match e {
-            Extraction::Source(src) => dedup::fingerprint(src),
+            Extraction::Source(src) => dedup::fingerprints(src),
             Extraction::Failed(_) => None,
         })
         .collect();
     // Groups are formed over batch positions; map them back to reply indices.
-    let dups = dedup::duplicates(&fingerprints);
+    let groups = dedup::group(&fingerprints);
     let mut unique = Vec::new();
     for (pos, (drawn, extraction)) in replies.iter().zip(extractions).enumerate() {
-        let dup_of = match plan.extraction(drawn.idx) {
+        let to_idx = |rep: Option<usize>| rep.map(|rep| replies[rep].idx);
+        let grouping = dedup::Grouping {
+            exact_dup_of: to_idx(groups[pos].exact_dup_of),
+            alpha_dup_of: to_idx(groups[pos].alpha_dup_of),
+        };
+        // A candidate stored by an earlier attempt keeps its extraction
+        // and groups, and is not written again.
+        let dup_of = match stored.extraction(drawn.idx) {
             Some((_, stored_dup_of)) => stored_dup_of,
             None => {
-                let dup_of = dups[pos].map(|rep| replies[rep].idx);
-                let fp = fingerprints[pos].map(|f| f.to_string());
+                let dup_of = grouping.dup_of(spec.dedup_by);
+                let fp = fingerprints[pos].map(|f| f.exact.to_string());
                 store
                     .record_candidate(batch, drawn.idx, &extraction, fp.as_deref(), dup_of)
+                    .await?;
+                let alpha = fingerprints[pos]
+                    .and_then(|f| f.alpha)
+                    .map(|f| f.to_string());
+                store
+                    .record_groups(batch, drawn.idx, alpha.as_deref(), &grouping)
                     .await?;
                 testpoint::reached("extract.candidate").await;
                 dup_of
@@ -469,9 +540,13 @@ async fn build_scorer(
             passed: 0,
             total: spec.cases.count,
             wall: Default::default(),
+            cpu: Default::default(),
+            cases: vec![score::CaseOutcome::NotRun; spec.cases.count],
+            restarts: 0,
+            peak_processes: None,
             stderr: errors.clone(),
         };
-        store_score(spec.admit, store, batch, &failed).await?;
+        store_score(store, batch, &failed).await?;
     }
     let exe = batch_dir.join("scorer");
     std::fs::copy(&built.exe, &exe)
@@ -485,6 +560,7 @@ async fn build_scorer(
 async fn score_all(
     spec: &Spec,
     scorer: Scorer,
+    sandbox: Arc<Sandbox>,
     store: &Store,
     progress: &Progress,
     batch: BatchId,
@@ -496,43 +572,47 @@ async fn score_all(
         scorer.keys,
         Arc::from(spec.cases.text.as_str()),
         spec.cases.count,
-        RunLimits::with_wall(spec.limits.wall),
+        RunLimits::from_spec(&spec.limits),
         parallel,
+        sandbox,
     );
     while let Some(done) = running.join_next().await {
         let scored = done.context("a scoring task panicked")??;
-        store_score(spec.admit, store, batch, &scored).await?;
-        bar.inc(1);
+        store_score(store, batch, &scored).await?;
         testpoint::reached("score.run").await;
+        bar.inc(1);
     }
     bar.finish();
     Ok(())
 }
 
-async fn store_score(
-    rule: AdmitRule,
-    store: &Store,
-    batch: BatchId,
-    scored: &Scored,
-) -> Result<()> {
-    match scored.key {
-        ModuleKey::Committed => store.record_committed(batch, scored).await?,
-        ModuleKey::Candidate(idx) => {
-            store
-                .record_score(batch, idx, scored, admits(rule, scored))
-                .await?
-        }
-    }
+/// Decides admission for every scored candidate of the batch, from the
+/// store: the reference's run and every candidate's, whichever attempt
+/// stored them. Candidates the scorer could not build have no admission.
+async fn admit_all(spec: &Spec, store: &Store, batch: BatchId) -> Result<()> {
+    let reference = store.batch(batch).await?.committed;
+    let rows = store.candidates(batch).await?;
+    let candidates: Vec<(usize, &Scored)> = rows
+        .iter()
+        .filter_map(|c| Some((c.idx, c.score.as_ref()?)))
+        .filter(|(_, s)| s.verdict != ScoreVerdict::ScoreBuildFailed)
+        .collect();
+    let decisions = admit::admit(&spec.admit, reference.as_ref(), &candidates);
+    let rows: Vec<(usize, admit::Admission)> = candidates
+        .iter()
+        .map(|(idx, _)| *idx)
+        .zip(decisions)
+        .collect();
+    store.record_admissions(batch, &rows).await?;
     Ok(())
 }
 
-/// The spec's admission rule: finished within the limits with at least the
-/// minimum score.
-pub fn admits(rule: AdmitRule, scored: &Scored) -> bool {
-    match scored.verdict {
-        ScoreVerdict::Scored { passed, total } if total > 0 => {
-            passed as f64 / total as f64 >= rule.min_score
-        }
-        _ => false,
+/// Stores one run as it finishes; admission comes later, for all at once.
+async fn store_score(store: &Store, batch: BatchId, scored: &Scored) -> Result<()> {
+    match scored.key {
+        ModuleKey::Committed => store.record_committed(batch, scored).await?,
+        ModuleKey::Candidate(idx) => store.record_score(batch, idx, scored, false).await?,
     }
+    store.record_run_details(batch, scored).await?;
+    Ok(())
 }

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::account::PhaseFigures;
+use crate::dedup::DedupBy;
 use crate::score::ScoreVerdict;
 use crate::store::{BatchRow, CandidateRow, ResumeRow};
 
@@ -32,6 +33,49 @@ pub struct Summary {
     /// Each `--resume` of the batch: what it kept, and where its rows start
     /// in `phases` (`first_phase`). Empty for a batch that ran in one go.
     pub resumes: Vec<ResumeRow>,
+    /// Which fingerprint grouped the batch (`exact` or `alpha`).
+    pub dedup_by: String,
+    /// Groups of more than one candidate under the batch's fingerprint,
+    /// largest first: a pool that writes one program ten times shows here.
+    pub groups: Vec<Group>,
+    /// The same under the other fingerprint, for comparison.
+    pub other_groups: Vec<Group>,
+    /// What the scoring sandbox enforced, and its warnings.
+    pub sandbox: Option<String>,
+    pub sandbox_warnings: Vec<String>,
+    /// Promotions made from this batch (filled by the caller from the store).
+    pub promotions: Vec<Promotion>,
+}
+
+/// A group of candidates with one fingerprint.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Group {
+    /// The representative: the first of the group, the one probed and scored.
+    pub candidate_id: usize,
+    pub size: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Promotion {
+    pub candidate_id: usize,
+    pub path: String,
+    pub passed: usize,
+    pub total: usize,
+    pub reference_passed: usize,
+    pub promoted_at: String,
+}
+
+impl Promotion {
+    pub fn new(p: &crate::store::PromotionRow) -> Promotion {
+        Promotion {
+            candidate_id: p.idx,
+            path: p.path.clone(),
+            passed: p.passed,
+            total: p.total,
+            reference_passed: p.reference_passed,
+            promoted_at: p.promoted_at.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -60,6 +104,19 @@ pub struct CandidateLine {
     pub score: Option<String>,
     pub admitted: bool,
     pub error_file: Option<String>,
+    /// The first earlier candidate with the same alpha-renamed fingerprint,
+    /// shown only where the exact fingerprint does not group it already:
+    /// the duplicates that renaming locals reveals.
+    pub alpha_dup_of: Option<usize>,
+    /// CPU time of the scoring run, in milliseconds.
+    pub cpu_ms: Option<f64>,
+    /// One letter per case: `p` passed, `f` failed, `x` panicked, `t` timed
+    /// out, `c` crashed, `-` not run.
+    pub cases: Option<String>,
+    pub restarts: Option<usize>,
+    pub peak_processes: Option<u64>,
+    pub rank: Option<usize>,
+    pub admission: Option<String>,
 }
 
 impl Summary {
@@ -100,6 +157,22 @@ impl Summary {
             errors_dir: batch.errors_dir.clone(),
             failure: batch.failure.clone(),
             resumes: Vec::new(),
+            dedup_by: batch.dedup_by.to_string(),
+            groups: groups(candidates, batch.dedup_by),
+            other_groups: groups(
+                candidates,
+                match batch.dedup_by {
+                    DedupBy::Exact => DedupBy::Alpha,
+                    DedupBy::Alpha => DedupBy::Exact,
+                },
+            ),
+            sandbox: batch.sandbox.clone(),
+            sandbox_warnings: batch
+                .sandbox_warnings
+                .as_deref()
+                .map(|w| w.lines().map(str::to_owned).collect())
+                .unwrap_or_default(),
+            promotions: Vec::new(),
         }
     }
 
@@ -148,6 +221,30 @@ impl Summary {
                 self.replies,
             ));
         }
+        let other = match self.dedup_by.as_str() {
+            "alpha" => "exact",
+            _ => "alpha",
+        };
+        let _ = writeln!(
+            out,
+            "duplicate groups ({}): {}   ({other}: {})",
+            self.dedup_by,
+            group_list(&self.groups),
+            group_list(&self.other_groups)
+        );
+        if let Some(sandbox) = &self.sandbox {
+            let _ = writeln!(out, "sandbox: {sandbox}");
+        }
+        for w in &self.sandbox_warnings {
+            let _ = writeln!(out, "sandbox warning: {w}");
+        }
+        for p in &self.promotions {
+            let _ = writeln!(
+                out,
+                "promoted candidate {} ({}/{} against {}/{}) over {}",
+                p.candidate_id, p.passed, p.total, p.reference_passed, p.total, p.path
+            );
+        }
         if let Some(dir) = &self.errors_dir {
             let _ = writeln!(out, "compiler errors: {dir}/");
         }
@@ -161,6 +258,46 @@ impl Summary {
         }
         out
     }
+}
+
+/// `c0 x3, c2 x2`, or `none`.
+fn group_list(groups: &[Group]) -> String {
+    if groups.is_empty() {
+        return "none".to_owned();
+    }
+    groups
+        .iter()
+        .map(|g| format!("c{} x{}", g.candidate_id, g.size))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Groups of more than one candidate under `by`, largest first.
+fn groups(candidates: &[CandidateRow], by: DedupBy) -> Vec<Group> {
+    // Rows stored before both fingerprints were kept have only `dup_of`.
+    let rep = |c: &CandidateRow| match by {
+        DedupBy::Exact if c.alpha_fingerprint.is_none() => c.dup_of,
+        DedupBy::Exact => c.exact_dup_of,
+        DedupBy::Alpha => c.alpha_dup_of,
+    };
+    let has: Vec<bool> = candidates.iter().map(|c| c.fingerprint.is_some()).collect();
+    // Positions, not indices: candidates are numbered by reply, in order.
+    let pos_of = |idx: usize| candidates.iter().position(|c| c.idx == idx);
+    let dup_of: Vec<Option<usize>> = candidates.iter().map(|c| rep(c).and_then(pos_of)).collect();
+    let mut groups: Vec<Group> = crate::dedup::group_sizes(&dup_of, &has)
+        .into_iter()
+        .filter(|(_, size)| *size > 1)
+        .map(|(pos, size)| Group {
+            candidate_id: candidates[pos].idx,
+            size,
+        })
+        .collect();
+    groups.sort_by(|a, b| {
+        b.size
+            .cmp(&a.size)
+            .then(a.candidate_id.cmp(&b.candidate_id))
+    });
+    groups
 }
 
 /// The per-phase table.
@@ -255,6 +392,20 @@ impl CandidateLine {
             score: c.score.as_ref().map(|s| s.verdict.to_string()),
             admitted: c.admitted,
             error_file: c.error_file.clone(),
+            alpha_dup_of: match c.exact_dup_of {
+                Some(_) => None,
+                None => c.alpha_dup_of,
+            },
+            cpu_ms: c.score.as_ref().map(|s| s.cpu.as_secs_f64() * 1e3),
+            cases: c
+                .score
+                .as_ref()
+                .filter(|s| !s.cases.is_empty())
+                .map(|s| crate::score::case_letters(&s.cases)),
+            restarts: c.score.as_ref().map(|s| s.restarts),
+            peak_processes: c.score.as_ref().and_then(|s| s.peak_processes),
+            rank: c.rank,
+            admission: c.admission.clone(),
         }
     }
 }

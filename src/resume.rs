@@ -1,6 +1,6 @@
 //! Resume: what a batch already has, so that each stage does only the rest.
 //!
-//! A [`Plan`] is read from the store when `assay run --resume` takes a batch
+//! A [`ResumePlan`] is read from the store when `assay run --resume` takes a batch
 //! up again (and is empty for a new batch, so a fresh run and a resumed one
 //! go through the same code). Each stage consults it: draw asks only for the
 //! replies not stored, extraction runs only on replies without a candidate
@@ -27,7 +27,7 @@ use crate::store::{BatchId, CandidateRow, Kept, Store, StoreError};
 
 /// What a batch has stored, by candidate index.
 #[derive(Debug, Clone, Default)]
-pub struct Plan {
+pub struct ResumePlan {
     /// 0 for a new batch; the resume's number otherwise.
     pub attempt: u32,
     replies: BTreeMap<usize, Drawn>,
@@ -39,14 +39,14 @@ pub struct Plan {
     committed_scored: bool,
 }
 
-impl Plan {
+impl ResumePlan {
     /// The plan of a new batch: nothing stored.
-    pub fn fresh() -> Plan {
-        Plan::default()
+    pub fn fresh() -> ResumePlan {
+        ResumePlan::default()
     }
 
     /// Reads what `batch` has stored.
-    pub async fn load(store: &Store, batch: BatchId) -> Result<Plan, StoreError> {
+    pub async fn load(store: &Store, batch: BatchId) -> Result<ResumePlan, StoreError> {
         let replies = store
             .replies(batch)
             .await?
@@ -59,7 +59,7 @@ impl Plan {
             .into_iter()
             .map(|c| (c.idx, c))
             .collect();
-        Ok(Plan {
+        Ok(ResumePlan {
             attempt: 0,
             replies,
             candidates,

@@ -3,13 +3,16 @@
 //! The compiled candidates and the committed one are linked with the harness
 //! into one scoring binary (`build_scorer`). Each candidate then runs in its
 //! own child process (`run_one`) with a wall-time limit, resource limits, its
-//! own process group (killed whole), an empty environment and a fresh
-//! temporary working directory, so a panic, a loop or an abort costs that
-//! candidate its score and nothing else. Results come back over a nonce-framed
-//! protocol on stdout (see `score/runner_main.rs`).
+//! own process group (killed whole), an empty environment, a fresh temporary
+//! working directory and the confinement of [`crate::sandbox`] (Landlock, a
+//! network namespace, a pids cgroup), so a panic, a loop or an abort costs
+//! that candidate its score and nothing else. Results come back over a
+//! nonce-framed protocol on stdout (see `score/runner_main.rs`). Each child is
+//! reaped with `wait4`, which gives its CPU time for ranking.
 
 use std::collections::BTreeSet;
 use std::fmt;
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::str::FromStr;
@@ -22,6 +25,8 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::package::{ModuleKey, Package, Profile, SCORER};
+use crate::sandbox::Sandbox;
+use crate::spec::{Isolation, Limits};
 
 const RUNNER_MAIN: &str = include_str!("score/runner_main.rs");
 
@@ -55,14 +60,41 @@ pub struct Scored {
     pub passed: usize,
     pub total: usize,
     pub wall: Duration,
+    /// CPU time (user + system) of the run's children, from `wait4`.
+    pub cpu: Duration,
+    /// Each case's outcome in file order (`NotRun` past where a run ended).
+    pub cases: Vec<CaseOutcome>,
+    /// Fresh children started under per-case isolation after a case failed.
+    pub restarts: usize,
+    /// The most processes the run held at once, where a cgroup counted them.
+    pub peak_processes: Option<u64>,
     /// The tail of the child's stderr, for diagnosis.
     pub stderr: String,
+}
+
+/// What became of one case. Stored as one letter per case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaseOutcome {
+    Pass,
+    Fail,
+    /// The case panicked (caught; the run went on).
+    Panic,
+    /// The case was running when the time ran out.
+    Timeout,
+    /// The case was running when the child crashed or exited.
+    Crash,
+    /// Never reached.
+    NotRun,
 }
 
 /// Limits on one candidate's run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RunLimits {
+    /// Wall time of the whole run (without isolation).
     pub wall: Duration,
+    /// Wall time of one case (with per-case isolation).
+    pub case_wall: Duration,
+    pub isolation: Isolation,
     pub address_space_bytes: u64,
     pub file_size_bytes: u64,
     pub open_files: u64,
@@ -83,12 +115,59 @@ impl RunLimits {
     pub fn with_wall(wall: Duration) -> RunLimits {
         RunLimits {
             wall,
+            case_wall: wall,
+            isolation: Isolation::None,
             address_space_bytes: 1 << 30,
             file_size_bytes: 16 << 20,
             open_files: 64,
             output_cap_bytes: 1 << 20,
         }
     }
+
+    /// The limits a spec asks for.
+    pub fn from_spec(limits: &Limits) -> RunLimits {
+        RunLimits {
+            case_wall: limits.case_wall,
+            isolation: limits.isolation,
+            address_space_bytes: limits.memory_bytes,
+            ..RunLimits::with_wall(limits.wall)
+        }
+    }
+}
+
+impl CaseOutcome {
+    pub fn letter(&self) -> char {
+        match self {
+            CaseOutcome::Pass => 'p',
+            CaseOutcome::Fail => 'f',
+            CaseOutcome::Panic => 'x',
+            CaseOutcome::Timeout => 't',
+            CaseOutcome::Crash => 'c',
+            CaseOutcome::NotRun => '-',
+        }
+    }
+
+    pub fn from_letter(c: char) -> Option<CaseOutcome> {
+        Some(match c {
+            'p' => CaseOutcome::Pass,
+            'f' => CaseOutcome::Fail,
+            'x' => CaseOutcome::Panic,
+            't' => CaseOutcome::Timeout,
+            'c' => CaseOutcome::Crash,
+            '-' => CaseOutcome::NotRun,
+            _ => return None,
+        })
+    }
+}
+
+/// The stored form of a run's case outcomes: one letter per case.
+pub fn case_letters(cases: &[CaseOutcome]) -> String {
+    cases.iter().map(CaseOutcome::letter).collect()
+}
+
+/// Parses [`case_letters`] back; `None` on a letter it does not know.
+pub fn parse_case_letters(text: &str) -> Option<Vec<CaseOutcome>> {
+    text.chars().map(CaseOutcome::from_letter).collect()
 }
 
 impl ScoreVerdict {
@@ -176,15 +255,21 @@ pub fn spawn_all(
     total: usize,
     limits: RunLimits,
     parallel: usize,
+    sandbox: Arc<Sandbox>,
 ) -> JoinSet<Result<Scored>> {
     let slots = Arc::new(Semaphore::new(parallel.max(1)));
     let exe: Arc<Path> = exe.into();
     let mut set = JoinSet::new();
     for key in keys {
-        let (slots, exe, cases_text) = (slots.clone(), exe.clone(), cases_text.clone());
+        let (slots, exe, cases_text, sandbox) = (
+            slots.clone(),
+            exe.clone(),
+            cases_text.clone(),
+            sandbox.clone(),
+        );
         set.spawn(async move {
             let _slot = slots.acquire().await.expect("semaphore never closed");
-            run_one(&exe, key, &cases_text, total, limits).await
+            run_one(&exe, key, &cases_text, total, limits, &sandbox).await
         });
     }
     set
@@ -193,72 +278,191 @@ pub fn spawn_all(
 /// Runs one candidate over all cases under `limits`. Whatever the candidate
 /// does is a verdict; an error means the host could not run it at all (no
 /// temporary directory, the scorer would not start).
+///
+/// Without isolation one child runs every case and the first loop, crash
+/// or early exit ends the run. With per-case isolation each case has its
+/// own wall limit, and a case that times out, crashes or exits is marked
+/// (`t` or `c`) and the run goes on in a fresh child from the next case; a
+/// run that floods its output or breaks the protocol still ends there, as
+/// those attack the result channel rather than fail a case.
 pub async fn run_one(
     exe: &Path,
     key: ModuleKey,
     cases_text: &str,
     total: usize,
     limits: RunLimits,
+    sandbox: &Sandbox,
 ) -> Result<Scored> {
     let start = Instant::now();
-    let (verdict, passed, stderr) = run_child(exe, &key, cases_text, total, &limits).await?;
+    let mut cases = vec![CaseOutcome::NotRun; total];
+    let mut first = 0;
+    let mut restarts = 0;
+    let mut cpu = Duration::ZERO;
+    let mut peak: Option<u64> = None;
+    let mut stderr = String::new();
+    let verdict = loop {
+        let attempt = run_child(exe, &key, cases_text, first, total, &limits, sandbox).await?;
+        cpu += attempt.cpu;
+        peak = peak.max(attempt.peak_processes);
+        if !attempt.stderr.is_empty() {
+            stderr = attempt.stderr.clone();
+        }
+        for (i, outcome) in attempt.outcomes.iter().enumerate() {
+            cases[first + i] = *outcome;
+        }
+        let completed = first + attempt.outcomes.len();
+        let passed = cases.iter().filter(|c| **c == CaseOutcome::Pass).count();
+        let case_failure = match attempt.end {
+            End::Timeout | End::CpuLimit => Some(CaseOutcome::Timeout),
+            End::Signal(_) | End::OutOfMemory | End::Exited(_) => Some(CaseOutcome::Crash),
+            _ => None,
+        };
+        match (limits.isolation, case_failure) {
+            (Isolation::PerCase, Some(outcome)) if completed < total => {
+                cases[completed] = outcome;
+                first = completed + 1;
+                if first >= total {
+                    let passed = cases.iter().filter(|c| **c == CaseOutcome::Pass).count();
+                    break ScoreVerdict::Scored { passed, total };
+                }
+                restarts += 1;
+            }
+            _ => break attempt.end.verdict(passed, completed, total),
+        }
+    };
+    let passed = cases.iter().filter(|c| **c == CaseOutcome::Pass).count();
     Ok(Scored {
         key,
         verdict,
         passed,
         total,
         wall: start.elapsed(),
+        cpu,
+        cases,
+        restarts,
+        peak_processes: peak,
         stderr,
     })
+}
+
+/// How one child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// Reported every case and `done`, and exited 0.
+    Finished,
+    /// Killed at the wall-time limit.
+    Timeout,
+    /// Killed by `RLIMIT_CPU` (SIGXCPU).
+    CpuLimit,
+    OutputCap,
+    /// Killed by a signal it raised itself.
+    Signal(i32),
+    /// An allocation failed (Rust's alloc error handler, then abort).
+    OutOfMemory,
+    /// Exited before reporting every case.
+    Exited(i32),
+    /// A malformed or forged result line, or an exit 0 with results missing.
+    Protocol,
+}
+
+impl End {
+    fn verdict(self, passed: usize, completed: usize, total: usize) -> ScoreVerdict {
+        match self {
+            End::Finished => ScoreVerdict::Scored { passed, total },
+            End::Timeout | End::CpuLimit => ScoreVerdict::Timeout { completed, total },
+            End::OutputCap => ScoreVerdict::OutputCapExceeded,
+            End::Signal(signal) => ScoreVerdict::Crashed { signal },
+            End::OutOfMemory => ScoreVerdict::OutOfMemory,
+            End::Exited(code) => ScoreVerdict::ExitedEarly { code, completed },
+            End::Protocol => ScoreVerdict::ProtocolError,
+        }
+    }
+}
+
+/// One child's run over cases `first..`.
+struct Attempt {
+    /// Outcomes of cases `first..first + outcomes.len()`.
+    outcomes: Vec<CaseOutcome>,
+    end: End,
+    cpu: Duration,
+    peak_processes: Option<u64>,
+    stderr: String,
+}
+
+/// Kills a child's process group when dropped, so no path out of
+/// `run_child` (an error, a cancelled task) leaves it running.
+struct GroupKill(i32);
+
+impl Drop for GroupKill {
+    fn drop(&mut self) {
+        kill_group(self.0);
+    }
 }
 
 async fn run_child(
     exe: &Path,
     key: &ModuleKey,
     cases_text: &str,
+    first: usize,
     total: usize,
     limits: &RunLimits,
-) -> Result<(ScoreVerdict, usize, String)> {
+    sandbox: &Sandbox,
+) -> Result<Attempt> {
     let workdir = tempfile::Builder::new()
         .prefix("assay-run-")
         .tempdir()
         .context("cannot create the run's working directory")?;
+    let mut confinement = sandbox.prepare_run(exe, workdir.path())?;
+    let steps = confinement.child_steps();
     let nonce = nonce()?;
-    let mut cmd = tokio::process::Command::new(exe);
+    let mut cmd = std::process::Command::new(exe);
     cmd.arg(key.name())
         .env_clear()
         .current_dir(workdir.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+        .process_group(0);
     let rlimits = *limits;
     let parent = std::process::id() as libc::pid_t;
-    // SAFETY: the closure only calls prctl, getppid and setrlimit, which are
-    // async-signal-safe.
+    // SAFETY: the closure only makes async-signal-safe system calls
+    // (prctl, getppid, setrlimit, write, unshare, landlock_restrict_self).
     unsafe {
         cmd.pre_exec(move || {
             die_with_parent(parent)?;
-            apply_rlimits(&rlimits)
+            apply_rlimits(&rlimits)?;
+            steps.apply()
         });
     }
     let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot start {}", exe.display()))?;
-    let pid = child.id().context("child has no pid")? as i32;
-    // Kills the group if this future is dropped (Ctrl-C cancels the batch).
+    confinement.spawned();
+    let pid = child.id() as i32;
+    // Listed while it runs, so a second Ctrl-C can kill it (`kill_live_groups`).
     let _group = LiveGroup::register(pid);
+    // Kills the group if this future is dropped (Ctrl-C cancels the batch).
+    let _kill = GroupKill(pid);
+    // Reaped here with wait4, for the child's own CPU time; tokio never
+    // sees this child.
+    let mut waiter = tokio::task::spawn_blocking(move || wait4(pid));
 
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let input = format!("{nonce}\n{cases_text}");
+    let stdin = tokio::process::ChildStdin::from_std(child.stdin.take().expect("piped stdin"))
+        .context("cannot poll the child's stdin")?;
+    let mut stdout =
+        tokio::process::ChildStdout::from_std(child.stdout.take().expect("piped stdout"))
+            .context("cannot poll the child's stdout")?;
+    let stderr = tokio::process::ChildStderr::from_std(child.stderr.take().expect("piped stderr"))
+        .context("cannot poll the child's stderr")?;
+    let input = format!("{nonce} {first}\n{cases_text}");
     let writer = tokio::spawn(async move {
+        let mut stdin = stdin;
         // A candidate that exits early closes the pipe; that is its verdict,
         // not an error here.
         let _ = stdin.write_all(input.as_bytes()).await;
     });
-    let mut stderr = child.stderr.take().expect("piped stderr");
     let stderr_task = tokio::spawn(async move {
+        let mut stderr = stderr;
         let mut kept = Vec::new();
         let mut buf = [0u8; 8192];
         while let Ok(n) = stderr.read(&mut buf).await {
@@ -272,59 +476,110 @@ async fn run_child(
         String::from_utf8_lossy(&kept).into_owned()
     });
 
-    let mut protocol = Protocol::new(nonce, total, limits.output_cap_bytes);
-    let mut stdout = child.stdout.take().expect("piped stdout");
-    let read = async {
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            let n = stdout.read(&mut buf).await?;
-            if n == 0 || !protocol.feed(&buf[..n]) {
-                return Ok::<_, std::io::Error>(());
+    let mut protocol = Protocol::new(nonce, total, first, limits.output_cap_bytes);
+    let per_case = limits.isolation == Isolation::PerCase;
+    let budget = if per_case {
+        limits.case_wall
+    } else {
+        limits.wall
+    };
+    let mut deadline = tokio::time::Instant::now() + budget;
+    let mut exited: Option<(i32, Duration)> = None;
+    let mut timed_out = false;
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        tokio::select! {
+            read = stdout.read(&mut buf) => {
+                let n = read.unwrap_or(0);
+                if n == 0 {
+                    break;
+                }
+                let before = protocol.completed;
+                if !protocol.feed(&buf[..n]) {
+                    break;
+                }
+                if per_case && protocol.completed > before {
+                    deadline = tokio::time::Instant::now() + budget;
+                }
+            }
+            waited = &mut waiter, if exited.is_none() => {
+                exited = Some(waited.context("the wait task panicked")??);
+                // What the child left behind (a forked process holding
+                // stdout open) must not keep the read going.
+                kill_group(pid);
+                confinement.kill_all();
+            }
+            _ = tokio::time::sleep_until(deadline) => {
+                timed_out = true;
+                break;
             }
         }
-    };
-    let timed_out = tokio::time::timeout(limits.wall, read).await.is_err();
-    let over_cap = protocol.over_cap;
-    if timed_out || over_cap {
-        kill_group(pid);
     }
-    let status = child
-        .wait()
-        .await
-        .context("cannot wait for the candidate")?;
-    // The group may hold children of the candidate that outlive it.
     kill_group(pid);
+    confinement.kill_all();
+    let (status, cpu) = match exited {
+        Some(done) => done,
+        None => waiter.await.context("the wait task panicked")??,
+    };
     writer.abort();
+    let peak_processes = confinement.peak_processes();
+    // Removing the run's cgroup may wait for the kernel to finish reaping;
+    // that wait belongs on a blocking thread, not on the runtime's.
+    let _ = tokio::task::spawn_blocking(move || drop(confinement)).await;
     let stderr = stderr_task.await.unwrap_or_default();
-    let completed = protocol.completed;
-    let passed = protocol.passed;
 
-    use std::os::unix::process::ExitStatusExt;
-    let verdict = if timed_out || status.signal() == Some(libc::SIGXCPU) {
-        ScoreVerdict::Timeout { completed, total }
-    } else if over_cap {
-        ScoreVerdict::OutputCapExceeded
-    } else if let Some(signal) = status.signal() {
+    let signal = libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status));
+    let end = if timed_out {
+        End::Timeout
+    } else if signal == Some(libc::SIGXCPU) {
+        End::CpuLimit
+    } else if protocol.over_cap {
+        End::OutputCap
+    } else if let Some(signal) = signal {
         if stderr.contains("memory allocation of") {
-            ScoreVerdict::OutOfMemory
+            End::OutOfMemory
         } else {
-            ScoreVerdict::Crashed { signal }
+            End::Signal(signal)
         }
     } else if protocol.broken {
-        ScoreVerdict::ProtocolError
-    } else if protocol.done && status.success() {
-        if protocol.announced == Some(total) && completed == total {
-            ScoreVerdict::Scored { passed, total }
+        End::Protocol
+    } else if protocol.done && libc::WEXITSTATUS(status) == 0 {
+        if protocol.announced == Some(total) && protocol.completed == total {
+            End::Finished
         } else {
-            ScoreVerdict::ProtocolError
+            End::Protocol
         }
     } else {
-        ScoreVerdict::ExitedEarly {
-            code: status.code().unwrap_or(-1),
-            completed,
-        }
+        End::Exited(libc::WEXITSTATUS(status))
     };
-    Ok((verdict, passed, stderr))
+    Ok(Attempt {
+        outcomes: protocol.outcomes,
+        end,
+        cpu,
+        peak_processes,
+        stderr,
+    })
+}
+
+/// Waits for `pid` and returns its wait status and CPU time (user +
+/// system, its own and that of the children it waited for).
+fn wait4(pid: i32) -> Result<(i32, Duration)> {
+    let mut status = 0;
+    // SAFETY: rusage is plain data; wait4 fills it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: waits for our own child, writing into valid locals.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            break;
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err).context("cannot wait for the candidate");
+        }
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    Ok((status, tv(usage.ru_utime) + tv(usage.ru_stime)))
 }
 
 /// Parses the scorer's stdout as it streams in.
@@ -335,15 +590,17 @@ struct Protocol {
     pending: Vec<u8>,
     other_bytes: usize,
     announced: Option<usize>,
+    /// The index of the next case expected (starts at the first case asked for).
     completed: usize,
-    passed: usize,
+    /// Outcomes of the cases reported, in order.
+    outcomes: Vec<CaseOutcome>,
     done: bool,
     broken: bool,
     over_cap: bool,
 }
 
 impl Protocol {
-    fn new(nonce: String, total: usize, cap: usize) -> Protocol {
+    fn new(nonce: String, total: usize, first: usize, cap: usize) -> Protocol {
         Protocol {
             nonce,
             total,
@@ -351,8 +608,8 @@ impl Protocol {
             pending: Vec::new(),
             other_bytes: 0,
             announced: None,
-            completed: 0,
-            passed: 0,
+            completed: first,
+            outcomes: Vec::new(),
             done: false,
             broken: false,
             over_cap: false,
@@ -396,13 +653,19 @@ impl Protocol {
                     self.broken = true;
                 }
             }
-            ["case", i, outcome] if i.parse() == Ok(self.completed) && !self.done => {
+            ["case", i, outcome]
+                if i.parse() == Ok(self.completed) && self.completed < self.total && !self.done =>
+            {
                 self.completed += 1;
-                match *outcome {
-                    "pass" => self.passed += 1,
-                    "fail" | "panic" => {}
-                    _ => self.broken = true,
-                }
+                self.outcomes.push(match *outcome {
+                    "pass" => CaseOutcome::Pass,
+                    "fail" => CaseOutcome::Fail,
+                    "panic" => CaseOutcome::Panic,
+                    _ => {
+                        self.broken = true;
+                        CaseOutcome::Fail
+                    }
+                });
             }
             ["done"] if !self.done => self.done = true,
             _ => self.broken = true,
@@ -411,7 +674,8 @@ impl Protocol {
 }
 
 fn apply_rlimits(limits: &RunLimits) -> std::io::Result<()> {
-    let cpu_secs = limits.wall.as_secs() + 1;
+    // Whole seconds; the wall-time limit is the precise one.
+    let cpu_secs = limits.wall.max(limits.case_wall).as_secs() + 1;
     set_rlimit(libc::RLIMIT_CPU, cpu_secs)?;
     set_rlimit(libc::RLIMIT_AS, limits.address_space_bytes)?;
     set_rlimit(libc::RLIMIT_FSIZE, limits.file_size_bytes)?;
@@ -472,7 +736,7 @@ impl LiveGroup {
 
 impl Drop for LiveGroup {
     fn drop(&mut self) {
-        kill_group(self.0);
+        // `GroupKill` kills; this only unlists.
         live_groups()
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -603,39 +867,65 @@ mod tests {
 
     #[test]
     fn protocol_counts_framed_lines_only() {
-        let mut p = Protocol::new("n0nce".into(), 3, 1000);
+        let mut p = Protocol::new("n0nce".into(), 3, 0, 1000);
         feed(
             &mut p,
             "\nn0nce total 3\nhello from the candidate\nn0nce case 0 pass\n",
         );
         feed(&mut p, "case 1 pass\n\nn0nce case 1 fa");
         feed(&mut p, "il\nn0nce case 2 panic\nn0nce done\n");
+        assert_eq!((p.completed, p.done, p.broken), (3, true, false));
         assert_eq!(
-            (p.completed, p.passed, p.done, p.broken),
-            (3, 1, true, false)
+            p.outcomes,
+            [CaseOutcome::Pass, CaseOutcome::Fail, CaseOutcome::Panic]
         );
     }
 
     #[test]
+    fn a_restarted_run_reports_from_its_first_case() {
+        let mut p = Protocol::new("n".into(), 4, 2, 1000);
+        feed(&mut p, "n total 4\nn case 2 pass\nn case 3 fail\nn done\n");
+        assert_eq!((p.completed, p.done, p.broken), (4, true, false));
+        let mut p = Protocol::new("n".into(), 4, 2, 1000);
+        feed(&mut p, "n total 4\nn case 0 pass\n");
+        assert!(p.broken, "a case before the first asked for is forged");
+    }
+
+    #[test]
+    fn case_letters_round_trip() {
+        let all = [
+            CaseOutcome::Pass,
+            CaseOutcome::Fail,
+            CaseOutcome::Panic,
+            CaseOutcome::Timeout,
+            CaseOutcome::Crash,
+            CaseOutcome::NotRun,
+        ];
+        assert_eq!(case_letters(&all), "pfxtc-");
+        assert_eq!(parse_case_letters("pfxtc-").unwrap(), all);
+        assert!(parse_case_letters("pq").is_none());
+    }
+
+    #[test]
     fn forged_or_out_of_order_lines_break_the_protocol() {
-        let mut p = Protocol::new("n".into(), 2, 1000);
+        let mut p = Protocol::new("n".into(), 2, 0, 1000);
         feed(&mut p, "n total 2\nn case 1 pass\n");
         assert!(p.broken);
-        let mut p = Protocol::new("n".into(), 2, 1000);
+        let mut p = Protocol::new("n".into(), 2, 0, 1000);
         feed(&mut p, "n total 2\nn case 0 pass\nn case 0 pass\n");
         assert!(p.broken);
-        let mut p = Protocol::new("n".into(), 2, 1000);
+        let mut p = Protocol::new("n".into(), 2, 0, 1000);
         feed(&mut p, "n total 5\n");
         assert!(p.broken);
     }
 
     #[test]
     fn output_past_the_cap_stops_reading() {
-        let mut p = Protocol::new("n".into(), 1, 100);
+        let mut p = Protocol::new("n".into(), 1, 0, 100);
         assert!(feed(&mut p, &"x".repeat(50)));
         assert!(!feed(&mut p, &"y".repeat(100)));
         assert!(p.over_cap);
-        let mut p = Protocol::new("n".into(), 1, 100);
+        let mut p = Protocol::new("n".into(), 1, 0, 100);
         for _ in 0..10 {
             feed(&mut p, "0123456789abcdef\n");
         }

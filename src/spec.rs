@@ -29,6 +29,8 @@ pub struct Spec {
     pub draw: Draw,
     pub admit: AdmitRule,
     pub limits: Limits,
+    /// Which fingerprint groups candidates (`[dedup] by`, default exact).
+    pub dedup_by: crate::dedup::DedupBy,
 }
 
 /// The harness crate a task's candidates are compiled against.
@@ -48,6 +50,8 @@ pub struct Cases {
     pub text: String,
     /// Number of cases (non-blank lines) in the file.
     pub count: usize,
+    /// Each case's `name` field, where it has one, in file order.
+    pub names: Vec<Option<String>>,
 }
 
 #[derive(Debug, Clone)]
@@ -62,13 +66,23 @@ pub struct Draw {
     pub n: usize,
     /// The recorded replay corpus.
     pub replay: PathBuf,
+    /// The pools to draw from (`["fast=16", "flash=16"]`); empty: replay.
+    pub pools: Vec<crate::draw::PoolChoice>,
+    /// Fixed shares or a race; `None`: fixed.
+    pub split: Option<crate::draw::SplitMode>,
+    /// The prompt asks for exactly one code block: a stream may be closed
+    /// as soon as its Rust fence closes.
+    pub single_fence: bool,
 }
 
 /// What admits a candidate.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AdmitRule {
     /// Minimum passed/total, in `0.0..=1.0`.
     pub min_score: f64,
+    /// Case positions (0-based, file order) a candidate must pass wherever
+    /// the committed candidate passes them (`[admit] guard`, by case name).
+    pub guard: Vec<usize>,
 }
 
 /// Limits on one candidate's scoring run.
@@ -76,6 +90,35 @@ pub struct AdmitRule {
 pub struct Limits {
     /// Wall time for all of one candidate's cases together.
     pub wall: Duration,
+    /// Whether a case that loops or crashes costs the rest of the run
+    /// (`none`) or only itself (`per_case`).
+    pub isolation: Isolation,
+    /// With per-case isolation, the wall time of one case.
+    pub case_wall: Duration,
+    /// Processes (and threads) one run may hold at once.
+    pub processes: u64,
+    /// Address-space limit of one run.
+    pub memory_bytes: u64,
+}
+
+/// How far one case's failure reaches (`[limits] isolation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Isolation {
+    /// All cases run in one child; a loop or crash ends the run there.
+    #[default]
+    None,
+    /// A case that loops, crashes or exits fails alone: the run goes on in
+    /// a fresh child from the next case.
+    PerCase,
+}
+
+impl Isolation {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Isolation::None => "none",
+            Isolation::PerCase => "per_case",
+        }
+    }
 }
 
 /// Why a spec was refused. Every variant names the file.
@@ -147,6 +190,14 @@ struct RawSpec {
     draw: RawDraw,
     admit: RawAdmit,
     limits: RawLimits,
+    #[serde(default)]
+    dedup: RawDedup,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDedup {
+    by: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -154,18 +205,30 @@ struct RawSpec {
 struct RawDraw {
     n: usize,
     replay: PathBuf,
+    #[serde(default)]
+    pools: Vec<String>,
+    #[serde(default)]
+    split: Option<String>,
+    #[serde(default)]
+    single_fence: bool,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawAdmit {
     min_score: f64,
+    #[serde(default)]
+    guard: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawLimits {
     wall_ms: u64,
+    isolation: Option<String>,
+    case_wall_ms: Option<u64>,
+    processes: Option<u64>,
+    memory_mb: Option<u64>,
 }
 
 struct Validator {
@@ -195,12 +258,65 @@ impl Validator {
         if raw.limits.wall_ms == 0 {
             return Err(self.invalid("limits.wall_ms", "must be at least 1"));
         }
+        let dedup_by = match &raw.dedup.by {
+            None => crate::dedup::DedupBy::default(),
+            Some(by) => by
+                .parse()
+                .map_err(|e: String| self.invalid("dedup.by", e))?,
+        };
+        let isolation = match raw.limits.isolation.as_deref() {
+            None | Some("none") => Isolation::None,
+            Some("per_case") => Isolation::PerCase,
+            Some(other) => {
+                return Err(self.invalid(
+                    "limits.isolation",
+                    format!("unknown isolation `{other}` (expected `none` or `per_case`)"),
+                ))
+            }
+        };
+        if raw.limits.case_wall_ms == Some(0) {
+            return Err(self.invalid("limits.case_wall_ms", "must be at least 1"));
+        }
+        if raw.limits.processes == Some(0) {
+            return Err(self.invalid("limits.processes", "must be at least 1"));
+        }
+        if raw.limits.memory_mb.is_some_and(|m| m < 16) {
+            return Err(self.invalid("limits.memory_mb", "must be at least 16"));
+        }
         let prompt_path = self.file_at("prompt", &raw.prompt)?;
         let cases_path = self.file_at("cases", &raw.cases)?;
         let committed_path = self.file_at("committed", &raw.committed)?;
         let replay = self.file_at("draw.replay", &raw.draw.replay)?;
+        let pools = raw
+            .draw
+            .pools
+            .iter()
+            .map(|p| p.parse())
+            .collect::<Result<Vec<crate::draw::PoolChoice>, String>>()
+            .map_err(|m| self.invalid("draw.pools", m))?;
+        let split = match &raw.draw.split {
+            Some(s) => Some(
+                s.parse()
+                    .map_err(|m: String| self.invalid("draw.split", m))?,
+            ),
+            None => None,
+        };
         let cases_text = read(&cases_path)?;
         let count = count_cases(&cases_path, &cases_text)?;
+        let names = case_names(&cases_text);
+        let mut guard = Vec::with_capacity(raw.admit.guard.len());
+        for name in &raw.admit.guard {
+            let pos = names
+                .iter()
+                .position(|n| n.as_deref() == Some(name.as_str()))
+                .ok_or_else(|| {
+                    self.invalid(
+                        "admit.guard",
+                        format!("no case named `{name}` in {}", cases_path.display()),
+                    )
+                })?;
+            guard.push(pos);
+        }
         Ok(Spec {
             prompt: read(&prompt_path)?,
             harness: self.harness(&raw.harness)?,
@@ -208,6 +324,7 @@ impl Validator {
                 path: cases_path,
                 text: cases_text,
                 count,
+                names,
             },
             committed: Committed {
                 source: read(&committed_path)?,
@@ -216,13 +333,24 @@ impl Validator {
             draw: Draw {
                 n: raw.draw.n,
                 replay,
+                pools,
+                split,
+                single_fence: raw.draw.single_fence,
             },
             admit: AdmitRule {
                 min_score: raw.admit.min_score,
+                guard,
             },
             limits: Limits {
                 wall: Duration::from_millis(raw.limits.wall_ms),
+                isolation,
+                case_wall: Duration::from_millis(
+                    raw.limits.case_wall_ms.unwrap_or(raw.limits.wall_ms),
+                ),
+                processes: raw.limits.processes.unwrap_or(DEFAULT_PROCESSES),
+                memory_bytes: raw.limits.memory_mb.unwrap_or(1024) << 20,
             },
+            dedup_by,
             name: raw.name,
             entry: raw.entry,
             path: self.file,
@@ -299,6 +427,22 @@ impl Validator {
     }
 }
 
+/// Processes one scoring run may hold at once unless the spec says.
+pub const DEFAULT_PROCESSES: u64 = 32;
+
+/// The `name` field of each case (non-blank line), where it is a string.
+/// Lines are known to be JSON objects by the time this is used.
+fn case_names(text: &str) -> Vec<Option<String>> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l)
+                .ok()
+                .and_then(|v| v.get("name")?.as_str().map(str::to_owned))
+        })
+        .collect()
+}
+
 /// Counts the cases of a JSONL file; each non-blank line must be a JSON object.
 /// Whether the objects fit the harness's types is the harness's to say.
 fn count_cases(path: &Path, text: &str) -> Result<usize, SpecError> {
@@ -349,7 +493,11 @@ pub(crate) fn line_of(text: &str, offset: usize) -> usize {
 
 impl fmt::Display for AdmitRule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "score >= {}", self.min_score)
+        write!(f, "score >= {}", self.min_score)?;
+        if !self.guard.is_empty() {
+            write!(f, ", no regression on {} guard cases", self.guard.len())?;
+        }
+        Ok(())
     }
 }
 
@@ -367,7 +515,11 @@ mod tests {
         )
         .unwrap();
         std::fs::write(p.join("prompt.md"), "write f").unwrap();
-        std::fs::write(p.join("cases.jsonl"), "{\"a\":1}\n\n{\"a\":2}\n").unwrap();
+        std::fs::write(
+            p.join("cases.jsonl"),
+            "{\"name\":\"one\",\"a\":1}\n\n{\"name\":\"two\",\"a\":2}\n",
+        )
+        .unwrap();
         std::fs::write(p.join("committed.rs"), "pub fn f() {}").unwrap();
         std::fs::write(p.join("replies.jsonl"), "").unwrap();
         dir
@@ -404,6 +556,42 @@ wall_ms = 100
         assert_eq!(spec.cases.count, 2);
         assert_eq!(spec.harness.crate_name, "demo_harness");
         assert_eq!(spec.limits.wall, Duration::from_millis(100));
+        assert!(spec.draw.pools.is_empty() && spec.draw.split.is_none());
+        assert_eq!(spec.dedup_by, crate::dedup::DedupBy::Exact);
+        assert_eq!(spec.limits.isolation, Isolation::None);
+        assert_eq!(spec.limits.processes, DEFAULT_PROCESSES);
+        assert!(spec.admit.guard.is_empty());
+    }
+
+    #[test]
+    fn the_spec_may_choose_pools_and_split() {
+        let spec = load(&GOOD.replace(
+            "n = 3",
+            "n = 3\npools = [\"fast=2\", \"flash=1\"]\nsplit = \"fixed\"\nsingle_fence = true",
+        ))
+        .unwrap();
+        assert_eq!(spec.draw.pools.len(), 2);
+        assert_eq!(spec.draw.pools[0].share, Some(2));
+        assert_eq!(spec.draw.split, Some(crate::draw::SplitMode::Fixed));
+        assert!(spec.draw.single_fence);
+    }
+
+    #[test]
+    fn optional_keys_load() {
+        let text = GOOD
+            .replace("min_score = 0.5", "min_score = 0.5\nguard = [\"two\"]")
+            .replace(
+                "wall_ms = 100",
+                "wall_ms = 100\nisolation = \"per_case\"\ncase_wall_ms = 7\nprocesses = 4\nmemory_mb = 64",
+            )
+            + "\n[dedup]\nby = \"alpha\"\n";
+        let spec = load(&text).unwrap();
+        assert_eq!(spec.admit.guard, vec![1]);
+        assert_eq!(spec.dedup_by, crate::dedup::DedupBy::Alpha);
+        assert_eq!(spec.limits.isolation, Isolation::PerCase);
+        assert_eq!(spec.limits.case_wall, Duration::from_millis(7));
+        assert_eq!(spec.limits.processes, 4);
+        assert_eq!(spec.limits.memory_bytes, 64 << 20);
     }
 
     /// Each bad spec and a fragment its one-line error must contain.
@@ -438,6 +626,26 @@ wall_ms = 100
             (
                 &GOOD.replace("wall_ms = 100", ""),
                 "missing field `wall_ms`",
+            ),
+            (
+                &GOOD.replace("n = 3", "n = 3\npools = [\"a=x\"]"),
+                "`draw.pools`: `a=x`: the share must be a whole number",
+            ),
+            (
+                &GOOD.replace("n = 3", "n = 3\nsplit = \"fast\""),
+                "`draw.split`",
+            ),
+            (
+                &format!("{GOOD}\n[dedup]\nby = \"fuzzy\"\n"),
+                "`dedup.by`: unknown dedup mode `fuzzy`",
+            ),
+            (
+                &GOOD.replace("min_score = 0.5", "min_score = 0.5\nguard = [\"three\"]"),
+                "`admit.guard`: no case named `three`",
+            ),
+            (
+                &GOOD.replace("wall_ms = 100", "wall_ms = 100\nisolation = \"fork\""),
+                "`limits.isolation`: unknown isolation `fork`",
             ),
         ];
         for (text, want) in cases {

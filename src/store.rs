@@ -95,6 +95,13 @@ pub struct BatchRow {
     pub errors_dir: Option<String>,
     pub committed: Option<Scored>,
     pub failure: Option<String>,
+    /// `exact` or `alpha` (exact for batches stored before it was recorded).
+    pub dedup_by: crate::dedup::DedupBy,
+    /// What the scoring sandbox enforced, and what it warned about.
+    pub sandbox: Option<String>,
+    pub sandbox_warnings: Option<String>,
+    /// blake3 (hex) of the committed file as the batch read it.
+    pub committed_hash: Option<String>,
 }
 
 /// A stored candidate with what every stage made of it.
@@ -111,6 +118,27 @@ pub struct CandidateRow {
     pub error_file: Option<String>,
     pub score: Option<Scored>,
     pub admitted: bool,
+    pub alpha_fingerprint: Option<String>,
+    /// First earlier candidate with the same exact / alpha fingerprint.
+    pub exact_dup_of: Option<usize>,
+    pub alpha_dup_of: Option<usize>,
+    /// Rank among the admitted (1 = best).
+    pub rank: Option<usize>,
+    /// Admission's decision (`admitted(rank 1)`, `below_min_score`, ...).
+    pub admission: Option<String>,
+}
+
+/// A recorded promotion.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromotionRow {
+    pub batch_id: BatchId,
+    pub idx: usize,
+    pub path: String,
+    pub replaced_hash: String,
+    pub passed: usize,
+    pub total: usize,
+    pub reference_passed: usize,
+    pub promoted_at: String,
 }
 
 impl Store {
@@ -252,6 +280,154 @@ impl Store {
         .await
         .map_err(self.sql())?;
         Ok(())
+    }
+
+    /// Stores both fingerprints' view of a candidate (after
+    /// [`Store::record_candidate`], which stores the exact fingerprint and the
+    /// grouping the batch used).
+    pub async fn record_groups(
+        &self,
+        batch: BatchId,
+        idx: usize,
+        alpha_fingerprint: Option<&str>,
+        grouping: &crate::dedup::Grouping,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE candidates SET alpha_fingerprint = ?, exact_dup_of = ?, alpha_dup_of = ?
+             WHERE batch_id = ? AND idx = ?",
+        )
+        .bind(alpha_fingerprint)
+        .bind(grouping.exact_dup_of.map(|d| d as i64))
+        .bind(grouping.alpha_dup_of.map(|d| d as i64))
+        .bind(batch)
+        .bind(idx as i64)
+        .execute(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Records how the batch deduplicates and what its sandbox enforces.
+    pub async fn set_batch_setup(
+        &self,
+        batch: BatchId,
+        dedup_by: crate::dedup::DedupBy,
+        sandbox: &str,
+        sandbox_warnings: &[String],
+        committed_hash: &str,
+    ) -> Result<(), StoreError> {
+        let warnings = (!sandbox_warnings.is_empty()).then(|| sandbox_warnings.join("\n"));
+        sqlx::query(
+            "UPDATE batches SET dedup_by = ?, sandbox = ?, sandbox_warnings = ?, committed_hash = ?
+             WHERE id = ?",
+        )
+        .bind(dedup_by.as_str())
+        .bind(sandbox)
+        .bind(warnings)
+        .bind(committed_hash)
+        .bind(batch)
+        .execute(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Stores a run's CPU time, case outcomes, restarts and peak processes
+    /// (after [`Store::record_score`] or [`Store::record_committed`]).
+    pub async fn record_run_details(
+        &self,
+        batch: BatchId,
+        scored: &Scored,
+    ) -> Result<(), StoreError> {
+        let cpu_ms = scored.cpu.as_secs_f64() * 1e3;
+        let cases = crate::score::case_letters(&scored.cases);
+        let query = match scored.key {
+            crate::package::ModuleKey::Committed => sqlx::query(
+                "UPDATE batches SET committed_cpu_ms = ?, committed_cases = ? WHERE id = ?",
+            )
+            .bind(cpu_ms)
+            .bind(cases)
+            .bind(batch),
+            crate::package::ModuleKey::Candidate(idx) => sqlx::query(
+                "UPDATE scores SET cpu_ms = ?, cases = ?, restarts = ?, peak_processes = ?
+                 WHERE batch_id = ? AND idx = ?",
+            )
+            .bind(cpu_ms)
+            .bind(cases)
+            .bind(scored.restarts as i64)
+            .bind(scored.peak_processes.map(|p| p as i64))
+            .bind(batch)
+            .bind(idx as i64),
+        };
+        query.execute(&self.pool).await.map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Stores every candidate's admission in one transaction.
+    pub async fn record_admissions(
+        &self,
+        batch: BatchId,
+        decisions: &[(usize, crate::admit::Admission)],
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await.map_err(self.sql())?;
+        for (idx, decision) in decisions {
+            sqlx::query(
+                "UPDATE scores SET admitted = ?, rank = ?, admission = ? WHERE batch_id = ? AND idx = ?",
+            )
+            .bind(decision.admitted())
+            .bind(decision.rank().map(|r| r as i64))
+            .bind(decision.to_string())
+            .bind(batch)
+            .bind(*idx as i64)
+            .execute(&mut *tx)
+            .await
+            .map_err(self.sql())?;
+        }
+        tx.commit().await.map_err(self.sql())
+    }
+
+    pub async fn record_promotion(&self, promotion: &PromotionRow) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO promotions (batch_id, idx, path, replaced_hash, passed, total, reference_passed, promoted_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(promotion.batch_id)
+        .bind(promotion.idx as i64)
+        .bind(&promotion.path)
+        .bind(&promotion.replaced_hash)
+        .bind(promotion.passed as i64)
+        .bind(promotion.total as i64)
+        .bind(promotion.reference_passed as i64)
+        .bind(&promotion.promoted_at)
+        .execute(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Promotions made from a batch, oldest first.
+    pub async fn promotions(&self, batch: BatchId) -> Result<Vec<PromotionRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT batch_id, idx, path, replaced_hash, passed, total, reference_passed, promoted_at
+             FROM promotions WHERE batch_id = ? ORDER BY id",
+        )
+        .bind(batch)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(rows
+            .iter()
+            .map(|r| PromotionRow {
+                batch_id: r.get("batch_id"),
+                idx: r.get::<i64, _>("idx") as usize,
+                path: r.get("path"),
+                replaced_hash: r.get("replaced_hash"),
+                passed: r.get::<i64, _>("passed") as usize,
+                total: r.get::<i64, _>("total") as usize,
+                reference_passed: r.get::<i64, _>("reference_passed") as usize,
+                promoted_at: r.get("promoted_at"),
+            })
+            .collect())
     }
 
     pub async fn begin_probe_run(&self, batch: BatchId, mode: &str) -> Result<i64, StoreError> {
@@ -416,9 +592,19 @@ impl Store {
                 passed: r.get::<i64, _>("committed_passed") as usize,
                 total: r.get::<i64, _>("committed_total") as usize,
                 wall: Duration::ZERO,
+                cpu: Duration::from_secs_f64(
+                    r.get::<Option<f64>, _>("committed_cpu_ms").unwrap_or(0.0) / 1e3,
+                ),
+                cases: self.cases(id, -1, r.get("committed_cases"))?,
+                restarts: 0,
+                peak_processes: None,
                 stderr: String::new(),
             }),
             None => None,
+        };
+        let dedup_by = match r.get::<Option<String>, _>("dedup_by") {
+            Some(v) => self.parse(id, -1, "dedup_by", &v)?,
+            None => crate::dedup::DedupBy::Exact,
         };
         Ok(BatchRow {
             id,
@@ -432,6 +618,10 @@ impl Store {
             errors_dir: r.get("errors_dir"),
             committed,
             failure: r.get("failure"),
+            dedup_by,
+            sandbox: r.get("sandbox"),
+            sandbox_warnings: r.get("sandbox_warnings"),
+            committed_hash: r.get("committed_hash"),
         })
     }
 
@@ -441,7 +631,9 @@ impl Store {
         let rows = sqlx::query(
             "SELECT c.idx, r.pool, r.model, r.completion_tokens, c.extract, c.extract_detail, c.source,
                     c.fingerprint, c.dup_of, pv.verdict AS probe, pv.error_file,
-                    s.verdict AS score, s.passed, s.total, s.wall_ms, s.admitted
+                    s.verdict AS score, s.passed, s.total, s.wall_ms, s.admitted,
+                    c.alpha_fingerprint, c.exact_dup_of, c.alpha_dup_of,
+                    s.cpu_ms, s.cases, s.restarts, s.peak_processes, s.rank, s.admission
              FROM candidates c
              JOIN replies r ON r.batch_id = c.batch_id AND r.idx = c.idx
              LEFT JOIN probe_verdicts pv ON pv.batch_id = c.batch_id AND pv.idx = c.idx
@@ -485,6 +677,12 @@ impl Store {
                 passed: r.get::<i64, _>("passed") as usize,
                 total: r.get::<i64, _>("total") as usize,
                 wall: Duration::from_secs_f64(r.get::<f64, _>("wall_ms") / 1e3),
+                cpu: Duration::from_secs_f64(
+                    r.get::<Option<f64>, _>("cpu_ms").unwrap_or(0.0) / 1e3,
+                ),
+                cases: self.cases(batch, idx, r.get("cases"))?,
+                restarts: r.get::<Option<i64>, _>("restarts").unwrap_or(0) as usize,
+                peak_processes: r.get::<Option<i64>, _>("peak_processes").map(|p| p as u64),
                 stderr: String::new(),
             }),
             None => None,
@@ -503,6 +701,11 @@ impl Store {
             error_file: r.get("error_file"),
             admitted: r.get::<Option<bool>, _>("admitted").unwrap_or(false),
             score,
+            alpha_fingerprint: r.get("alpha_fingerprint"),
+            exact_dup_of: r.get::<Option<i64>, _>("exact_dup_of").map(|d| d as usize),
+            alpha_dup_of: r.get::<Option<i64>, _>("alpha_dup_of").map(|d| d as usize),
+            rank: r.get::<Option<i64>, _>("rank").map(|d| d as usize),
+            admission: r.get("admission"),
         })
     }
 
@@ -541,6 +744,20 @@ impl Store {
             .map_err(|_| self.bad(batch, idx, field, value))
     }
 
+    /// Stored case letters; none stored (an older batch) reads as no cases.
+    fn cases(
+        &self,
+        batch: BatchId,
+        idx: i64,
+        text: Option<String>,
+    ) -> Result<Vec<crate::score::CaseOutcome>, StoreError> {
+        match text {
+            None => Ok(Vec::new()),
+            Some(t) => crate::score::parse_case_letters(&t)
+                .ok_or_else(|| self.bad(batch, idx, "cases", &t)),
+        }
+    }
+
     fn bad(&self, batch: BatchId, idx: i64, field: &'static str, value: &str) -> StoreError {
         StoreError::BadValue {
             path: self.path.clone(),
@@ -553,6 +770,214 @@ impl Store {
 
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+
+    /// Stores a drawn reply with all its draw figures and every attempt, in
+    /// one transaction.
+    pub async fn record_draw(&self, batch: BatchId, drawn: &Drawn) -> Result<(), StoreError> {
+        self.record_draws(batch, std::slice::from_ref(drawn)).await
+    }
+
+    /// Stores replies that arrived together in one transaction (one commit
+    /// instead of one per reply, so storing keeps up with hundreds of
+    /// streams finishing at once).
+    pub async fn record_draws(&self, batch: BatchId, drawn: &[Drawn]) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await.map_err(self.sql())?;
+        for d in drawn {
+            self.insert_draw(&mut tx, batch, d).await?;
+        }
+        tx.commit().await.map_err(self.sql())
+    }
+
+    async fn insert_draw(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+        batch: BatchId,
+        drawn: &Drawn,
+    ) -> Result<(), StoreError> {
+        let r = &drawn.reply;
+        sqlx::query(
+            "INSERT INTO replies (batch_id, idx, pool, model, content, reasoning, finish_reason,
+                                  prompt_tokens, completion_tokens, ttft_ms, latency_ms, received_at,
+                                  outcome, http_status, error_message, error_body, ttft_reasoning_ms,
+                                  chunks, hit_cap, cut_early, cap_tokens_left, attempts)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+                     ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(batch)
+        .bind(drawn.idx as i64)
+        .bind(&drawn.pool)
+        .bind(&r.model)
+        .bind(&r.content)
+        .bind(&r.reasoning)
+        .bind(&r.finish_reason)
+        .bind(r.prompt_tokens.map(|t| t as i64))
+        .bind(r.completion_tokens.map(|t| t as i64))
+        .bind(r.ttft_ms)
+        .bind(r.latency_ms)
+        .bind(r.outcome.to_string())
+        .bind(r.outcome.status().map(i64::from))
+        .bind(r.error.as_ref().map(|e| e.message.as_str()))
+        .bind(r.error.as_ref().and_then(|e| e.body.as_deref()))
+        .bind(r.ttft_reasoning_ms)
+        .bind(r.chunks.map(|c| c as i64))
+        .bind(r.hit_cap)
+        .bind(r.cut_early)
+        .bind(r.cap_tokens_left.map(|t| t as i64))
+        .bind(r.attempts.len() as i64)
+        .execute(&mut **tx)
+        .await
+        .map_err(self.sql())?;
+        for a in &r.attempts {
+            self.insert_attempt(tx, batch, Some(drawn.idx), &drawn.pool, a)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Stores the attempts of a request that became no reply (cancelled
+    /// when a race was full).
+    pub async fn record_cancelled(
+        &self,
+        batch: BatchId,
+        pool: &str,
+        attempts: &[crate::draw::Attempt],
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await.map_err(self.sql())?;
+        for a in attempts {
+            self.insert_attempt(&mut tx, batch, None, pool, a).await?;
+        }
+        tx.commit().await.map_err(self.sql())
+    }
+
+    async fn insert_attempt(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+        batch: BatchId,
+        idx: Option<usize>,
+        pool: &str,
+        a: &crate::draw::Attempt,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO draw_attempts (batch_id, idx, pool, attempt, started_ms, duration_ms, outcome,
+                                        http_status, error_message, error_body, retry_after_ms, delay_ms)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(batch)
+        .bind(idx.map(|i| i as i64))
+        .bind(pool)
+        .bind(i64::from(a.number))
+        .bind(a.started_ms)
+        .bind(a.duration_ms)
+        .bind(a.outcome.to_string())
+        .bind(a.outcome.status().map(i64::from))
+        .bind(a.error.as_ref().map(|e| e.message.as_str()))
+        .bind(a.error.as_ref().and_then(|e| e.body.as_deref()))
+        .bind(a.retry_after_ms)
+        .bind(a.delay_ms)
+        .execute(&mut **tx)
+        .await
+        .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Every reply of a batch with its draw figures, by index.
+    pub async fn draw_replies(&self, batch: BatchId) -> Result<Vec<Drawn>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT idx, pool, model, content, reasoning, finish_reason, prompt_tokens,
+                    completion_tokens, ttft_ms, latency_ms, outcome, error_message, error_body,
+                    ttft_reasoning_ms, chunks, hit_cap, cut_early, cap_tokens_left
+             FROM replies WHERE batch_id = ? ORDER BY idx",
+        )
+        .bind(batch)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        let attempts = self.draw_attempts(batch).await?;
+        rows.iter()
+            .map(|r| {
+                let idx: i64 = r.get("idx");
+                let outcome: String = r.get("outcome");
+                let u = |name: &str| r.get::<Option<i64>, _>(name).map(|v| v as u64);
+                Ok(Drawn {
+                    idx: idx as usize,
+                    pool: r.get("pool"),
+                    reply: crate::draw::Reply {
+                        content: r.get("content"),
+                        reasoning: r.get("reasoning"),
+                        finish_reason: r.get("finish_reason"),
+                        prompt_tokens: u("prompt_tokens"),
+                        completion_tokens: u("completion_tokens"),
+                        model: r.get("model"),
+                        ttft_ms: r.get("ttft_ms"),
+                        ttft_reasoning_ms: r.get("ttft_reasoning_ms"),
+                        latency_ms: r.get("latency_ms"),
+                        chunks: u("chunks"),
+                        hit_cap: r.get("hit_cap"),
+                        cut_early: r.get("cut_early"),
+                        cap_tokens_left: u("cap_tokens_left"),
+                        outcome: self.parse(batch, idx, "reply outcome", &outcome)?,
+                        error: r.get::<Option<String>, _>("error_message").map(|message| {
+                            crate::draw::ErrorText {
+                                message,
+                                body: r.get("error_body"),
+                            }
+                        }),
+                        attempts: attempts
+                            .iter()
+                            .filter(|(i, _, _)| *i == Some(idx as usize))
+                            .map(|(_, _, a)| a.clone())
+                            .collect(),
+                    },
+                })
+            })
+            .collect()
+    }
+
+    /// Every attempt of a batch: (reply index or `None` when cancelled,
+    /// pool, attempt), in the order written.
+    pub async fn draw_attempts(
+        &self,
+        batch: BatchId,
+    ) -> Result<Vec<(Option<usize>, String, crate::draw::Attempt)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT idx, pool, attempt, started_ms, duration_ms, outcome, error_message, error_body,
+                    retry_after_ms, delay_ms
+             FROM draw_attempts WHERE batch_id = ? ORDER BY id",
+        )
+        .bind(batch)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        rows.iter()
+            .map(|r| {
+                let idx = r.get::<Option<i64>, _>("idx");
+                let outcome: String = r.get("outcome");
+                Ok((
+                    idx.map(|i| i as usize),
+                    r.get("pool"),
+                    crate::draw::Attempt {
+                        number: r.get::<i64, _>("attempt") as u32,
+                        started_ms: r.get("started_ms"),
+                        duration_ms: r.get("duration_ms"),
+                        outcome: self.parse(
+                            batch,
+                            idx.unwrap_or(-1),
+                            "attempt outcome",
+                            &outcome,
+                        )?,
+                        error: r.get::<Option<String>, _>("error_message").map(|message| {
+                            crate::draw::ErrorText {
+                                message,
+                                body: r.get("error_body"),
+                            }
+                        }),
+                        retry_after_ms: r.get("retry_after_ms"),
+                        delay_ms: r.get("delay_ms"),
+                    },
+                ))
+            })
+            .collect()
     }
 }
 
@@ -806,36 +1231,9 @@ impl Store {
             })
     }
 
-    /// Every stored reply of a batch, in index order.
+    /// Every stored reply of a batch, in index order (what a resume keeps).
     pub async fn replies(&self, batch: BatchId) -> Result<Vec<Drawn>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT idx, pool, model, content, reasoning, finish_reason, prompt_tokens,
-                    completion_tokens, ttft_ms, latency_ms
-             FROM replies WHERE batch_id = ? ORDER BY idx",
-        )
-        .bind(batch)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(self.sql())?;
-        Ok(rows
-            .iter()
-            .map(|r| Drawn {
-                idx: r.get::<i64, _>("idx") as usize,
-                pool: r.get("pool"),
-                reply: crate::draw::Reply {
-                    content: r.get("content"),
-                    reasoning: r.get("reasoning"),
-                    finish_reason: r.get("finish_reason"),
-                    prompt_tokens: r.get::<Option<i64>, _>("prompt_tokens").map(|t| t as u64),
-                    completion_tokens: r
-                        .get::<Option<i64>, _>("completion_tokens")
-                        .map(|t| t as u64),
-                    model: r.get("model"),
-                    ttft_ms: r.get("ttft_ms"),
-                    latency_ms: r.get("latency_ms"),
-                },
-            })
-            .collect())
+        self.draw_replies(batch).await
     }
 
     /// The batch's own (first) probe run, which `candidates` reads.
@@ -917,7 +1315,9 @@ fn is_read_only(e: &sqlx::Error) -> bool {
 
 const BATCH_SELECT: &str =
     "SELECT id, task, spec_path, pool, n, status, started_at, finished_at, errors_dir,
-        committed_verdict, committed_passed, committed_total, failure FROM batches";
+        committed_verdict, committed_passed, committed_total, failure,
+        dedup_by, sandbox, sandbox_warnings, committed_hash, committed_cpu_ms, committed_cases
+     FROM batches";
 
 impl BatchStatus {
     pub fn as_str(&self) -> &'static str {
@@ -1039,9 +1439,14 @@ mod tests {
             passed: 3,
             total: 4,
             wall: Duration::from_millis(5),
+            cpu: Duration::from_millis(4),
+            cases: crate::score::parse_case_letters("ppfp").unwrap(),
+            restarts: 0,
+            peak_processes: None,
             stderr: String::new(),
         };
         store.record_committed(batch, &committed).await.unwrap();
+        store.record_run_details(batch, &committed).await.unwrap();
         store
             .finish_batch(batch, BatchStatus::Finished, None)
             .await
@@ -1049,7 +1454,10 @@ mod tests {
 
         let row = store.batch(batch).await.unwrap();
         assert_eq!(row.status, BatchStatus::Finished);
-        assert_eq!(row.committed.unwrap().verdict, committed.verdict);
+        let stored = row.committed.unwrap();
+        assert_eq!(stored.verdict, committed.verdict);
+        assert_eq!(stored.cases, committed.cases);
+        assert_eq!(stored.cpu, committed.cpu);
         let cands = store.candidates(batch).await.unwrap();
         assert_eq!(cands.len(), 2);
         assert_eq!(cands[0].completion_tokens, Some(42));
@@ -1212,6 +1620,7 @@ mod tests {
                 model: Some("m".into()),
                 ttft_ms: Some(1.5),
                 latency_ms: Some(9.0),
+                ..crate::draw::Reply::default()
             },
         };
         store.record_reply(batch, &drawn).await.unwrap();
@@ -1253,6 +1662,78 @@ mod tests {
         for open in opens {
             open.await.unwrap().unwrap();
         }
+    }
+
+    #[tokio::test]
+    async fn draw_figures_and_attempts_round_trip() {
+        use crate::draw::{Attempt, ErrorText, Outcome};
+        let (_d, store) = store().await;
+        let batch = store
+            .begin_batch(&NewBatch {
+                task: "demo",
+                spec_path: Path::new("s.toml"),
+                pool: "fast",
+                n: 2,
+            })
+            .await
+            .unwrap();
+        let attempt = |number, outcome, delay_ms| Attempt {
+            number,
+            started_ms: 1.0,
+            duration_ms: 2.0,
+            outcome,
+            error: (outcome != Outcome::Ok).then(|| ErrorText {
+                message: "slow down".into(),
+                body: Some("{\"message\":\"slow down\"}".into()),
+            }),
+            retry_after_ms: (outcome != Outcome::Ok).then_some(1000.0),
+            delay_ms,
+        };
+        let ok = Drawn {
+            idx: 0,
+            pool: "fast".into(),
+            reply: Reply {
+                content: Some("x".into()),
+                reasoning: Some("hm".into()),
+                completion_tokens: Some(12),
+                ttft_ms: Some(5.0),
+                ttft_reasoning_ms: Some(2.0),
+                latency_ms: Some(9.0),
+                chunks: Some(4),
+                hit_cap: true,
+                attempts: vec![
+                    attempt(1, Outcome::HttpError { status: 429 }, Some(1000.0)),
+                    attempt(2, Outcome::Ok, None),
+                ],
+                ..Reply::default()
+            },
+        };
+        let failed = Drawn {
+            idx: 1,
+            pool: "fast".into(),
+            reply: Reply {
+                outcome: Outcome::HttpError { status: 500 },
+                error: Some(ErrorText {
+                    message: "boom".into(),
+                    body: Some("boom".into()),
+                }),
+                ..Reply::default()
+            },
+        };
+        store.record_draw(batch, &ok).await.unwrap();
+        store.record_draw(batch, &failed).await.unwrap();
+        store
+            .record_cancelled(batch, "fast", &[attempt(1, Outcome::Cancelled, None)])
+            .await
+            .unwrap();
+        let back = store.draw_replies(batch).await.unwrap();
+        assert_eq!(back, vec![ok, failed]);
+        let attempts = store.draw_attempts(batch).await.unwrap();
+        assert_eq!(attempts.len(), 3);
+        assert_eq!(attempts[2].0, None, "a cancelled request is no reply");
+        // The old reader still sees both replies, unknown tokens unknown.
+        let cands = store.candidates(batch).await;
+        assert!(cands.unwrap().is_empty(), "no candidates were recorded");
     }
 
     #[tokio::test]

@@ -1,36 +1,12 @@
-//! Draw: ask a pool for N replies.
-//!
-//! Only this module talks to model servers. A replay pool serves recorded
-//! replies from a JSONL file in order: the bundled default, and how old
-//! batches are re-run offline. Replies are handed to the caller one by one
-//! as they arrive so each can be stored before the next.
+//! The replay pool: recorded replies from a JSONL file, served in order.
+//! The bundled default, and how old batches are re-run offline.
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
-/// One reply as the server gave it. Token counts are the server's own
-/// (usage block); `None` means unknown, never zero.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Reply {
-    pub content: Option<String>,
-    pub reasoning: Option<String>,
-    pub finish_reason: Option<String>,
-    pub prompt_tokens: Option<u64>,
-    pub completion_tokens: Option<u64>,
-    pub model: Option<String>,
-    pub ttft_ms: Option<f64>,
-    pub latency_ms: Option<f64>,
-}
-
-/// A reply with its place in the batch.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Drawn {
-    pub idx: usize,
-    pub pool: String,
-    pub reply: Reply,
-}
+use super::{DrawError, Drawn, Reply};
 
 /// A pool that serves recorded replies.
 #[derive(Debug, Clone)]
@@ -38,27 +14,6 @@ pub struct ReplayPool {
     pub name: String,
     pub path: PathBuf,
     replies: Vec<Reply>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum DrawError {
-    #[error("{file}: cannot read")]
-    Read {
-        file: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{file}:{line}: {message}")]
-    BadLine {
-        file: PathBuf,
-        line: usize,
-        message: String,
-    },
-    #[error("{file}: the replay corpus holds {available} replies, {wanted} were asked for")]
-    NotEnough {
-        file: PathBuf,
-        available: usize,
-        wanted: usize,
-    },
 }
 
 impl ReplayPool {
@@ -158,6 +113,7 @@ struct Usage {
 impl From<Recorded> for Reply {
     fn from(r: Recorded) -> Reply {
         Reply {
+            hit_cap: r.finish_reason.as_deref() == Some("length"),
             content: r.content,
             reasoning: r.reasoning,
             finish_reason: r.finish_reason,
@@ -166,6 +122,7 @@ impl From<Recorded> for Reply {
             model: r.model,
             ttft_ms: r.ttft_ms,
             latency_ms: r.latency_ms,
+            ..Reply::default()
         }
     }
 }

@@ -1,0 +1,148 @@
+//! Harness cases per second per core, with the sandbox and isolation on.
+//!
+//! Builds the bundled `absolute` task's scorer with its committed candidate
+//! (once; the work directory stays warm), then runs one child over about
+//! 100,000 cases (the task's 269 cases repeated) in each mode, side by side
+//! in one run:
+//!
+//! - sandbox on (Landlock, network namespace, pids cgroup, rlimits, empty
+//!   environment, temporary directory), all cases in one child;
+//! - the same with per-case isolation (`isolation = "per_case"`: a case's
+//!   own wall limit, restart after a failing case; no case fails here);
+//! - no sandbox (rlimits and process group only), for the sandbox's cost;
+//! - one child per case, with and without the sandbox: what isolation by
+//!   process would cost, which is why per-case isolation restarts only after
+//!   a failure, and how much of a child's cost is its confinement.
+//!
+//! A child runs its cases on one thread, so cases / child CPU-s is cases/s
+//! per core; cases / wall-s (one child at a time) is printed too. The child's
+//! time includes starting, parsing the cases file and reporting each case.
+//!
+//! `cargo bench --bench cases`
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use assay::package::{ModuleKey, Package};
+use assay::sandbox::Sandbox;
+use assay::score::{self, RunLimits, ScoreVerdict};
+use assay::spec::{Isolation, Spec};
+
+const REPEAT: usize = 372;
+const ROUNDS: usize = 3;
+const PER_PROCESS_CASES: usize = 100;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let spec = Spec::load(&root.join("specs/absolute"))?;
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("assay-work");
+    let exe_dir = tempfile::tempdir()?;
+    let exe = exe_dir.path().join("scorer");
+    {
+        let package = Package::open(&spec, &work, &work.join("target"))?;
+        package.write_module(&ModuleKey::Committed, &spec.committed.source)?;
+        let built =
+            score::build_scorer(&package, &[ModuleKey::Committed], &spec.harness.crate_name)
+                .await?;
+        std::fs::copy(&built.exe, &exe)?;
+    }
+    let one: Vec<&str> = spec
+        .cases
+        .text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let text: Arc<str> = one
+        .iter()
+        .cycle()
+        .take(one.len() * REPEAT)
+        .map(|l| format!("{l}\n"))
+        .collect::<String>()
+        .into();
+    let total = one.len() * REPEAT;
+
+    let sandbox = Sandbox::probe(32);
+    let open = Sandbox::disabled_for_comparison();
+    println!("sandbox: {}", sandbox.describe());
+    for w in sandbox.warnings() {
+        println!("sandbox warning: {w}");
+    }
+    println!(
+        "{total} cases per run ({} cases x {REPEAT}), best of {ROUNDS} runs, one child at a time",
+        one.len()
+    );
+
+    let limits = RunLimits::with_wall(Duration::from_secs(120));
+    let per_case = RunLimits {
+        isolation: Isolation::PerCase,
+        case_wall: Duration::from_secs(2),
+        ..limits
+    };
+    let mut rows = Vec::new();
+    for (name, sb, lim) in [
+        ("sandbox on, one child", &sandbox, limits),
+        ("sandbox on, per-case isolation", &sandbox, per_case),
+        ("no sandbox, one child", &open, limits),
+    ] {
+        let mut best: Option<(f64, f64)> = None;
+        for _ in 0..ROUNDS {
+            let start = Instant::now();
+            let scored = score::run_one(&exe, ModuleKey::Committed, &text, total, lim, sb).await?;
+            let wall = start.elapsed().as_secs_f64();
+            assert!(
+                matches!(scored.verdict, ScoreVerdict::Scored { total: t, .. } if t == total),
+                "{name}: {}",
+                scored.verdict
+            );
+            let per_cpu = total as f64 / scored.cpu.as_secs_f64();
+            let per_wall = total as f64 / wall;
+            if best.is_none_or(|(c, _)| per_cpu > c) {
+                best = Some((per_cpu, per_wall));
+            }
+        }
+        rows.push((name, best.unwrap()));
+    }
+    // One child per case: a single case per run, with and without the
+    // sandbox (what a child costs, and how much of that is confinement).
+    let single = format!("{}\n", one[0]);
+    for (name, sb) in [
+        ("sandbox on, one child per case", &sandbox),
+        ("no sandbox, one child per case", &open),
+    ] {
+        let start = Instant::now();
+        let mut cpu = Duration::ZERO;
+        for _ in 0..PER_PROCESS_CASES {
+            let scored = score::run_one(&exe, ModuleKey::Committed, &single, 1, limits, sb).await?;
+            assert!(scored.verdict.finished(), "{}", scored.verdict);
+            cpu += scored.cpu;
+        }
+        let wall = start.elapsed().as_secs_f64();
+        rows.push((
+            name,
+            (
+                PER_PROCESS_CASES as f64 / cpu.as_secs_f64(),
+                PER_PROCESS_CASES as f64 / wall,
+            ),
+        ));
+    }
+
+    let reference = rows[0].1 .0;
+    println!(
+        "{:<34}{:>16}{:>16}{:>10}  goal 100,000/s/core",
+        "mode", "cases/CPU-s", "cases/wall-s", "ratio"
+    );
+    for (name, (per_cpu, per_wall)) in &rows {
+        println!(
+            "{name:<34}{per_cpu:>16.0}{per_wall:>16.0}{:>9.2}x  {}",
+            per_cpu / reference,
+            if *per_cpu >= 100_000.0 {
+                format!("met ({:.1}x)", per_cpu / 100_000.0)
+            } else {
+                format!("not met ({:.2}x)", per_cpu / 100_000.0)
+            }
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,837 @@
+//! An OpenAI-compatible pool: streaming chat completions through
+//! `async-openai`, with assay's own bounded retry policy.
+//!
+//! async-openai's default executor retries 429 and 5xx inside the client,
+//! where nobody sees the attempts. Here the client gets a tower service that
+//! never retries ([`NoRetry`]) and hands every non-2xx response back as an
+//! [`HttpFailure`] carrying the status, `Retry-After` and the raw body (the
+//! library would drop the status of non-5xx errors whose body does not
+//! parse, as vLLM's integer error codes do not). [`HttpPool::request`] then
+//! decides, records every attempt, and retries at most `max_attempts` times.
+//!
+//! The key lives in a `SecretString` and goes into one header marked
+//! sensitive; it is never formatted into a message, a log line or the store.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use async_openai::config::Config;
+use async_openai::error::OpenAIError;
+use async_openai::middleware::HttpRequestFactory;
+use async_openai::Client;
+use futures::StreamExt;
+use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::pools::{CapField, PoolConfig};
+use super::{Attempt, ErrorText, Outcome, Reply};
+
+/// First retry waits this long; each later one twice the one before.
+const BACKOFF_BASE: Duration = Duration::from_millis(250);
+const BACKOFF_MAX: Duration = Duration::from_secs(8);
+/// Error bodies are kept up to this many bytes.
+const BODY_LIMIT: usize = 4096;
+
+/// One OpenAI-compatible endpoint with its settings.
+pub struct HttpPool {
+    name: String,
+    cfg: PoolConfig,
+    client: Client<PoolAuth>,
+    /// The request body without the per-request seed.
+    body: Value,
+    single_fence: bool,
+}
+
+impl std::fmt::Debug for HttpPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The client holds the key: never print it.
+        f.debug_struct("HttpPool")
+            .field("name", &self.name)
+            .field("base_url", &self.cfg.base_url)
+            .field("model", &self.cfg.model)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpPool {
+    /// A pool from its configuration. `prompt` is sent as the one user
+    /// message. Errors are one-line messages about the configuration.
+    pub fn new(
+        name: &str,
+        cfg: PoolConfig,
+        key: Option<SecretString>,
+        prompt: &str,
+        single_fence: bool,
+    ) -> Result<HttpPool, String> {
+        if let Some(k) = &key {
+            if HeaderValue::from_str(&format!("Bearer {}", k.expose_secret())).is_err() {
+                return Err("the key holds characters a header cannot carry".into());
+            }
+        }
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(cfg.max_in_flight)
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        let auth = PoolAuth {
+            base: cfg.base_url.trim_end_matches('/').to_owned(),
+            key,
+            none: SecretString::from(String::new()),
+        };
+        let client = Client::with_config(auth).with_http_service(NoRetry { http });
+        let body = request_body(&cfg, prompt);
+        Ok(HttpPool {
+            name: name.to_owned(),
+            cfg,
+            client,
+            body,
+            single_fence,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn max_in_flight(&self) -> usize {
+        self.cfg.max_in_flight
+    }
+
+    /// The JSON body of request number `k` of a batch.
+    pub fn body(&self, k: u64) -> Value {
+        let mut body = self.body.clone();
+        if let Some(seed) = self.cfg.sampling.as_ref().and_then(|s| s.seed) {
+            body["seed"] = json!(seed.wrapping_add(k));
+        }
+        body
+    }
+
+    /// Runs request number `k` to its end, retrying what is worth retrying,
+    /// and returns the reply with every attempt. Never fails: a failure is a
+    /// reply whose outcome says what happened.
+    pub async fn request(&self, k: u64) -> Reply {
+        let body = self.body(k);
+        let start = Instant::now();
+        let mut attempts = Vec::new();
+        let mut number = 1;
+        loop {
+            let started = start.elapsed();
+            let mut acc = Accum::default();
+            let end = self.attempt(&body, start, &mut acc).await;
+            let mut attempt = Attempt {
+                number,
+                started_ms: ms(started),
+                duration_ms: ms(start.elapsed() - started),
+                outcome: end.outcome,
+                error: end.error.clone(),
+                retry_after_ms: end.retry_after.map(ms),
+                delay_ms: None,
+            };
+            let delay = retry_delay(number, end.retry_after);
+            let retry = end.outcome.is_retryable()
+                && number < self.cfg.max_attempts
+                && end
+                    .retry_after
+                    .is_none_or(|r| r.as_secs_f64() <= self.cfg.max_retry_wait_s);
+            if retry {
+                attempt.delay_ms = Some(ms(delay));
+                tracing::info!(
+                    pool = %self.name, request = k, attempt = number, outcome = %end.outcome,
+                    delay_ms = ms(delay), "retrying"
+                );
+                attempts.push(attempt);
+                tokio::time::sleep(delay).await;
+                number += 1;
+                continue;
+            }
+            attempts.push(attempt);
+            return acc.into_reply(
+                end,
+                attempts,
+                ms(start.elapsed()),
+                self.cfg.max_completion_tokens,
+            );
+        }
+    }
+
+    /// One attempt: send, read the stream to its end (or the cut, or the
+    /// deadline), and say how it ended.
+    async fn attempt(&self, body: &Value, start: Instant, acc: &mut Accum) -> End {
+        let deadline = tokio::time::Instant::now() + self.cfg.timeout();
+        let opened = tokio::time::timeout_at(
+            deadline,
+            self.client.chat().create_stream_byot::<&Value, Chunk>(body),
+        )
+        .await;
+        let mut stream = match opened {
+            Err(_) => return End::timeout(&self.cfg),
+            Ok(Err(e)) => return End::from_error(e),
+            Ok(Ok(s)) => s,
+        };
+        loop {
+            match tokio::time::timeout_at(deadline, stream.next()).await {
+                Err(_) => return End::timeout(&self.cfg),
+                Ok(None) => return End::ok(),
+                Ok(Some(Err(e))) => return End::from_error(e),
+                Ok(Some(Ok(chunk))) => {
+                    let grew_content = acc.add(chunk, ms(start.elapsed()));
+                    if self.single_fence && grew_content && acc.rust_fence_closed() {
+                        // Dropping the stream closes the connection; the
+                        // engine stops generating for it.
+                        acc.cut_early = true;
+                        return End::ok();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How one attempt ended.
+#[derive(Debug, Clone)]
+struct End {
+    outcome: Outcome,
+    error: Option<ErrorText>,
+    retry_after: Option<Duration>,
+}
+
+impl End {
+    fn ok() -> End {
+        End {
+            outcome: Outcome::Ok,
+            error: None,
+            retry_after: None,
+        }
+    }
+
+    fn timeout(cfg: &PoolConfig) -> End {
+        End {
+            outcome: Outcome::Timeout,
+            error: Some(ErrorText {
+                message: format!("no complete reply within {} s", cfg.timeout_s),
+                body: None,
+            }),
+            retry_after: None,
+        }
+    }
+
+    fn from_error(e: OpenAIError) -> End {
+        let plain = |outcome, message: String| End {
+            outcome,
+            error: Some(ErrorText {
+                message,
+                body: None,
+            }),
+            retry_after: None,
+        };
+        match e {
+            OpenAIError::Boxed(b) => match b.downcast::<HttpFailure>() {
+                Ok(f) => End {
+                    outcome: Outcome::HttpError { status: f.status },
+                    error: Some(ErrorText {
+                        message: sentence(&f.body).unwrap_or_else(|| format!("HTTP {}", f.status)),
+                        body: (!f.body.is_empty()).then(|| f.body.clone()),
+                    }),
+                    retry_after: f.retry_after,
+                },
+                Err(other) => plain(Outcome::ConnectionError, error_chain(&*other)),
+            },
+            OpenAIError::Reqwest(e) if e.is_timeout() => plain(Outcome::Timeout, error_chain(&e)),
+            OpenAIError::Reqwest(e) => plain(Outcome::ConnectionError, error_chain(&e)),
+            OpenAIError::StreamError(e) => plain(Outcome::ConnectionError, e.to_string()),
+            OpenAIError::JSONDeserialize(e, content) => End {
+                outcome: Outcome::MalformedChunk,
+                error: Some(ErrorText {
+                    message: format!("a stream chunk is not valid JSON: {e}"),
+                    body: Some(truncate(content)),
+                }),
+                retry_after: None,
+            },
+            OpenAIError::ApiError(api) => End {
+                outcome: Outcome::HttpError {
+                    status: api.status_code.as_u16(),
+                },
+                error: Some(ErrorText {
+                    message: api.api_error.message.clone(),
+                    body: None,
+                }),
+                retry_after: None,
+            },
+            other => plain(Outcome::ConnectionError, other.to_string()),
+        }
+    }
+}
+
+/// The wait before attempt `number + 1`: exponential backoff, or what the
+/// server asked for when that is longer.
+fn retry_delay(number: u32, retry_after: Option<Duration>) -> Duration {
+    let backoff = BACKOFF_BASE
+        .saturating_mul(1 << (number - 1).min(16))
+        .min(BACKOFF_MAX);
+    retry_after.map_or(backoff, |r| r.max(backoff))
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn truncate(mut s: String) -> String {
+    if s.len() > BODY_LIMIT {
+        let mut end = BODY_LIMIT;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+    s
+}
+
+/// An error and its causes on one line (reqwest's own Display hides the
+/// cause, which is where "connection reset" is).
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = c.source();
+    }
+    out
+}
+
+/// The engine's sentence in an error body: `error.message` (OpenAI, LiteLLM),
+/// `message` (vLLM), `detail` (TabbyAPI, FastAPI), `error` as a string
+/// (llama.cpp's proxies), else the body itself, trimmed.
+fn sentence(body: &str) -> Option<String> {
+    let body = body.trim();
+    if body.is_empty() {
+        return None;
+    }
+    if let Ok(v) = serde_json::from_str::<Value>(body) {
+        let candidates = [
+            &v["error"]["message"],
+            &v["message"],
+            &v["detail"],
+            &v["error"],
+        ];
+        for c in candidates {
+            if let Some(s) = c.as_str() {
+                return Some(s.to_owned());
+            }
+        }
+        if let Some(s) = v["detail"][0]["msg"].as_str() {
+            return Some(s.to_owned());
+        }
+    }
+    Some(body.lines().next().unwrap_or(body).to_owned())
+}
+
+/// The request body every request of a pool shares.
+fn request_body(cfg: &PoolConfig, prompt: &str) -> Value {
+    let mut body = json!({
+        "model": cfg.model,
+        "messages": [{"role": "user", "content": prompt}],
+        // byot: the library does not set it for us.
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    if let Some(cap) = cfg.max_completion_tokens {
+        match cfg.cap_field {
+            CapField::Both => {
+                body["max_tokens"] = json!(cap);
+                body["max_completion_tokens"] = json!(cap);
+            }
+            CapField::MaxTokens => body["max_tokens"] = json!(cap),
+            CapField::MaxCompletionTokens => body["max_completion_tokens"] = json!(cap),
+        }
+    }
+    if let Some(s) = &cfg.sampling {
+        let fields = [
+            ("temperature", s.temperature.map(|v| json!(v))),
+            ("top_p", s.top_p.map(|v| json!(v))),
+            ("top_k", s.top_k.map(|v| json!(v))),
+            ("min_p", s.min_p.map(|v| json!(v))),
+            ("presence_penalty", s.presence_penalty.map(|v| json!(v))),
+            ("frequency_penalty", s.frequency_penalty.map(|v| json!(v))),
+            ("repetition_penalty", s.repetition_penalty.map(|v| json!(v))),
+        ];
+        for (k, v) in fields {
+            if let Some(v) = v {
+                body[k] = v;
+            }
+        }
+    }
+    if let Some(extra) = &cfg.extra_body {
+        let extra = serde_json::to_value(extra).unwrap_or(Value::Null);
+        merge(&mut body, extra);
+    }
+    body
+}
+
+/// Deep merge: objects merge key by key, anything else replaces.
+fn merge(into: &mut Value, from: Value) {
+    match (into, from) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (slot, v) => *slot = v,
+    }
+}
+
+/// The pool's endpoint and key, as async-openai asks for them.
+struct PoolAuth {
+    base: String,
+    key: Option<SecretString>,
+    /// What `api_key` returns for a pool without a key.
+    none: SecretString,
+}
+
+impl Config for PoolAuth {
+    fn headers(&self) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &self.key {
+            // Checked in `HttpPool::new`.
+            if let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", key.expose_secret())) {
+                v.set_sensitive(true);
+                headers.insert(AUTHORIZATION, v);
+            }
+        }
+        headers
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    fn query(&self) -> Vec<(&str, &str)> {
+        Vec::new()
+    }
+
+    fn api_base(&self) -> &str {
+        &self.base
+    }
+
+    fn api_key(&self) -> &SecretString {
+        self.key.as_ref().unwrap_or(&self.none)
+    }
+}
+
+/// A non-2xx response, kept whole for the caller to record.
+#[derive(Debug)]
+struct HttpFailure {
+    status: u16,
+    retry_after: Option<Duration>,
+    body: String,
+}
+
+impl std::fmt::Display for HttpFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HTTP {}", self.status)
+    }
+}
+
+impl std::error::Error for HttpFailure {}
+
+/// The transport: one plain send per call, no retry, non-2xx as
+/// [`HttpFailure`].
+#[derive(Clone)]
+struct NoRetry {
+    http: reqwest::Client,
+}
+
+type HttpFuture =
+    Pin<Box<dyn Future<Output = Result<reqwest::Response, OpenAIError>> + Send + 'static>>;
+
+impl tower::Service<HttpRequestFactory> for NoRetry {
+    type Response = reqwest::Response;
+    type Error = OpenAIError;
+    type Future = HttpFuture;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), OpenAIError>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, factory: HttpRequestFactory) -> HttpFuture {
+        let http = self.http.clone();
+        Box::pin(async move {
+            let request = factory.build().await?;
+            let response = http.execute(request).await?;
+            let status = response.status();
+            if status.is_success() {
+                return Ok(response);
+            }
+            let retry_after = response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .map(Duration::from_secs_f64);
+            let body = match response.bytes().await {
+                Ok(b) => truncate(String::from_utf8_lossy(&b).into_owned()),
+                Err(e) => format!("(the body could not be read: {e})"),
+            };
+            Err(OpenAIError::Boxed(Box::new(HttpFailure {
+                status: status.as_u16(),
+                retry_after,
+                body,
+            })))
+        })
+    }
+}
+
+/// A stream chunk: only what assay reads, leniently (engines add fields,
+/// send `null` for absent ones, or leave `choices` empty on the usage chunk).
+#[derive(Debug, Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    model: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Choice {
+    #[serde(default)]
+    delta: Option<Delta>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Delta {
+    #[serde(default)]
+    content: Option<String>,
+    /// vLLM (older), DeepSeek, llama.cpp with a reasoning format.
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    /// vLLM (newer), OpenRouter.
+    #[serde(default)]
+    reasoning: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+struct Usage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+}
+
+/// What one attempt's stream has brought so far.
+#[derive(Debug, Default)]
+struct Accum {
+    /// Content as sent, `<think>` blocks included.
+    raw: String,
+    /// (byte offset where a content chunk starts in `raw`, ms since the
+    /// request's start when it arrived).
+    marks: Vec<(usize, f64)>,
+    content_seen: bool,
+    /// Reasoning from `reasoning_content` / `reasoning` deltas.
+    reasoning_field: String,
+    first_reasoning_field_ms: Option<f64>,
+    chunks: u64,
+    usage: Option<Usage>,
+    finish_reason: Option<String>,
+    model: Option<String>,
+    cut_early: bool,
+}
+
+impl Accum {
+    /// Adds a chunk; says whether content grew.
+    fn add(&mut self, chunk: Chunk, at_ms: f64) -> bool {
+        if chunk.model.is_some() {
+            self.model = chunk.model;
+        }
+        if chunk.usage.is_some() {
+            self.usage = chunk.usage;
+        }
+        let mut grew = false;
+        let mut text = false;
+        if let Some(choice) = chunk.choices.into_iter().next() {
+            if choice.finish_reason.is_some() {
+                self.finish_reason = choice.finish_reason;
+            }
+            let delta = choice.delta.unwrap_or_default();
+            if let Some(c) = delta.content {
+                self.content_seen = true;
+                if !c.is_empty() {
+                    self.marks.push((self.raw.len(), at_ms));
+                    self.raw.push_str(&c);
+                    grew = true;
+                    text = true;
+                }
+            }
+            for r in [delta.reasoning_content, delta.reasoning]
+                .into_iter()
+                .flatten()
+            {
+                if !r.is_empty() {
+                    self.first_reasoning_field_ms.get_or_insert(at_ms);
+                    self.reasoning_field.push_str(&r);
+                    text = true;
+                }
+            }
+        }
+        if text {
+            self.chunks += 1;
+        }
+        grew
+    }
+
+    /// The answer so far has a Rust fence that is closed.
+    fn rust_fence_closed(&self) -> bool {
+        let (think, answer) = split_think(&self.raw);
+        if think.is_some() && answer.is_none() {
+            return false; // still thinking
+        }
+        let answer = answer.unwrap_or(0..self.raw.len());
+        rust_fence_closed(&self.raw[answer])
+    }
+
+    /// When the chunk holding byte `pos` of `raw` arrived.
+    fn arrival(&self, pos: usize) -> Option<f64> {
+        let i = self.marks.partition_point(|(start, _)| *start <= pos);
+        self.marks.get(i.checked_sub(1)?).map(|m| m.1)
+    }
+
+    fn into_reply(
+        self,
+        end: End,
+        attempts: Vec<Attempt>,
+        latency_ms: f64,
+        cap: Option<u64>,
+    ) -> Reply {
+        let (think, answer) = split_think(&self.raw);
+        let first_visible = |r: std::ops::Range<usize>| {
+            let text = &self.raw[r.clone()];
+            text.find(|c: char| !c.is_whitespace()).map(|i| r.start + i)
+        };
+        let think_ms = think
+            .clone()
+            .and_then(first_visible)
+            .and_then(|p| self.arrival(p));
+        let answer_range = answer.clone().unwrap_or(self.raw.len()..self.raw.len());
+        let ttft_ms = first_visible(answer_range.clone()).and_then(|p| self.arrival(p));
+        let mut reasoning = self.reasoning_field.clone();
+        if let Some(t) = &think {
+            let inner = self.raw[t.clone()].trim();
+            if !reasoning.is_empty() && !inner.is_empty() {
+                reasoning.push('\n');
+            }
+            reasoning.push_str(inner);
+        }
+        let ttft_reasoning_ms = match (self.first_reasoning_field_ms, think_ms) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let completion_tokens = self.usage.and_then(|u| u.completion_tokens);
+        let hit_cap = self.finish_reason.as_deref() == Some("length")
+            || matches!((completion_tokens, cap), (Some(t), Some(c)) if t >= c);
+        Reply {
+            content: self.content_seen.then(|| self.raw[answer_range].to_owned()),
+            reasoning: (!reasoning.is_empty()).then_some(reasoning),
+            finish_reason: self.finish_reason,
+            prompt_tokens: self.usage.and_then(|u| u.prompt_tokens),
+            completion_tokens,
+            model: self.model,
+            ttft_ms,
+            ttft_reasoning_ms,
+            latency_ms: Some(latency_ms),
+            chunks: Some(self.chunks),
+            hit_cap,
+            cut_early: self.cut_early,
+            cap_tokens_left: match (self.cut_early, cap, completion_tokens) {
+                (true, Some(c), Some(t)) => Some(c.saturating_sub(t)),
+                _ => None,
+            },
+            outcome: end.outcome,
+            error: end.error,
+            attempts,
+        }
+    }
+}
+
+/// Splits raw content into its reasoning (the inside of a leading
+/// `<think>` block, or everything before a `</think>` whose opening tag the
+/// chat template already sent) and its answer (after `</think>`). The
+/// answer is `None` while a block is open.
+fn split_think(
+    raw: &str,
+) -> (
+    Option<std::ops::Range<usize>>,
+    Option<std::ops::Range<usize>>,
+) {
+    const OPEN: &str = "<think>";
+    const CLOSE: &str = "</think>";
+    let lead = raw.len() - raw.trim_start().len();
+    if raw[lead..].starts_with(OPEN) {
+        let inner = lead + OPEN.len();
+        return match raw[inner..].find(CLOSE) {
+            Some(i) => (
+                Some(inner..inner + i),
+                Some(inner + i + CLOSE.len()..raw.len()),
+            ),
+            None => (Some(inner..raw.len()), None),
+        };
+    }
+    if let Some(i) = raw.find(CLOSE) {
+        if !raw[..i].contains(OPEN) {
+            return (Some(0..i), Some(i + CLOSE.len()..raw.len()));
+        }
+    }
+    (None, Some(0..raw.len()))
+}
+
+/// A line opening a Rust fence (```rust, ```rs) has a later line that
+/// closes it.
+fn rust_fence_closed(text: &str) -> bool {
+    let mut open: Option<usize> = None;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim();
+        match open {
+            None => {
+                if let Some(rest) = t.strip_prefix("```") {
+                    let tag = rest.trim();
+                    let tag = tag.split([',', ' ']).next().unwrap_or("");
+                    if tag == "rust" || tag == "rs" {
+                        open = Some(t.len() - rest.len());
+                    }
+                }
+            }
+            Some(ticks) => {
+                if t.len() >= ticks && t.chars().all(|c| c == '`') && line.ends_with('\n') {
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn think_blocks_split_off() {
+        let cases: &[(&str, Option<&str>, Option<&str>)] = &[
+            ("plain", None, Some("plain")),
+            ("<think>hm</think>\n\nans", Some("hm"), Some("\n\nans")),
+            ("  <think>still", Some("still"), None),
+            ("implicit</think>ans", Some("implicit"), Some("ans")),
+            ("x <think>y</think> z", None, Some("x <think>y</think> z")),
+        ];
+        for (raw, think, answer) in cases {
+            let (t, a) = split_think(raw);
+            assert_eq!(t.map(|r| &raw[r]), *think, "{raw:?}");
+            assert_eq!(a.map(|r| &raw[r]), *answer, "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn closed_rust_fences() {
+        let cases: &[(&str, bool)] = &[
+            ("```rust\nfn f() {}\n```\n", true),
+            ("```rust\nfn f() {}\n```", false), // the line may still grow
+            ("```rust\nfn f() {}\n", false),
+            ("```python\nx\n```\n", false),
+            ("text\n```rs\nfn f(){}\n````\n", true),
+            ("````rust\nfn f(){}\n```\nmore\n", false),
+        ];
+        for (text, want) in cases {
+            assert_eq!(rust_fence_closed(text), *want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn error_sentences_from_engine_bodies() {
+        let cases: &[(&str, &str)] = &[
+            (
+                r#"{"object":"error","message":"The model `x` does not exist.","type":"NotFoundError","param":null,"code":404}"#,
+                "The model `x` does not exist.",
+            ),
+            (
+                r#"{"error":{"message":"Invalid API key","type":"auth","code":"invalid_api_key"}}"#,
+                "Invalid API key",
+            ),
+            (r#"{"detail":"Not authenticated"}"#, "Not authenticated"),
+            (r#"{"error":"Unauthorized"}"#, "Unauthorized"),
+            ("Internal Server Error\nstack...", "Internal Server Error"),
+        ];
+        for (body, want) in cases {
+            assert_eq!(sentence(body).as_deref(), Some(*want), "{body}");
+        }
+        assert_eq!(sentence("  "), None);
+    }
+
+    #[test]
+    fn retry_delays_back_off_and_honour_retry_after() {
+        assert_eq!(retry_delay(1, None), Duration::from_millis(250));
+        assert_eq!(retry_delay(3, None), Duration::from_millis(1000));
+        assert_eq!(retry_delay(30, None), BACKOFF_MAX);
+        assert_eq!(
+            retry_delay(1, Some(Duration::from_secs(2))),
+            Duration::from_secs(2)
+        );
+    }
+
+    #[test]
+    fn the_body_carries_preset_cap_and_merged_extras() {
+        let cfg: PoolConfig = toml::from_str(
+            r#"
+base_url = "http://127.0.0.1:1/v1"
+model = "m"
+max_completion_tokens = 100
+cap_field = "max_completion_tokens"
+sampling = { temperature = 0.6, top_k = 20, seed = 10 }
+extra_body = { chat_template_kwargs = { enable_thinking = false }, stream_options = { continuous_usage_stats = true } }
+"#,
+        )
+        .unwrap();
+        let pool = HttpPool::new("p", cfg, None, "write f", false).unwrap();
+        let b = pool.body(3);
+        assert_eq!(b["stream"], json!(true));
+        assert_eq!(b["stream_options"]["include_usage"], json!(true));
+        assert_eq!(b["stream_options"]["continuous_usage_stats"], json!(true));
+        assert_eq!(b["max_completion_tokens"], json!(100));
+        assert!(b.get("max_tokens").is_none());
+        assert_eq!(
+            (b["temperature"].clone(), b["top_k"].clone()),
+            (json!(0.6), json!(20))
+        );
+        assert_eq!(b["seed"], json!(13), "seed + request number");
+        assert_eq!(b["chat_template_kwargs"]["enable_thinking"], json!(false));
+        assert_eq!(b["messages"][0]["content"], json!("write f"));
+    }
+
+    #[test]
+    fn the_key_never_shows_in_debug_output() {
+        let cfg: PoolConfig =
+            toml::from_str("base_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m\"\n").unwrap();
+        let pool = HttpPool::new(
+            "p",
+            cfg,
+            Some(SecretString::from("sk-very-secret".to_owned())),
+            "x",
+            false,
+        )
+        .unwrap();
+        assert!(!format!("{pool:?}").contains("sk-very-secret"));
+        let headers = pool.client.config().headers();
+        assert!(headers[AUTHORIZATION].is_sensitive());
+        assert!(!format!("{headers:?}").contains("sk-very-secret"));
+    }
+}

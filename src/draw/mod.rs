@@ -1,0 +1,676 @@
+//! Draw: ask one or more pools for N replies.
+//!
+//! Only this module talks to model servers. A [`Plan`] says which pools a
+//! batch draws from and how the work is split: a fixed share per pool, or a
+//! race in which every pool keeps its slots full until N replies are in (so
+//! a slow pool no longer sets the batch's wall time). A pool is the spec's
+//! recorded replay corpus ([`ReplayPool`]) or an OpenAI-compatible endpoint
+//! ([`http::HttpPool`]) described in a pools file ([`pools::PoolsFile`]).
+//!
+//! Replies are handed to the caller one by one as they arrive, as
+//! [`DrawEvent`]s, so each is stored before the next. Failures are replies
+//! too: a request that ends in an HTTP error, a reset or a timeout is a
+//! [`Reply`] whose [`Outcome`] says so, with the server's own sentence; it
+//! never aborts the batch.
+//!
+//! Figures are the server's or measured, never guessed: token counts come
+//! from the usage block (`None` when the server sent none), TTFT and latency
+//! are measured from the request's start (queue wait and retries included).
+
+pub mod http;
+pub mod pools;
+mod replay;
+mod schedule;
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use secrecy::SecretString;
+use tokio::sync::mpsc;
+
+pub use replay::ReplayPool;
+
+use crate::progress::Progress;
+use crate::spec::Spec;
+use http::HttpPool;
+use pools::PoolsFile;
+
+/// One reply as the server gave it, with what it cost to get.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reply {
+    /// The answer, reasoning removed. `None`: the server never sent content.
+    pub content: Option<String>,
+    /// Reasoning kept apart: `reasoning_content` deltas and `<think>` blocks.
+    pub reasoning: Option<String>,
+    pub finish_reason: Option<String>,
+    /// From the server's usage block; `None` is unknown, never zero.
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    pub model: Option<String>,
+    /// Request start to the first content chunk.
+    pub ttft_ms: Option<f64>,
+    /// Request start to the first reasoning chunk.
+    pub ttft_reasoning_ms: Option<f64>,
+    /// Request start to the end of the stream.
+    pub latency_ms: Option<f64>,
+    /// Stream chunks that carried text (content or reasoning); tokens per
+    /// chunk is `completion_tokens / chunks`.
+    pub chunks: Option<u64>,
+    /// The reply stopped at the token cap.
+    pub hit_cap: bool,
+    /// The stream was closed by assay once the Rust fence closed.
+    pub cut_early: bool,
+    /// When cut early and usage allowed: tokens the cap still allowed, an
+    /// upper bound on the tokens saved.
+    pub cap_tokens_left: Option<u64>,
+    pub outcome: Outcome,
+    /// For a failed reply: the engine's own sentence, and its raw body.
+    pub error: Option<ErrorText>,
+    /// Every attempt made, the last one included. Empty for replay.
+    pub attempts: Vec<Attempt>,
+}
+
+/// What the server said when it refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorText {
+    /// The sentence (`error.message`, `message` or `detail` of a JSON body,
+    /// else the body or the transport's own words).
+    pub message: String,
+    /// The body as sent, truncated to 4 KiB; `None` when there was none.
+    pub body: Option<String>,
+}
+
+/// How a request (or one attempt of it) ended. Stable strings in the store.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Outcome {
+    #[default]
+    Ok,
+    /// A non-2xx status.
+    HttpError { status: u16 },
+    /// Connect failure, reset, or a stream that broke off.
+    ConnectionError,
+    /// The pool's request timeout passed.
+    Timeout,
+    /// A stream chunk that is not JSON.
+    MalformedChunk,
+    /// Not sent: the pool had refused an earlier request (bad key, unknown
+    /// model) and was stopped.
+    PoolStopped,
+    /// Cancelled: a race had its N replies.
+    Cancelled,
+}
+
+/// One attempt of a request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attempt {
+    /// 1-based.
+    pub number: u32,
+    /// Since the request's start.
+    pub started_ms: f64,
+    pub duration_ms: f64,
+    pub outcome: Outcome,
+    pub error: Option<ErrorText>,
+    /// What the server asked for in `Retry-After`.
+    pub retry_after_ms: Option<f64>,
+    /// The wait taken before the next attempt; `None` when there was none.
+    pub delay_ms: Option<f64>,
+}
+
+/// A reply with its place in the batch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Drawn {
+    pub idx: usize,
+    pub pool: String,
+    pub reply: Reply,
+}
+
+/// What the draw hands to its caller, in order of arrival.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DrawEvent {
+    Reply(Drawn),
+    /// A request cancelled when a race was full; it is no reply, but its
+    /// attempts are kept.
+    Cancelled {
+        pool: String,
+        attempts: Vec<Attempt>,
+    },
+    /// A pool refused a request for good and takes no more work.
+    PoolStopped {
+        pool: String,
+        reason: String,
+    },
+}
+
+/// How a batch is split over its pools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SplitMode {
+    /// Each pool serves its share (given, or an even split).
+    Fixed,
+    /// Every pool keeps its slots full until N replies are in.
+    Race,
+}
+
+/// A pool named on the command line or in the spec: `NAME` or `NAME=SHARE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolChoice {
+    pub name: String,
+    pub share: Option<u64>,
+}
+
+/// What the user chose for the draw, before anything is opened. Flags and
+/// environment are merged into it by the binary; the spec fills what they
+/// leave open.
+#[derive(Debug, Clone, Default)]
+pub struct DrawOptions {
+    /// `--pools`; default `pools.toml` beside the spec or in the working
+    /// directory.
+    pub pools_file: Option<PathBuf>,
+    /// `--pool` (repeatable); empty: the spec's choice.
+    pub pools: Vec<PoolChoice>,
+    /// `--split`; `None`: the spec's choice, else fixed.
+    pub split: Option<SplitMode>,
+    /// `NEV_CONCURRENCY`: in-flight limit of every pool.
+    pub max_in_flight: Option<usize>,
+    /// `MAX_COMPLETION_TOKENS`: token cap of every pool.
+    pub max_completion_tokens: Option<u64>,
+    /// `NEV_MODEL_API_KEY`: the key of pools that name no key variable.
+    pub default_key: Option<SecretString>,
+}
+
+/// Which pools a batch draws from, and how.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pools: Vec<Pool>,
+    split: Split,
+}
+
+#[derive(Debug, Clone)]
+enum Pool {
+    Replay(ReplayPool),
+    Http(Arc<HttpPool>),
+}
+
+#[derive(Debug, Clone)]
+enum Split {
+    /// Weights per pool, apportioned over N at draw time.
+    Fixed(Vec<u64>),
+    Race,
+}
+
+/// Why a draw could not start. Every variant is the user's input.
+#[derive(Debug, thiserror::Error)]
+pub enum DrawError {
+    #[error("{file}: cannot read")]
+    Read {
+        file: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{file}:{line}: {message}")]
+    BadLine {
+        file: PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error("{file}: the replay corpus holds {available} replies, {wanted} were asked for")]
+    NotEnough {
+        file: PathBuf,
+        available: usize,
+        wanted: usize,
+    },
+    #[error("{file}: pool `{pool}`{}: {message}", if field.is_empty() { String::new() } else { format!(": `{field}`") })]
+    BadPool {
+        file: PathBuf,
+        pool: String,
+        field: String,
+        message: String,
+    },
+    #[error("{file}: no pool `{pool}` (pools: {known})")]
+    UnknownPool {
+        file: PathBuf,
+        pool: String,
+        known: String,
+    },
+    #[error("pool `{pool}` needs a pools file: --pools FILE, or pools.toml beside the spec or in the working directory")]
+    NoPoolsFile { pool: String },
+    #[error("{file}: pool `{pool}`: `api_key_env` names {var}, which is not set")]
+    MissingKey {
+        file: PathBuf,
+        pool: String,
+        var: String,
+    },
+    #[error("{what}: {message}")]
+    BadChoice { what: String, message: String },
+}
+
+impl Plan {
+    /// The spec's replay corpus alone: the default.
+    pub fn replay(spec: &Spec) -> Result<Plan, DrawError> {
+        Ok(Plan {
+            pools: vec![Pool::Replay(ReplayPool::open("replay", &spec.draw.replay)?)],
+            split: Split::Fixed(vec![1]),
+        })
+    }
+
+    /// Builds the plan from the user's choices and the spec's. Reads the
+    /// pools file and the keys' environment variables; sends nothing.
+    /// Returns warnings to show (a pool without a sampling preset).
+    pub fn build(spec: &Spec, opts: &DrawOptions) -> Result<(Plan, Vec<String>), DrawError> {
+        let (choices, what) = if opts.pools.is_empty() {
+            (
+                &spec.draw.pools,
+                format!("{}: `draw.pools`", spec.path.display()),
+            )
+        } else {
+            (&opts.pools, "--pool".to_owned())
+        };
+        let mode = opts.split.or(spec.draw.split).unwrap_or(SplitMode::Fixed);
+        if choices.is_empty() {
+            return Ok((Plan::replay(spec)?, Vec::new()));
+        }
+        let bad = |message: String| DrawError::BadChoice {
+            what: what.clone(),
+            message,
+        };
+        let mut seen = BTreeSet::new();
+        for c in choices {
+            if !seen.insert(c.name.as_str()) {
+                return Err(bad(format!("pool `{}` is named twice", c.name)));
+            }
+        }
+        let shares: Vec<Option<u64>> = choices.iter().map(|c| c.share).collect();
+        let split = match mode {
+            SplitMode::Race if shares.iter().any(Option::is_some) => {
+                return Err(bad(
+                    "a race takes no shares (NAME=SHARE needs --split fixed)".into(),
+                ))
+            }
+            SplitMode::Race => Split::Race,
+            SplitMode::Fixed if shares.iter().all(Option::is_some) => {
+                Split::Fixed(shares.iter().map(|s| s.unwrap()).collect())
+            }
+            SplitMode::Fixed if shares.iter().all(Option::is_none) => {
+                Split::Fixed(vec![1; choices.len()])
+            }
+            SplitMode::Fixed => {
+                return Err(bad(
+                    "give every pool a share, or none (an even split)".into()
+                ))
+            }
+        };
+        if choices.iter().any(|c| c.name == "replay") {
+            if choices.len() > 1 || mode == SplitMode::Race {
+                return Err(bad(
+                    "`replay` cannot be mixed with other pools or raced".into()
+                ));
+            }
+            return Ok((Plan::replay(spec)?, Vec::new()));
+        }
+        let file = match opts
+            .pools_file
+            .clone()
+            .or_else(|| PoolsFile::default_path(&spec.dir))
+        {
+            Some(path) => PoolsFile::load(&path)?,
+            None => {
+                return Err(DrawError::NoPoolsFile {
+                    pool: choices[0].name.clone(),
+                })
+            }
+        };
+        let mut pools = Vec::new();
+        let mut warnings = Vec::new();
+        for c in choices {
+            let Some(cfg) = file.pools.get(&c.name) else {
+                return Err(DrawError::UnknownPool {
+                    file: file.path.clone(),
+                    pool: c.name.clone(),
+                    known: file.pools.keys().cloned().collect::<Vec<_>>().join(", "),
+                });
+            };
+            let key = match &cfg.api_key_env {
+                Some(var) => match std::env::var(var) {
+                    Ok(k) if !k.is_empty() => Some(SecretString::from(k)),
+                    _ => {
+                        return Err(DrawError::MissingKey {
+                            file: file.path.clone(),
+                            pool: c.name.clone(),
+                            var: var.clone(),
+                        })
+                    }
+                },
+                None => opts.default_key.clone(),
+            };
+            if cfg.sampling.is_none() {
+                warnings.push(format!(
+                    "{}: pool `{}` has no sampling preset: the engine's fallback sampler decides, and can turn a good model into word salad",
+                    file.path.display(),
+                    c.name
+                ));
+            }
+            let mut cfg = cfg.clone();
+            if let Some(k) = opts.max_in_flight {
+                cfg.max_in_flight = k;
+            }
+            if let Some(t) = opts.max_completion_tokens {
+                cfg.max_completion_tokens = Some(t);
+            }
+            let pool = HttpPool::new(&c.name, cfg, key, &spec.prompt, spec.draw.single_fence)
+                .map_err(|message| DrawError::BadPool {
+                    file: file.path.clone(),
+                    pool: c.name.clone(),
+                    field: String::new(),
+                    message,
+                })?;
+            pools.push(Pool::Http(Arc::new(pool)));
+        }
+        Ok((Plan { pools, split }, warnings))
+    }
+
+    /// A plan over HTTP pools built directly (tests, benchmarks).
+    pub fn http(pools: Vec<HttpPool>, mode: SplitMode, shares: Option<Vec<u64>>) -> Plan {
+        let split = match mode {
+            SplitMode::Race => Split::Race,
+            SplitMode::Fixed => Split::Fixed(shares.unwrap_or_else(|| vec![1; pools.len()])),
+        };
+        Plan {
+            pools: pools.into_iter().map(|p| Pool::Http(Arc::new(p))).collect(),
+            split,
+        }
+    }
+
+    /// Checks that the plan can serve `n` replies, before a batch starts.
+    pub fn check(&self, n: usize) -> Result<(), DrawError> {
+        if n == 0 {
+            return Err(DrawError::BadChoice {
+                what: "-n".into(),
+                message: "must be at least 1".into(),
+            });
+        }
+        for pool in &self.pools {
+            if let Pool::Replay(r) = pool {
+                r.check_capacity(n)?;
+            }
+        }
+        if let Split::Fixed(w) = &self.split {
+            if w.iter().sum::<u64>() == 0 {
+                return Err(DrawError::BadChoice {
+                    what: "--pool".into(),
+                    message: "the shares add up to zero".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The plan's name in the store and reports: `replay`, `fast`,
+    /// `fast+flash` (fixed) or `race(fast+flash)`.
+    pub fn label(&self) -> String {
+        let names: Vec<&str> = self.pools.iter().map(Pool::name).collect();
+        match self.split {
+            Split::Race => format!("race({})", names.join("+")),
+            Split::Fixed(_) => names.join("+"),
+        }
+    }
+
+    /// How many replies each pool serves in a fixed split of `n`
+    /// (largest remainders); `None` for a race.
+    pub fn shares(&self, n: usize) -> Option<Vec<usize>> {
+        match &self.split {
+            Split::Fixed(w) => Some(apportion(n, w)),
+            Split::Race => None,
+        }
+    }
+
+    /// Draws replies `skip..n` (the first `skip` are already stored),
+    /// sending each event as it happens. Returns when every reply is sent.
+    pub async fn draw(
+        &self,
+        n: usize,
+        skip: usize,
+        tx: mpsc::Sender<DrawEvent>,
+        progress: &Progress,
+    ) -> Result<(), DrawError> {
+        self.check(n)?;
+        if let [Pool::Replay(r)] = self.pools.as_slice() {
+            let bar = progress.pool_bar(&r.name, n);
+            let (rtx, mut rrx) = mpsc::channel(64);
+            let pool = r.clone();
+            let serving = tokio::spawn(async move { pool.draw(n, skip, rtx).await });
+            while let Some(d) = rrx.recv().await {
+                bar.inc(1);
+                if tx.send(DrawEvent::Reply(d)).await.is_err() {
+                    break;
+                }
+            }
+            bar.finish();
+            return serving.await.expect("the replay task panicked");
+        }
+        let http: Vec<Arc<HttpPool>> = self
+            .pools
+            .iter()
+            .map(|p| match p {
+                Pool::Http(h) => h.clone(),
+                Pool::Replay(_) => unreachable!("replay is never mixed (checked in build)"),
+            })
+            .collect();
+        // Requests hand their replies to an unbounded queue, so a slot is
+        // free again the moment its request ends, however long the caller
+        // takes to store what came before. It holds at most N replies.
+        let (qtx, mut qrx) = mpsc::unbounded_channel();
+        let forward = async move {
+            while let Some(e) = qrx.recv().await {
+                if tx.send(e).await.is_err() {
+                    break;
+                }
+            }
+        };
+        let schedule = async {
+            match &self.split {
+                Split::Fixed(w) => {
+                    schedule::fixed(&http, &apportion(n, w), skip, qtx, progress).await
+                }
+                Split::Race => schedule::race(&http, n, skip, qtx, progress).await,
+            }
+        };
+        tokio::join!(schedule, forward);
+        Ok(())
+    }
+}
+
+impl Pool {
+    fn name(&self) -> &str {
+        match self {
+            Pool::Replay(r) => &r.name,
+            Pool::Http(h) => h.name(),
+        }
+    }
+}
+
+/// Splits `n` over `weights` by largest remainders; ties go to the first.
+fn apportion(n: usize, weights: &[u64]) -> Vec<usize> {
+    let total: u64 = weights.iter().sum();
+    if total == 0 {
+        return vec![0; weights.len()];
+    }
+    let mut counts: Vec<usize> = weights
+        .iter()
+        .map(|w| (n as u128 * *w as u128 / total as u128) as usize)
+        .collect();
+    let mut rest: Vec<(u128, usize)> = weights
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (n as u128 * *w as u128 % total as u128, i))
+        .collect();
+    rest.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let short = n - counts.iter().sum::<usize>();
+    for (_, i) in rest.into_iter().take(short) {
+        counts[i] += 1;
+    }
+    counts
+}
+
+impl Outcome {
+    /// Worth another attempt: the server may answer next time.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Outcome::HttpError { status } => matches!(status, 408 | 429 | 500 | 502 | 503 | 504),
+            Outcome::ConnectionError | Outcome::Timeout => true,
+            Outcome::Ok | Outcome::MalformedChunk | Outcome::PoolStopped | Outcome::Cancelled => {
+                false
+            }
+        }
+    }
+
+    /// The pool will refuse every request like this one: a bad key or an
+    /// unknown model.
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            Outcome::HttpError {
+                status: 401 | 403 | 404
+            }
+        )
+    }
+
+    pub fn is_ok(&self) -> bool {
+        matches!(self, Outcome::Ok)
+    }
+
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Outcome::HttpError { status } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Outcome::Ok => f.write_str("ok"),
+            Outcome::HttpError { status } => write!(f, "http_error({status})"),
+            Outcome::ConnectionError => f.write_str("connection_error"),
+            Outcome::Timeout => f.write_str("timeout"),
+            Outcome::MalformedChunk => f.write_str("malformed_chunk"),
+            Outcome::PoolStopped => f.write_str("pool_stopped"),
+            Outcome::Cancelled => f.write_str("cancelled"),
+        }
+    }
+}
+
+impl FromStr for Outcome {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Outcome, ()> {
+        Ok(match s {
+            "ok" => Outcome::Ok,
+            "connection_error" => Outcome::ConnectionError,
+            "timeout" => Outcome::Timeout,
+            "malformed_chunk" => Outcome::MalformedChunk,
+            "pool_stopped" => Outcome::PoolStopped,
+            "cancelled" => Outcome::Cancelled,
+            _ => {
+                let status = s
+                    .strip_prefix("http_error(")
+                    .and_then(|r| r.strip_suffix(')'))
+                    .and_then(|d| d.parse().ok())
+                    .ok_or(())?;
+                Outcome::HttpError { status }
+            }
+        })
+    }
+}
+
+impl FromStr for PoolChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<PoolChoice, String> {
+        let (name, share) = match s.split_once('=') {
+            Some((name, share)) => {
+                let share = share
+                    .trim()
+                    .parse::<u64>()
+                    .map_err(|_| format!("`{s}`: the share must be a whole number"))?;
+                (name.trim(), Some(share))
+            }
+            None => (s.trim(), None),
+        };
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+        {
+            return Err(format!(
+                "`{s}`: a pool name is ASCII letters, digits, `-`, `_` or `.`"
+            ));
+        }
+        Ok(PoolChoice {
+            name: name.to_owned(),
+            share,
+        })
+    }
+}
+
+impl FromStr for SplitMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<SplitMode, String> {
+        match s {
+            "fixed" => Ok(SplitMode::Fixed),
+            "race" => Ok(SplitMode::Race),
+            _ => Err(format!("`{s}`: the split is `fixed` or `race`")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_round_trip_through_their_strings() {
+        for o in [
+            Outcome::Ok,
+            Outcome::HttpError { status: 429 },
+            Outcome::ConnectionError,
+            Outcome::Timeout,
+            Outcome::MalformedChunk,
+            Outcome::PoolStopped,
+            Outcome::Cancelled,
+        ] {
+            assert_eq!(o.to_string().parse::<Outcome>(), Ok(o));
+        }
+        assert!("http_error(x)".parse::<Outcome>().is_err());
+    }
+
+    #[test]
+    fn retry_and_refusal_classes() {
+        let http = |status| Outcome::HttpError { status };
+        assert!(http(429).is_retryable() && http(503).is_retryable());
+        assert!(!http(400).is_retryable() && !http(401).is_retryable());
+        assert!(http(401).is_refusal() && http(404).is_refusal());
+        assert!(!http(500).is_refusal());
+        assert!(Outcome::ConnectionError.is_retryable());
+        assert!(!Outcome::MalformedChunk.is_retryable());
+    }
+
+    #[test]
+    fn apportion_by_largest_remainder() {
+        assert_eq!(apportion(32, &[16, 16]), [16, 16]);
+        assert_eq!(apportion(10, &[1, 1, 1]), [4, 3, 3]);
+        assert_eq!(apportion(5, &[3, 1]), [4, 1]);
+        assert_eq!(apportion(7, &[0, 2]), [0, 7]);
+    }
+
+    #[test]
+    fn pool_choices_parse() {
+        let c: PoolChoice = "fast=16".parse().unwrap();
+        assert_eq!((c.name.as_str(), c.share), ("fast", Some(16)));
+        let c: PoolChoice = "flash".parse().unwrap();
+        assert_eq!(c.share, None);
+        assert!("fast=x".parse::<PoolChoice>().is_err());
+        assert!("=3".parse::<PoolChoice>().is_err());
+        assert!("race".parse::<SplitMode>().is_ok());
+        assert!("fastest".parse::<SplitMode>().is_err());
+    }
+}

@@ -1,0 +1,281 @@
+//! The two ways of spreading a batch over HTTP pools.
+//!
+//! Fixed: pool i serves its share of reply indices, at most `max_in_flight`
+//! at once. Race: every pool keeps `max_in_flight` requests going until N
+//! replies are in; a reply takes the next free index as it arrives, and the
+//! requests still out are cancelled then (dropping a stream closes its
+//! connection, which is how an engine learns to stop).
+//!
+//! In both, a pool that refuses a request for good (401, 403, 404) is
+//! stopped: one notice, and its remaining work is not sent (fixed: those
+//! replies are recorded as `pool_stopped`; race: the other pools take it).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::task::JoinSet;
+
+use super::http::HttpPool;
+use super::{Attempt, DrawEvent, Drawn, ErrorText, Outcome, Reply};
+use crate::progress::{PoolBar, Progress};
+
+/// Whether a pool was stopped, and why.
+#[derive(Default)]
+struct Stop {
+    stopped: AtomicBool,
+    reason: Mutex<Option<String>>,
+}
+
+impl Stop {
+    fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
+    }
+
+    /// Stops the pool after `reply` refused; returns the notice to send the
+    /// first time only.
+    fn stop(&self, pool: &str, reply: &Reply) -> Option<DrawEvent> {
+        let mut reason = self.reason.lock().unwrap();
+        if reason.is_some() {
+            return None;
+        }
+        let text = format!(
+            "refused with {}: {}",
+            reply.outcome,
+            reply
+                .error
+                .as_ref()
+                .map_or("(no message)", |e| e.message.as_str())
+        );
+        *reason = Some(text.clone());
+        self.stopped.store(true, Ordering::SeqCst);
+        Some(DrawEvent::PoolStopped {
+            pool: pool.to_owned(),
+            reason: text,
+        })
+    }
+
+    fn stopped_reply(&self, pool: &str) -> Reply {
+        let reason = self.reason.lock().unwrap().clone().unwrap_or_default();
+        Reply {
+            outcome: Outcome::PoolStopped,
+            error: Some(ErrorText {
+                message: format!("not sent: pool `{pool}` {reason}"),
+                body: None,
+            }),
+            ..Reply::default()
+        }
+    }
+}
+
+/// Fixed shares: pool i serves `counts[i]` indices, in order after the
+/// pools before it. Indices below `skip` are already stored.
+pub(super) async fn fixed(
+    pools: &[Arc<HttpPool>],
+    counts: &[usize],
+    skip: usize,
+    tx: mpsc::UnboundedSender<DrawEvent>,
+    progress: &Progress,
+) {
+    let mut tasks = JoinSet::new();
+    let mut bars = Vec::new();
+    let mut offset = 0;
+    for (pool, &count) in pools.iter().zip(counts) {
+        let range = offset..offset + count;
+        offset += count;
+        let todo: Vec<usize> = range.filter(|i| *i >= skip).collect();
+        if todo.is_empty() {
+            continue;
+        }
+        let bar = Arc::new(progress.pool_bar(pool.name(), todo.len()));
+        bars.push(bar.clone());
+        let stop = Arc::new(Stop::default());
+        let slots = Arc::new(Semaphore::new(pool.max_in_flight()));
+        let (pool, tx) = (pool.clone(), tx.clone());
+        // One driver per pool hands out slots in index order, so requests
+        // go out in order (and a stopped pool stops at the next index).
+        tasks.spawn(async move {
+            let mut running = JoinSet::new();
+            for idx in todo {
+                let slot = slots.clone().acquire_owned().await.expect("never closed");
+                let (pool, bar, stop, tx) = (pool.clone(), bar.clone(), stop.clone(), tx.clone());
+                running.spawn(async move {
+                    let _slot = slot;
+                    let name = pool.name().to_owned();
+                    let reply = if stop.is_stopped() {
+                        bar.skipped();
+                        stop.stopped_reply(&name)
+                    } else {
+                        bar.started();
+                        let reply = pool.request(idx as u64).await;
+                        bar.ended(Some((reply.outcome.is_ok(), reply.completion_tokens)));
+                        if reply.outcome.is_refusal() {
+                            if let Some(notice) = stop.stop(&name, &reply) {
+                                let _ = tx.send(notice);
+                            }
+                        }
+                        reply
+                    };
+                    let _ = tx.send(DrawEvent::Reply(Drawn {
+                        idx,
+                        pool: name,
+                        reply,
+                    }));
+                });
+            }
+            while running.join_next().await.is_some() {}
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+    bars.iter().for_each(|b| b.finish());
+}
+
+/// What a race shares between its workers.
+struct Race {
+    /// The next free reply index.
+    next_idx: Mutex<usize>,
+    n: usize,
+    /// Request numbers (the seed offset), unique across pools.
+    requests: AtomicU64,
+    full: watch::Sender<bool>,
+}
+
+/// A race: every pool keeps its slots full until `n` replies are in.
+pub(super) async fn race(
+    pools: &[Arc<HttpPool>],
+    n: usize,
+    skip: usize,
+    tx: mpsc::UnboundedSender<DrawEvent>,
+    progress: &Progress,
+) {
+    let (full, _) = watch::channel(skip >= n);
+    let race = Arc::new(Race {
+        next_idx: Mutex::new(skip),
+        n,
+        requests: AtomicU64::new(skip as u64),
+        full,
+    });
+    let mut tasks = JoinSet::new();
+    let mut bars = Vec::new();
+    for pool in pools {
+        let bar = Arc::new(progress.pool_bar(pool.name(), n - skip));
+        bars.push(bar.clone());
+        let stop = Arc::new(Stop::default());
+        for _ in 0..pool.max_in_flight() {
+            tasks.spawn(worker(
+                pool.clone(),
+                race.clone(),
+                bar.clone(),
+                stop.clone(),
+                tx.clone(),
+            ));
+        }
+    }
+    while tasks.join_next().await.is_some() {}
+    bars.iter().for_each(|b| b.finish());
+    // Every pool stopped before the race was full: the rest are not sent.
+    let rest: Vec<usize> = {
+        let mut next = race.next_idx.lock().unwrap();
+        let rest = (*next..n).collect();
+        *next = n;
+        rest
+    };
+    for (i, idx) in rest.into_iter().enumerate() {
+        let pool = &pools[i % pools.len()];
+        let reply = Reply {
+            outcome: Outcome::PoolStopped,
+            error: Some(ErrorText {
+                message: "not sent: every pool of the race was stopped".into(),
+                body: None,
+            }),
+            ..Reply::default()
+        };
+        let _ = tx.send(DrawEvent::Reply(Drawn {
+            idx,
+            pool: pool.name().to_owned(),
+            reply,
+        }));
+    }
+}
+
+async fn worker(
+    pool: Arc<HttpPool>,
+    race: Arc<Race>,
+    bar: Arc<PoolBar>,
+    stop: Arc<Stop>,
+    tx: mpsc::UnboundedSender<DrawEvent>,
+) {
+    let mut full = race.full.subscribe();
+    let name = pool.name().to_owned();
+    loop {
+        if *full.borrow() || stop.is_stopped() {
+            break;
+        }
+        let k = race.requests.fetch_add(1, Ordering::SeqCst);
+        bar.started();
+        let began = Instant::now();
+        let reply = tokio::select! {
+            reply = pool.request(k) => reply,
+            _ = async { let _ = full.wait_for(|f| *f).await; } => {
+                bar.ended(None);
+                let attempts = vec![Attempt {
+                    number: 1,
+                    started_ms: 0.0,
+                    duration_ms: began.elapsed().as_secs_f64() * 1e3,
+                    outcome: Outcome::Cancelled,
+                    error: None,
+                    retry_after_ms: None,
+                    delay_ms: None,
+                }];
+                let _ = tx.send(DrawEvent::Cancelled { pool: name.clone(), attempts });
+                break;
+            }
+        };
+        let refused = reply.outcome.is_refusal();
+        let idx = {
+            let mut next = race.next_idx.lock().unwrap();
+            if *next < race.n {
+                let idx = *next;
+                *next += 1;
+                if *next == race.n {
+                    race.full.send_replace(true);
+                }
+                Some(idx)
+            } else {
+                None
+            }
+        };
+        match idx {
+            Some(idx) => {
+                bar.ended(Some((reply.outcome.is_ok(), reply.completion_tokens)));
+                if refused {
+                    if let Some(notice) = stop.stop(&name, &reply) {
+                        let _ = tx.send(notice);
+                    }
+                }
+                let _ = tx.send(DrawEvent::Reply(Drawn {
+                    idx,
+                    pool: name.clone(),
+                    reply,
+                }));
+            }
+            None => {
+                // Finished just after the race filled: not a reply.
+                bar.ended(None);
+                let mut attempts = reply.attempts;
+                if let Some(last) = attempts.last_mut() {
+                    last.outcome = Outcome::Cancelled;
+                }
+                let _ = tx.send(DrawEvent::Cancelled {
+                    pool: name.clone(),
+                    attempts,
+                });
+                break;
+            }
+        }
+        if refused {
+            break;
+        }
+    }
+}

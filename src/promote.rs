@@ -1,0 +1,268 @@
+//! Promote: write an admitted candidate over its task's committed file.
+//!
+//! A candidate is promoted only when, in the batch that scored it, it was
+//! admitted and passed more cases than the committed candidate scored in that
+//! same run, and only while the committed file is still the one that batch
+//! read (same blake3): a reference that has changed since proves nothing.
+//! The file is replaced atomically (written beside it, then renamed), with a
+//! provenance header, and the promotion is recorded in the store.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::score::ScoreVerdict;
+use crate::spec::Spec;
+use crate::store::{BatchId, CandidateRow, PromotionRow, Store};
+
+/// Why a promotion was refused. These are the user's input, not failures.
+#[derive(Debug, thiserror::Error)]
+pub enum PromoteError {
+    #[error("batch {batch}: no candidate {idx}")]
+    NoCandidate { batch: BatchId, idx: usize },
+    #[error("batch {batch}: candidate {idx} was not admitted ({why})")]
+    NotAdmitted {
+        batch: BatchId,
+        idx: usize,
+        why: String,
+    },
+    #[error(
+        "batch {batch}: candidate {idx} passed {passed}/{total}, which does not beat the \
+         committed candidate's {reference}/{total} in the same run"
+    )]
+    DidNotBeat {
+        batch: BatchId,
+        idx: usize,
+        passed: usize,
+        total: usize,
+        reference: usize,
+    },
+    #[error(
+        "{path}: changed since batch {batch} scored it as the reference; run a new batch \
+         before promoting"
+    )]
+    CommittedChanged { batch: BatchId, path: PathBuf },
+    #[error("batch {batch}: task `{task}` no longer matches {spec}")]
+    TaskMismatch {
+        batch: BatchId,
+        task: String,
+        spec: String,
+    },
+}
+
+/// Promotes the best admitted candidate of `batch` (rank 1) if it beat the
+/// reference; `Ok(None)` when no candidate qualifies.
+pub async fn promote_best(store: &Store, batch: BatchId) -> anyhow::Result<Option<PromotionRow>> {
+    let candidates = store.candidates(batch).await?;
+    let Some(best) = candidates.iter().find(|c| c.rank == Some(1)) else {
+        return Ok(None);
+    };
+    match promote(store, batch, best.idx).await {
+        Ok(row) => Ok(Some(row)),
+        Err(e) if matches!(e.downcast_ref(), Some(PromoteError::DidNotBeat { .. })) => {
+            tracing::info!("no promotion: {e:#}");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Promotes candidate `idx` of `batch`, or says why not.
+pub async fn promote(store: &Store, batch: BatchId, idx: usize) -> anyhow::Result<PromotionRow> {
+    let row = store.batch(batch).await?;
+    let candidates = store.candidates(batch).await?;
+    let candidate = candidates
+        .iter()
+        .find(|c| c.idx == idx)
+        .ok_or(PromoteError::NoCandidate { batch, idx })?;
+    let (source, scored) = admitted_source(batch, candidate)?;
+    let reference_passed = match &row.committed {
+        Some(c) if matches!(c.verdict, ScoreVerdict::Scored { .. }) => c.passed,
+        // A reference that did not finish passed what it passed before it
+        // stopped; one that was never scored passed nothing.
+        Some(c) => c.passed,
+        None => 0,
+    };
+    if !crate::admit::beats_reference(scored, row.committed.as_ref()) {
+        return Err(PromoteError::DidNotBeat {
+            batch,
+            idx,
+            passed: scored.passed,
+            total: scored.total,
+            reference: reference_passed,
+        }
+        .into());
+    }
+    let spec = Spec::load(Path::new(&row.spec_path))?;
+    if spec.name != row.task {
+        return Err(PromoteError::TaskMismatch {
+            batch,
+            task: row.task.clone(),
+            spec: row.spec_path.clone(),
+        }
+        .into());
+    }
+    let current = std::fs::read(&spec.committed.path)
+        .with_context(|| format!("cannot read {}", spec.committed.path.display()))?;
+    let current_hash = blake3::hash(&current).to_hex().to_string();
+    if row.committed_hash.as_deref() != Some(current_hash.as_str()) {
+        return Err(PromoteError::CommittedChanged {
+            batch,
+            path: spec.committed.path.clone(),
+        }
+        .into());
+    }
+    let now = utc_now();
+    let header = provenance_header(
+        batch,
+        idx,
+        &candidate.pool,
+        candidate.model.as_deref(),
+        scored.passed,
+        scored.total,
+        reference_passed,
+        &now,
+    );
+    write_atomically(&spec.committed.path, &format!("{header}{source}"))?;
+    let promotion = PromotionRow {
+        batch_id: batch,
+        idx,
+        path: spec.committed.path.display().to_string(),
+        replaced_hash: current_hash,
+        passed: scored.passed,
+        total: scored.total,
+        reference_passed,
+        promoted_at: now,
+    };
+    store.record_promotion(&promotion).await?;
+    Ok(promotion)
+}
+
+fn admitted_source(
+    batch: BatchId,
+    c: &CandidateRow,
+) -> Result<(&str, &crate::score::Scored), PromoteError> {
+    let refused = |why: &str| PromoteError::NotAdmitted {
+        batch,
+        idx: c.idx,
+        why: why.to_owned(),
+    };
+    let source = match &c.extraction {
+        crate::extract::Extraction::Source(s) => s.as_str(),
+        crate::extract::Extraction::Failed(_) => return Err(refused("nothing was extracted")),
+    };
+    let Some(scored) = &c.score else {
+        return Err(refused(match c.dup_of {
+            Some(_) => "a duplicate; promote its group's representative",
+            None => "never scored",
+        }));
+    };
+    if !c.admitted {
+        return Err(refused(c.admission.as_deref().unwrap_or("not admitted")));
+    }
+    Ok((source, scored))
+}
+
+/// The comment block written above a promoted candidate.
+#[allow(clippy::too_many_arguments)]
+pub fn provenance_header(
+    batch: BatchId,
+    idx: usize,
+    pool: &str,
+    model: Option<&str>,
+    passed: usize,
+    total: usize,
+    reference_passed: usize,
+    date: &str,
+) -> String {
+    format!(
+        "// Promoted by assay on {date}: batch {batch}, candidate {idx}, pool {pool}, \
+         model {model}.\n// Score {passed}/{total}; the committed candidate it replaced \
+         scored {reference_passed}/{total} in the same run.\n\n",
+        model = model.unwrap_or("unknown"),
+    )
+}
+
+fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes())
+        .with_context(|| format!("cannot write {}", tmp.path().display()))?;
+    tmp.as_file()
+        .sync_all()
+        .with_context(|| format!("cannot sync {}", tmp.path().display()))?;
+    tmp.persist(path)
+        .with_context(|| format!("cannot replace {}", path.display()))?;
+    Ok(())
+}
+
+/// The current UTC time as `YYYY-MM-DDTHH:MM:SSZ`.
+fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format_utc(secs)
+}
+
+/// Formats seconds since the epoch (civil-from-days, proleptic Gregorian).
+fn format_utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates_format() {
+        assert_eq!(format_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(format_utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(format_utc(1_796_169_600 + 3_723), "2026-12-02T01:02:03Z");
+    }
+
+    #[test]
+    fn the_header_is_comments_and_names_its_sources() {
+        let h = provenance_header(
+            3,
+            19,
+            "replay",
+            Some("m1"),
+            10,
+            10,
+            8,
+            "2026-12-02T00:00:00Z",
+        );
+        assert!(
+            h.lines().all(|l| l.is_empty() || l.starts_with("// ")),
+            "{h}"
+        );
+        for part in [
+            "batch 3",
+            "candidate 19",
+            "pool replay",
+            "model m1",
+            "10/10",
+            "8/10",
+            "2026-12-02",
+        ] {
+            assert!(h.contains(part), "{h} lacks {part}");
+        }
+    }
+}

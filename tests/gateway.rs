@@ -1,0 +1,845 @@
+//! The draw stage against the test gateway (crate `assay-gateway`) on
+//! 127.0.0.1: every engine dialect, every fault, race against fixed, and no
+//! key anywhere it must not be. Runs of the real binary share the warm work
+//! directory of tests/e2e.rs and take one lock, so their timing figures are
+//! not measured while another run of this file builds candidates.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use assay::draw::{DrawEvent, Outcome, Plan, SplitMode};
+use assay::progress::Progress;
+use assay::store::Store;
+use assay_gateway::{Config, Dialect, Fault, Gateway, Model, Reasoning, Recorded, Served};
+use serde_json::Value;
+
+/// One run of the binary at a time (see the module comment).
+static RUNS: Mutex<()> = Mutex::new(());
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn tiny() -> String {
+    repo().join("tests/fixtures/tiny").display().to_string()
+}
+
+/// The tiny fixture's recorded replies, as the gateway's corpus.
+fn tiny_corpus() -> Vec<Recorded> {
+    std::fs::read_to_string(repo().join("tests/fixtures/tiny/replies.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            Recorded {
+                content: v["content"].as_str().unwrap_or_default().to_owned(),
+                reasoning: Some("First, x doubled is x + x; overflow is the caller's.".into()),
+            }
+        })
+        .collect()
+}
+
+struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        Scratch {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.path(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn assay(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let _one = RUNS.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_assay"));
+        cmd.args(args)
+            .current_dir(self.dir.path())
+            .env("ASSAY_DB", self.path("assay.db"))
+            .env(
+                "ASSAY_WORK_DIR",
+                Path::new(env!("CARGO_TARGET_TMPDIR")).join("assay-work"),
+            )
+            .env_remove("RUST_LOG")
+            .env_remove("NEV_MODEL_API_KEY")
+            .env_remove("NEV_CANDIDATES")
+            .env_remove("NEV_CONCURRENCY")
+            .env_remove("MAX_COMPLETION_TOKENS");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().expect("assay starts")
+    }
+
+    fn run_json(&self, args: &[&str], env: &[(&str, &str)]) -> (Value, String) {
+        let out = self.assay(args, env);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            out.status.success(),
+            "assay {args:?} failed: {stderr}\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let summary = serde_json::from_slice(&out.stdout).unwrap();
+        (summary, stderr)
+    }
+
+    fn replies(&self, batch: i64) -> Vec<assay::draw::Drawn> {
+        tokio::runtime::Runtime::new().unwrap().block_on(async {
+            let store = Store::open(&self.path("assay.db")).await.unwrap();
+            let r = store.draw_replies(batch).await.unwrap();
+            store.close().await;
+            r
+        })
+    }
+}
+
+const PRESET: &str = "sampling = { temperature = 0.6, top_p = 0.95, top_k = 20, seed = 1 }";
+
+fn pool(name: &str, gw: &Gateway, model: &str, extra: &str) -> String {
+    format!(
+        "[pools.{name}]\nbase_url = \"{}\"\nmodel = \"{model}\"\nmax_in_flight = 1\n{PRESET}\n{extra}\n",
+        gw.base_url()
+    )
+}
+
+/// Every dialect: tokens as the gateway counted them (unknown for TabbyAPI),
+/// chunk counts apart from token counts where vLLM packs them, reasoning
+/// kept apart, and TTFT and latency against the injected delays.
+#[test]
+fn every_dialect_records_the_gateways_counts_and_timings() {
+    let corpus = tiny_corpus();
+    let latency = Duration::from_millis(40);
+    let per_token = Duration::from_millis(1);
+    let m = |d| Model::new(d, corpus.clone()).latency(latency, per_token);
+    let vllm = Dialect::Vllm {
+        tokens_per_chunk: 4,
+    };
+    let gw = Gateway::start_on_thread(
+        Config::new()
+            .model("vllm", m(vllm))
+            .model("llamacpp", m(Dialect::LlamaCpp))
+            .model("tabby", m(Dialect::Tabby))
+            .model("think-content", m(vllm).reasoning(Reasoning::InContent))
+            .model(
+                "think-field",
+                m(vllm).reasoning(Reasoning::Field("reasoning_content".into())),
+            ),
+    )
+    .unwrap();
+    let s = Scratch::new();
+    let names = ["vllm", "llamacpp", "tabby", "think-content", "think-field"];
+    let pools: String = names.iter().map(|n| pool(n, &gw, n, "")).collect();
+    let file = s.write("pools.toml", &pools);
+    let mut args = vec!["run", &*tiny(), "--json", "-n", "10"]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
+    args.extend(["--pools".into(), file.display().to_string()]);
+    for n in names {
+        args.extend(["--pool".into(), format!("{n}=2")]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (summary, stderr) = s.run_json(&args, &[]);
+    assert_eq!(summary["status"], "finished", "{summary}");
+    assert_eq!(
+        summary["pool"],
+        "vllm+llamacpp+tabby+think-content+think-field"
+    );
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let replies = s.replies(summary["batch_id"].as_i64().unwrap());
+    assert_eq!(replies.len(), 10);
+
+    let served = gw.served();
+    let mut ttft_dev: Vec<f64> = Vec::new();
+    let mut latency_dev: Vec<f64> = Vec::new();
+    for d in &replies {
+        let r = &d.reply;
+        assert_eq!(r.outcome, Outcome::Ok, "{d:?}");
+        let content = r.content.as_deref().unwrap();
+        let g: &Served = served
+            .iter()
+            .find(|g| g.model == d.pool && g.content == content)
+            .unwrap_or_else(|| panic!("no served reply matches {d:?}"));
+        let tokens = g.completion_tokens as u64;
+        let chunks = r.chunks.unwrap();
+        assert_eq!(chunks, g.text_chunks as u64, "{}", d.pool);
+        match d.pool.as_str() {
+            "tabby" => assert_eq!(r.completion_tokens, None, "no usage: unknown, not zero"),
+            pool => assert_eq!(r.completion_tokens, Some(tokens), "{pool}"),
+        }
+        match d.pool.as_str() {
+            "llamacpp" | "tabby" => assert_eq!(chunks, tokens, "{}: one token a chunk", d.pool),
+            pool => assert!(
+                chunks < tokens,
+                "{pool}: {chunks} chunks for {tokens} tokens"
+            ),
+        }
+        assert!(!r.hit_cap && !r.cut_early);
+        assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+        assert_eq!(r.attempts.len(), 1);
+        if d.pool.starts_with("think") {
+            let reasoning = r.reasoning.as_deref().unwrap_or_default();
+            assert!(reasoning.contains("x doubled"), "{}: {reasoning:?}", d.pool);
+            assert!(!content.contains("<think>") && !content.contains("x doubled"));
+            let tr = r.ttft_reasoning_ms.unwrap();
+            ttft_dev.push(tr - ms(g.first_due));
+            assert!(r.ttft_ms.unwrap() > tr, "content comes after reasoning");
+        } else {
+            assert_eq!(r.reasoning, None);
+            assert_eq!(r.ttft_reasoning_ms, None);
+            ttft_dev.push(r.ttft_ms.unwrap() - ms(g.first_due));
+        }
+        latency_dev.push(r.latency_ms.unwrap() - ms(g.last_due));
+    }
+    let spread = |v: &[f64]| {
+        let lo = v.iter().cloned().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        (lo, hi)
+    };
+    let (tl, th) = spread(&ttft_dev);
+    let (ll, lh) = spread(&latency_dev);
+    eprintln!(
+        "measured - injected (ms): TTFT {tl:.2}..{th:.2}, latency {ll:.2}..{lh:.2} over {} replies",
+        replies.len()
+    );
+    // The goal is 5 ms; on a shared 2-core machine a client process that
+    // gets descheduled for a moment misses it, so the test allows 25 ms and
+    // prints the spread it saw (recorded in docs/benchmarks.md). A measured
+    // time is never earlier than the injected one.
+    for (what, lo, hi) in [("TTFT", tl, th), ("latency", ll, lh)] {
+        assert!(lo > -1.0, "{what} measured before it was injected: {lo} ms");
+        assert!(hi < 25.0, "{what} off by {hi} ms");
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Every fault yields its recorded outcome with the server's sentence and
+/// bounded attempts, a refusing pool stops with one line, and the batch
+/// completes with the rest.
+#[test]
+fn every_fault_is_recorded_and_the_batch_completes() {
+    let corpus = tiny_corpus();
+    let vllm = Dialect::Vllm {
+        tokens_per_chunk: 3,
+    };
+    let m = || Model::new(vllm, corpus.clone());
+    let always = usize::MAX;
+    let gw = Gateway::start_on_thread(
+        Config::new()
+            .key("the-right-key")
+            .model("ok", m())
+            .model("r429", m().fault(Fault::RateLimit { retry_after_s: 1 }, 1))
+            .model(
+                "r500",
+                m().fault(
+                    Fault::ServerError {
+                        body:
+                            "{\"object\":\"error\",\"message\":\"CUDA out of memory\",\"code\":500}"
+                                .into(),
+                    },
+                    always,
+                ),
+            )
+            .model("reset", m().fault(Fault::ResetAfter { tokens: 3 }, always))
+            .model(
+                "slow",
+                m().fault(Fault::SlowFirstByte(Duration::from_secs(3)), always),
+            )
+            .model(
+                "malformed",
+                m().fault(Fault::MalformedChunk { after_tokens: 2 }, always),
+            )
+            .model("null", m().fault(Fault::NullContent, always))
+            .model("empty", m().fault(Fault::EmptyReply, always))
+            .model("cap", m().fault(Fault::RunToCap, always)),
+    )
+    .unwrap();
+    let s = Scratch::new();
+    let key = "api_key_env = \"GW_KEY\"";
+    let mut pools = String::new();
+    for name in ["ok", "r429", "r500", "reset", "malformed", "null", "empty"] {
+        pools += &pool(name, &gw, name, key);
+    }
+    pools += &pool(
+        "slow",
+        &gw,
+        "slow",
+        &format!("{key}\ntimeout_s = 0.3\nmax_attempts = 2"),
+    );
+    pools += &pool(
+        "cap",
+        &gw,
+        "cap",
+        &format!("{key}\nmax_completion_tokens = 20"),
+    );
+    pools += &pool("badkey", &gw, "ok", "api_key_env = \"WRONG_KEY\"");
+    pools += &pool("nomodel", &gw, "no-such-model", key);
+    let file = s.write("pools.toml", &pools);
+    let shares = [
+        ("ok", 2),
+        ("r429", 1),
+        ("r500", 1),
+        ("reset", 1),
+        ("slow", 1),
+        ("malformed", 1),
+        ("null", 1),
+        ("empty", 1),
+        ("cap", 1),
+        ("badkey", 3),
+        ("nomodel", 2),
+    ];
+    let n: usize = shares.iter().map(|s| s.1).sum();
+    let mut args: Vec<String> = ["run", &tiny(), "--json", "-n", &n.to_string(), "--pools"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    args.push(file.display().to_string());
+    for (name, share) in shares {
+        args.extend(["--pool".into(), format!("{name}={share}")]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (summary, stderr) = s.run_json(
+        &args,
+        &[("GW_KEY", "the-right-key"), ("WRONG_KEY", "not-the-key")],
+    );
+    assert_eq!(summary["status"], "finished", "{summary}");
+    assert_eq!(summary["replies"], n);
+    let stopped: Vec<&str> = stderr.lines().filter(|l| l.contains("stopped")).collect();
+    assert_eq!(stopped.len(), 2, "one line per refusing pool: {stderr}");
+    assert!(stopped
+        .iter()
+        .any(|l| l.contains("`badkey`") && l.contains("http_error(401)")));
+    assert!(stopped.iter().any(
+        |l| l.contains("`nomodel`") && l.contains("The model `no-such-model` does not exist.")
+    ));
+
+    let batch = summary["batch_id"].as_i64().unwrap();
+    let replies = s.replies(batch);
+    let by_pool = |p: &str| -> Vec<&assay::draw::Reply> {
+        replies
+            .iter()
+            .filter(|d| d.pool == p)
+            .map(|d| &d.reply)
+            .collect()
+    };
+    let one = |p: &str| by_pool(p)[0].clone();
+    let sentence = |r: &assay::draw::Reply| r.error.as_ref().map(|e| e.message.clone());
+
+    for r in by_pool("ok") {
+        assert_eq!(r.outcome, Outcome::Ok);
+    }
+    let r = one("r429");
+    assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
+    assert_eq!(r.attempts.len(), 2);
+    assert_eq!(r.attempts[0].outcome, Outcome::HttpError { status: 429 });
+    assert_eq!(r.attempts[0].retry_after_ms, Some(1000.0));
+    assert!(
+        r.attempts[0].delay_ms.unwrap() >= 1000.0,
+        "Retry-After honoured"
+    );
+    assert!(r.attempts[0]
+        .error
+        .as_ref()
+        .unwrap()
+        .message
+        .contains("Rate limit reached"));
+    assert!(r.attempts[1].started_ms >= 1000.0);
+
+    let r = one("r500");
+    assert_eq!(r.outcome, Outcome::HttpError { status: 500 });
+    assert_eq!(sentence(&r).as_deref(), Some("CUDA out of memory"));
+    assert!(r
+        .error
+        .as_ref()
+        .unwrap()
+        .body
+        .as_ref()
+        .unwrap()
+        .contains("\"code\":500"));
+    assert_eq!(r.attempts.len(), 3, "bounded: max_attempts");
+
+    let r = one("reset");
+    assert_eq!(r.outcome, Outcome::ConnectionError, "{r:?}");
+    assert_eq!(r.attempts.len(), 3);
+    assert!(sentence(&r).is_some());
+
+    let r = one("slow");
+    assert_eq!(r.outcome, Outcome::Timeout, "{r:?}");
+    assert_eq!(r.attempts.len(), 2);
+    assert!(r
+        .attempts
+        .iter()
+        .all(|a| a.duration_ms >= 290.0 && a.duration_ms < 1500.0));
+
+    let r = one("malformed");
+    assert_eq!(r.outcome, Outcome::MalformedChunk, "{r:?}");
+    assert_eq!(r.attempts.len(), 1, "a malformed stream is not retried");
+    assert!(r
+        .error
+        .as_ref()
+        .unwrap()
+        .body
+        .as_ref()
+        .unwrap()
+        .contains("unterminated"));
+
+    let r = one("null");
+    assert_eq!((r.outcome, r.content.clone()), (Outcome::Ok, None));
+    let r = one("empty");
+    assert_eq!((r.outcome, r.content.as_deref()), (Outcome::Ok, Some("")));
+    let r = one("cap");
+    assert!(
+        r.hit_cap && r.finish_reason.as_deref() == Some("length"),
+        "{r:?}"
+    );
+    assert_eq!(r.completion_tokens, Some(20));
+
+    let bad = by_pool("badkey");
+    assert_eq!(bad[0].outcome, Outcome::HttpError { status: 401 });
+    assert_eq!(sentence(bad[0]).as_deref(), Some("Unauthorized"));
+    assert!(bad[1..]
+        .iter()
+        .all(|r| r.outcome == Outcome::PoolStopped && r.attempts.is_empty()));
+    let nomodel = by_pool("nomodel");
+    assert_eq!(nomodel[0].outcome, Outcome::HttpError { status: 404 });
+    assert_eq!(nomodel[1].outcome, Outcome::PoolStopped);
+    // The stopped pools sent one request each, not one per share.
+    let received = gw.received();
+    let sent_to = |model: &str, auth: &str| {
+        received
+            .iter()
+            .filter(|r| r.body["model"] == model && r.authorization.as_deref() == Some(auth))
+            .count()
+    };
+    assert_eq!(sent_to("ok", "Bearer not-the-key"), 1);
+    assert_eq!(sent_to("no-such-model", "Bearer the-right-key"), 1);
+
+    // What extraction made of them: failed draws are not extracted.
+    let shown = s.assay(&["show", &batch.to_string(), "--json"], &[]);
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let extract: HashMap<String, Vec<String>> = shown["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .fold(HashMap::new(), |mut m, c| {
+            m.entry(c["pool"].as_str().unwrap().to_owned())
+                .or_default()
+                .push(c["extract"].as_str().unwrap().to_owned());
+            m
+        });
+    assert_eq!(extract["r500"], ["draw_failed"]);
+    assert_eq!(extract["null"], ["null_content"]);
+    assert_eq!(extract["empty"], ["empty_reply"]);
+    assert_eq!(extract["cap"], ["hit_token_cap"]);
+    assert_eq!(extract["badkey"], ["draw_failed"; 3]);
+}
+
+/// No key reaches the database, the logs (at trace level), the error files,
+/// the probe's build environment or the scorer's run environment.
+#[test]
+fn no_key_appears_anywhere() {
+    let key = format!("sk-assay-{}", std::process::id());
+    let default_key = format!("sk-default-{}", std::process::id());
+    // One candidate that compiles only if neither variable reaches the
+    // probe's rustc, and fails its cases if either reaches the scorer; and a
+    // control that shows the check bites (PATH does reach the probe).
+    let guarded = "```rust\nconst _: () = assert!(option_env!(\"POOL_KEY\").is_none());\nconst _: () = assert!(option_env!(\"NEV_MODEL_API_KEY\").is_none());\npub fn double(x: u64) -> u64 {\n    if std::env::var_os(\"POOL_KEY\").is_some() || std::env::var_os(\"NEV_MODEL_API_KEY\").is_some() { return 0; }\n    x * 2\n}\n```\n";
+    let control = "```rust\nconst _: () = assert!(option_env!(\"PATH\").is_none());\npub fn double(x: u64) -> u64 { x * 2 }\n```\n";
+    let corpus = vec![
+        Recorded {
+            content: guarded.into(),
+            reasoning: None,
+        },
+        Recorded {
+            content: control.into(),
+            reasoning: None,
+        },
+    ];
+    let gw = Gateway::start_on_thread(
+        Config::new()
+            .key(&key)
+            .model("m", Model::new(Dialect::LlamaCpp, corpus.clone()))
+            .model(
+                "fails",
+                Model::new(Dialect::LlamaCpp, corpus).fault(
+                    Fault::ServerError {
+                        body: "upstream error".into(),
+                    },
+                    usize::MAX,
+                ),
+            ),
+    )
+    .unwrap();
+    let s = Scratch::new();
+    // `keyed` names its variable; `default` uses NEV_MODEL_API_KEY (the
+    // gateway refuses it: its 401 body goes to the store and must not echo
+    // the key either).
+    let pools = pool("keyed", &gw, "m", "api_key_env = \"POOL_KEY\"")
+        + &pool(
+            "failing",
+            &gw,
+            "fails",
+            "api_key_env = \"POOL_KEY\"\nmax_attempts = 1",
+        )
+        + &pool("default", &gw, "m", "");
+    let file = s.write("pools.toml", &pools);
+    let out = s.assay(
+        &[
+            "run",
+            &tiny(),
+            "-n",
+            "4",
+            "-vv",
+            "--pools",
+            &file.display().to_string(),
+            "--pool",
+            "keyed=2",
+            "--pool",
+            "failing=1",
+            "--pool",
+            "default=1",
+        ],
+        &[
+            ("POOL_KEY", &key),
+            ("NEV_MODEL_API_KEY", &default_key),
+            ("RUST_LOG", "trace"),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}\n{stdout}");
+    assert!(
+        stderr.contains("retrying") || stderr.len() > 1000,
+        "trace logs were on"
+    );
+    // The key was really sent.
+    let received = gw.received();
+    assert!(received
+        .iter()
+        .any(|r| r.authorization.as_deref() == Some(&*format!("Bearer {key}"))));
+    assert!(received
+        .iter()
+        .any(|r| r.authorization.as_deref() == Some(&*format!("Bearer {default_key}"))));
+
+    let mut places = vec![("stdout".to_owned(), stdout.as_bytes().to_vec())];
+    places.push(("stderr".to_owned(), stderr.as_bytes().to_vec()));
+    let mut files = Vec::new();
+    walk(s.dir.path(), &mut files);
+    assert!(files.iter().any(|f| f.ends_with("assay.db")));
+    assert!(
+        files
+            .iter()
+            .any(|f| f.to_string_lossy().contains("errors/")),
+        "an error file was written: {files:?}"
+    );
+    for f in files {
+        places.push((f.display().to_string(), std::fs::read(&f).unwrap()));
+    }
+    for (place, bytes) in &places {
+        for secret in [&key, &default_key] {
+            assert!(
+                !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+                "{secret} found in {place}"
+            );
+        }
+    }
+
+    // The probe and the scorer did not see the keys; the control shows the
+    // probe check can fail.
+    let summary = s.assay(&["show", "1", "--json"], &[]);
+    let shown: Value = serde_json::from_slice(&summary.stdout).unwrap();
+    let cands = shown["candidates"].as_array().unwrap();
+    let keyed: Vec<&Value> = cands.iter().filter(|c| c["pool"] == "keyed").collect();
+    assert_eq!(keyed.len(), 2);
+    let guarded = keyed.iter().find(|c| c["probe"] == "compiled");
+    let guarded = guarded.unwrap_or_else(|| panic!("the guarded candidate compiles: {keyed:?}"));
+    assert_eq!(guarded["score"], "scored(10/10)", "{keyed:?}");
+    assert!(
+        keyed
+            .iter()
+            .any(|c| c["probe"].as_str().unwrap().starts_with("compile_error")),
+        "the control does not compile: {keyed:?}"
+    );
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        if p.is_dir() {
+            walk(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+/// A race fills the batch from whoever is faster and cancels what is still
+/// out; a fixed split waits for every share.
+#[test]
+fn a_race_takes_from_the_faster_pool_and_cancels_the_rest() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let corpus = tiny_corpus();
+        let d = Dialect::Vllm {
+            tokens_per_chunk: 4,
+        };
+        let gw = Gateway::start(
+            Config::new()
+                .model(
+                    "fast",
+                    Model::new(d, corpus.clone())
+                        .latency(Duration::from_millis(10), Duration::from_micros(200)),
+                )
+                .model(
+                    "slow",
+                    Model::new(d, corpus).latency(Duration::from_millis(400), Duration::ZERO),
+                ),
+        )
+        .await
+        .unwrap();
+        let pools_toml = pool("fast", &gw, "fast", "max_in_flight = 2")
+            .replace("max_in_flight = 1\n", "")
+            + &pool("slow", &gw, "slow", "max_in_flight = 2").replace("max_in_flight = 1\n", "");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pools.toml");
+        std::fs::write(&path, pools_toml).unwrap();
+        let file = assay::draw::pools::PoolsFile::load(&path).unwrap();
+        let http = |name: &str| {
+            assay::draw::http::HttpPool::new(
+                name,
+                file.pools[name].clone(),
+                None,
+                "write double",
+                false,
+            )
+            .unwrap()
+        };
+        let plan = Plan::http(vec![http("fast"), http("slow")], SplitMode::Race, None);
+        assert_eq!(plan.label(), "race(fast+slow)");
+        let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+        let progress = Progress::hidden();
+        let drawing = async { plan.draw(8, 0, tx, &progress).await.unwrap() };
+        let collecting = async {
+            let mut events = Vec::new();
+            while let Some(e) = rx.recv().await {
+                events.push(e);
+            }
+            events
+        };
+        let ((), events) = tokio::join!(drawing, collecting);
+        let mut idx: Vec<usize> = Vec::new();
+        let mut from = HashMap::<String, usize>::new();
+        let mut cancelled = HashMap::<String, usize>::new();
+        for e in &events {
+            match e {
+                DrawEvent::Reply(d) => {
+                    assert_eq!(d.reply.outcome, Outcome::Ok);
+                    idx.push(d.idx);
+                    *from.entry(d.pool.clone()).or_default() += 1;
+                }
+                DrawEvent::Cancelled { pool, attempts } => {
+                    assert_eq!(attempts.last().unwrap().outcome, Outcome::Cancelled);
+                    *cancelled.entry(pool.clone()).or_default() += 1;
+                }
+                DrawEvent::PoolStopped { .. } => panic!("no pool refused"),
+            }
+        }
+        idx.sort();
+        assert_eq!(idx, (0..8).collect::<Vec<_>>(), "every index exactly once");
+        assert_eq!(from.get("slow"), None, "the slow pool never finished first");
+        assert_eq!(
+            cancelled["slow"], 2,
+            "the slow pool's two slots were cancelled"
+        );
+        // The fast pool's other slot may have been out when the race filled.
+        assert!(
+            cancelled.get("fast").copied().unwrap_or(0) <= 1,
+            "{cancelled:?}"
+        );
+    });
+}
+
+/// A spec in a scratch folder that uses the tiny fixture's files by
+/// absolute path, with `extra` added to its `[draw]` table.
+fn tiny_spec(s: &Scratch, extra: &str) -> String {
+    let t = repo().join("tests/fixtures/tiny");
+    let p = |f: &str| t.join(f).display().to_string();
+    let text = format!(
+        "name = \"tiny\"\nprompt = \"{}\"\nharness = \"{}\"\nentry = \"double\"\ncases = \"{}\"\ncommitted = \"{}\"\n\n[draw]\nn = 2\nreplay = \"{}\"\n{extra}\n\n[admit]\nmin_score = 0.9\n\n[limits]\nwall_ms = 1000\n",
+        p("prompt.md"),
+        p("harness"),
+        p("cases.jsonl"),
+        p("committed.rs"),
+        p("replies.jsonl"),
+    );
+    std::fs::create_dir_all(s.path("task")).unwrap();
+    std::fs::write(s.path("task/spec.toml"), text).unwrap();
+    s.path("task").display().to_string()
+}
+
+/// With `single_fence`, the stream is closed once the Rust fence closes:
+/// recorded as cut, with the tokens counted so far (vLLM's continuous usage)
+/// and what the cap still allowed. The spec chose the pool; the pools file
+/// was found beside the spec.
+#[test]
+fn a_single_fence_reply_is_cut_when_its_fence_closes() {
+    let tail = "\n\nThis doubles x. ".repeat(40);
+    let reply = Recorded {
+        content: format!("```rust\npub fn double(x: u64) -> u64 {{ x * 2 }}\n```{tail}"),
+        reasoning: None,
+    };
+    let full = assay_gateway::tokens(&reply.content).len();
+    let gw = Gateway::start_on_thread(
+        Config::new().model(
+            "m",
+            Model::new(
+                Dialect::Vllm {
+                    tokens_per_chunk: 2,
+                },
+                vec![reply],
+            )
+            .latency(Duration::from_millis(5), Duration::from_millis(3)),
+        ),
+    )
+    .unwrap();
+    let s = Scratch::new();
+    let dir = tiny_spec(&s, "pools = [\"cutter\"]\nsingle_fence = true");
+    std::fs::write(
+        s.path("task/pools.toml"),
+        pool(
+            "cutter",
+            &gw,
+            "m",
+            "max_completion_tokens = 1000\nextra_body = { stream_options = { continuous_usage_stats = true } }",
+        ),
+    )
+    .unwrap();
+    let (summary, _) = s.run_json(&["run", &dir, "--json"], &[]);
+    assert_eq!(summary["pool"], "cutter");
+    assert_eq!(summary["compiled"], 1, "{summary}");
+    let replies = s.replies(summary["batch_id"].as_i64().unwrap());
+    assert_eq!(replies.len(), 2);
+    for d in &replies {
+        let r = &d.reply;
+        assert!(r.cut_early, "{r:?}");
+        assert_eq!(r.finish_reason, None, "the server never finished it");
+        let t = r.completion_tokens.expect("continuous usage");
+        assert!(t < full as u64 / 2, "{t} of {full} tokens");
+        assert_eq!(r.cap_tokens_left, Some(1000 - t));
+        assert!(!r.content.as_deref().unwrap().contains("This doubles"));
+        // The rest would have taken 3 ms a token.
+        assert!(r.latency_ms.unwrap() < 3.0 * (full as f64) / 2.0);
+    }
+}
+
+/// Flags beat the environment, which beats the files: N, the token cap,
+/// the in-flight limit. A pool without a sampling preset is warned about.
+#[test]
+fn flags_beat_environment_beats_files() {
+    let gw = Gateway::start_on_thread(
+        Config::new().model("m", Model::new(Dialect::LlamaCpp, tiny_corpus())),
+    )
+    .unwrap();
+    let s = Scratch::new();
+    let bare = format!(
+        "[pools.bare]\nbase_url = \"{}\"\nmodel = \"m\"\nmax_completion_tokens = 300\n",
+        gw.base_url()
+    );
+    let file = s.write("pools.toml", &bare);
+    let f = file.display().to_string();
+    let base = ["run", &*tiny(), "--json", "--pools", &f, "--pool", "bare"];
+    let env = [("NEV_CANDIDATES", "3"), ("MAX_COMPLETION_TOKENS", "200")];
+    let (summary, stderr) = s.run_json(&base, &env);
+    assert_eq!(summary["replies"], 3, "NEV_CANDIDATES beats the spec's n");
+    assert!(
+        stderr.contains("pool `bare` has no sampling preset"),
+        "{stderr}"
+    );
+    let mut args = base.to_vec();
+    args.extend(["-n", "2", "--max-completion-tokens", "100"]);
+    let (summary, _) = s.run_json(&args, &env);
+    assert_eq!(summary["replies"], 2, "-n beats NEV_CANDIDATES");
+    let caps: Vec<u64> = gw
+        .received()
+        .iter()
+        .map(|r| r.body["max_tokens"].as_u64().unwrap())
+        .collect();
+    assert_eq!(caps, [200, 200, 200, 100, 100]);
+}
+
+/// Bad draw input: one line naming the file, pool and field; exit 2;
+/// nothing stored.
+#[test]
+fn bad_draw_input_is_one_line_and_exit_2() {
+    let s = Scratch::new();
+    let good = "[pools.a]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\napi_key_env = \"ASSAY_UNSET_KEY_VAR\"\n";
+    // Not in the working directory, where it would be the default file.
+    std::fs::create_dir(s.path("cfg")).unwrap();
+    let file = s.write("cfg/pools.toml", good);
+    let bad = s.write(
+        "cfg/bad.toml",
+        "[pools.a]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = 3\n",
+    );
+    let f = file.display().to_string();
+    let b = bad.display().to_string();
+    let t = tiny();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", &t, "--pools", &f, "--pool", "zzz"],
+            "pools.toml: no pool `zzz` (pools: a)",
+        ),
+        (
+            &["run", &t, "--pools", &f, "--pool", "a"],
+            "pools.toml: pool `a`: `api_key_env` names ASSAY_UNSET_KEY_VAR, which is not set",
+        ),
+        (
+            &["run", &t, "--pools", &b, "--pool", "a"],
+            "bad.toml:3: invalid type",
+        ),
+        (&["run", &t, "--pool", "a"], "pool `a` needs a pools file"),
+        (
+            &["run", &t, "--pool", "a=x"],
+            "the share must be a whole number",
+        ),
+        (
+            &["run", &t, "--pools", &f, "--pool", "a=1", "--split", "race"],
+            "a race takes no shares",
+        ),
+        (
+            &["run", &t, "--split", "fast"],
+            "`fast`: the split is `fixed` or `race`",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = s.assay(args, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        // clap reports a flag value it cannot parse in its own style (a
+        // hint line follows); everything else is one line.
+        let lines = if args.iter().any(|a| *a == "a=x" || *a == "fast") {
+            3
+        } else {
+            1
+        };
+        assert_eq!(err.trim_end().lines().count(), lines, "{args:?}: {err}");
+    }
+    assert!(!s.path("assay.db").exists(), "nothing was stored");
+}

@@ -1,0 +1,249 @@
+//! End-to-end: the hostile corpus (tests/fixtures/hostile) through the real
+//! `assay run`. Every candidate tries one thing a scoring sandbox must
+//! survive; the batch must finish with each verdict as recorded, leave
+//! nothing changed outside its work and output directories, leave no process
+//! or cgroup behind, and let no secret of the parent reach any artifact or
+//! stored row.
+//!
+//! It needs what the sandbox uses on these machines (Landlock, a network
+//! namespace, a pids cgroup: root on a recent kernel) and says so plainly
+//! when one is missing rather than checking weaker verdicts.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+/// The variable a real pool's API key would be in.
+const KEY_VARIABLE: &str = "ASSAY_HOSTILE_API_KEY";
+/// The port the network candidate tries on loopback.
+const LISTEN_PORT: u16 = 47817;
+/// Files the escape candidate tries to write.
+const ESCAPES: &[&str] = &[
+    "/tmp/assay-hostile-escape.txt",
+    "/root/assay-hostile-escape.txt",
+    "/work/assay-hostile-escape.txt",
+];
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn shared_work_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("assay-work")
+}
+
+fn fixture() -> PathBuf {
+    repo().join("tests/fixtures/hostile")
+}
+
+/// Path -> contents of every file under `dir` (skipping `skip`).
+fn snapshot(dir: &Path, skip: &[&str]) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            if skip.iter().any(|s| path.ends_with(s)) {
+                continue;
+            }
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                stack.push(path);
+            } else if kind.is_file() {
+                out.insert(path.clone(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    snapshot(dir, &[]).into_keys().collect()
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+#[test]
+fn hostile_candidates_get_their_verdicts_and_change_nothing_outside() {
+    let scratch = tempfile::tempdir().unwrap();
+    let started = SystemTime::now();
+    let canary = format!(
+        "sk-hostile-canary-{}-{}",
+        std::process::id(),
+        started
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    for path in ESCAPES {
+        let _ = std::fs::remove_file(path);
+    }
+    let fixture_before = snapshot(&fixture(), &["harness/target", "harness/Cargo.lock"]);
+    // Held in the parent's network namespace for the whole run; the network
+    // candidate must not reach it.
+    let listener = TcpListener::bind(("127.0.0.1", LISTEN_PORT)).ok();
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_assay"))
+        .args(["run", &fixture().display().to_string(), "--json"])
+        .current_dir(scratch.path())
+        .env("ASSAY_DB", scratch.path().join("assay.db"))
+        .env("ASSAY_WORK_DIR", shared_work_dir())
+        .env(KEY_VARIABLE, &canary)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("assay starts");
+    let assay_pid = child.id();
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "assay run failed: {stderr}\n{stdout}");
+    let summary: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(summary["status"], "finished", "{summary}");
+
+    // This corpus checks the full sandbox; a machine without it fails here,
+    // naming what is missing, instead of passing on weaker verdicts.
+    let sandbox = summary["sandbox"].as_str().unwrap_or_default().to_owned();
+    for needed in ["landlock abi", "; netns;", "pids cgroup"] {
+        assert!(
+            sandbox.contains(needed),
+            "this test needs Landlock, a network namespace and a pids cgroup (root on \
+             Linux 6.7+, see docs/sandbox.md); the sandbox was: {sandbox}"
+        );
+    }
+
+    // Every verdict as recorded.
+    let batch = summary["batch_id"].as_i64().unwrap().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_assay"))
+        .args(["show", &batch, "--json"])
+        .current_dir(scratch.path())
+        .env("ASSAY_DB", scratch.path().join("assay.db"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let candidates = shown["candidates"].as_array().unwrap();
+    let expected: Vec<Value> = std::fs::read_to_string(fixture().join("expected.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(candidates.len(), expected.len());
+    let mut mismatches = Vec::new();
+    for (got, want) in candidates.iter().zip(&expected) {
+        for field in ["extract", "dup_of", "probe", "score"] {
+            if got[field] != want[field] {
+                mismatches.push(format!(
+                    "candidate {} ({}): {field} is {}, expected {}",
+                    want["idx"], want["why"], got[field], want[field]
+                ));
+            }
+        }
+        // The pids cgroup held every run to the spec's 16 processes.
+        if let Some(peak) = got["peak_processes"].as_u64() {
+            if peak > 16 {
+                mismatches.push(format!("candidate {}: {peak} processes", want["idx"]));
+            }
+        }
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    // The fork loop did fork, up to the limit (so the limit is what held it).
+    let fork_peak = candidates[5]["peak_processes"].as_u64().unwrap();
+    assert!(fork_peak > 2, "the fork loop never forked: {fork_peak}");
+
+    // The network candidate reached nothing.
+    if let Some(listener) = listener {
+        listener.set_nonblocking(true).unwrap();
+        assert!(
+            listener.accept().is_err(),
+            "a candidate connected to 127.0.0.1:{LISTEN_PORT}"
+        );
+    }
+
+    // Nothing written outside: the escape targets, the fixture (spec,
+    // harness, corpus) unchanged.
+    for path in ESCAPES {
+        assert!(!Path::new(path).exists(), "{path} was written");
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        assert!(!Path::new(&home).join("assay-hostile-escape.txt").exists());
+    }
+    assert!(
+        fixture_before == snapshot(&fixture(), &["harness/target", "harness/Cargo.lock"]),
+        "the fixture directory changed"
+    );
+
+    // Nothing left running: no process runs the batch's scorer, and the
+    // batch's cgroups are gone.
+    let scorer = scratch
+        .path()
+        .join(format!("assay-out/batch-{batch}/scorer"));
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(exe) = std::fs::read_link(entry.path().join("exe")) {
+            assert_ne!(exe, scorer, "process {:?} still runs", entry.file_name());
+        }
+    }
+    for root in [
+        "/sys/fs/cgroup/pids",
+        "/sys/fs/cgroup",
+        "/sys/fs/cgroup/unified",
+    ] {
+        if let Ok(entries) = std::fs::read_dir(root) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                assert!(
+                    !name.starts_with(&format!("assay-{assay_pid}-")),
+                    "cgroup {root}/{name} was left behind"
+                );
+            }
+        }
+    }
+
+    // The key appears in no artifact and no stored row: the database (all
+    // its files), every output file (error files, the scorer), the generated
+    // package, and every binary the probe and scorer built during this test.
+    let mut scanned = files_under(scratch.path());
+    scanned.extend(files_under(&shared_work_dir().join("hostile")));
+    for profile in ["debug", "release"] {
+        let dir = shared_work_dir().join("target").join(profile);
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let fresh = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|m| m >= started);
+            if fresh && entry.file_type().is_ok_and(|t| t.is_file()) {
+                scanned.push(entry.path());
+            }
+        }
+    }
+    assert!(scanned.len() > 20, "too little was scanned: {scanned:?}");
+    for file in &scanned {
+        let bytes = std::fs::read(file).unwrap();
+        assert!(
+            !contains(&bytes, canary.as_bytes()),
+            "{} holds the key",
+            file.display()
+        );
+    }
+    assert!(!stdout.contains(&canary) && !stderr.contains(&canary));
+}

@@ -326,6 +326,7 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     for w in warnings {
         eprintln!("warning: {w}");
     }
+    plan.check_reachable().await?;
     assay::casecheck::check(&cfg.spec, &cfg.work_dir, &cfg.target_dir).await?;
     let store = open_store(&args.db.db).await?;
     store.check_writable().await?;

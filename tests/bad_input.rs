@@ -3,9 +3,8 @@
 //! can), and write nothing: no database created, an existing database
 //! unchanged, no output folder.
 //!
-//! Not here, because this branch has no such input yet: a pools file
-//! without a base URL, an unset key variable, an unreachable gateway (the
-//! HTTP pools) and `--levels` with a zero (the ladder).
+//! Not here, because this branch has no such input yet: `--levels` with a
+//! zero (the ladder).
 
 mod common;
 
@@ -367,5 +366,86 @@ fn resuming_with_another_task_spec() {
         &scratch,
         &["run", &task.display().to_string(), "--resume", "1"],
         &["batch 1 is task `tiny`, the spec is task `other`"],
+    );
+}
+
+/// A pools file in the scratch directory, with a sampling preset so that
+/// the refusal is the only line.
+fn pools_file(scratch: &Scratch, body: &str) -> String {
+    let path = scratch.path().join("pools.toml");
+    std::fs::write(&path, body).unwrap();
+    path.display().to_string()
+}
+
+/// Refused with no database, and again with an (empty) database that stays
+/// as it was.
+fn refused_twice(scratch: &Scratch, args: &[&str], want: &[&str]) {
+    refused(scratch, args, want);
+    nothing_written(scratch);
+    scratch.assay_ok(&["batches"]);
+    let before = db_rows(scratch);
+    refused(scratch, args, want);
+    assert_eq!(db_rows(scratch), before);
+    assert!(
+        !scratch.path().join("assay-out").exists(),
+        "an output folder was created"
+    );
+}
+
+#[test]
+fn a_pools_file_without_a_base_url() {
+    let scratch = Scratch::new();
+    let pools = pools_file(
+        &scratch,
+        "[pools.a]\nmodel = \"m\"\n\n[pools.a.sampling]\ntemperature = 0.7\n",
+    );
+    let task = tiny();
+    refused_twice(
+        &scratch,
+        &["run", &task, "--pools", &pools, "--pool", "a"],
+        &["pools.toml:1:", "`base_url`"],
+    );
+}
+
+#[test]
+fn a_pool_key_variable_that_is_unset() {
+    let scratch = Scratch::new();
+    let pools = pools_file(
+        &scratch,
+        "[pools.a]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n\
+         api_key_env = \"ASSAY_TEST_KEY_NEVER_SET\"\n\n[pools.a.sampling]\ntemperature = 0.7\n",
+    );
+    let task = tiny();
+    refused_twice(
+        &scratch,
+        &["run", &task, "--pools", &pools, "--pool", "a"],
+        &["pools.toml: pool `a`: `api_key_env` names ASSAY_TEST_KEY_NEVER_SET, which is not set"],
+    );
+}
+
+#[test]
+fn an_unreachable_gateway() {
+    // A port that was free a moment ago: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let scratch = Scratch::new();
+    let pools = pools_file(
+        &scratch,
+        &format!(
+            "[pools.a]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"m\"\n\n\
+             [pools.a.sampling]\ntemperature = 0.7\n"
+        ),
+    );
+    let task = tiny();
+    refused_twice(
+        &scratch,
+        &["run", &task, "--pools", &pools, "--pool", "a"],
+        &[
+            "pools.toml: pool `a`: `base_url`",
+            &format!("http://127.0.0.1:{port}/v1 is unreachable"),
+        ],
     );
 }

@@ -213,7 +213,11 @@ fn a_resume_says_what_it_kept() {
     let resumes = summary["resumes"].as_array().unwrap();
     assert_eq!(resumes.len(), 1);
     assert_eq!(resumes[0]["attempt"], 1);
-    assert_eq!(resumes[0]["replies_kept"], 4);
+    // Replies are stored in batches of whatever has arrived together, so
+    // the point fires once at least 4 are stored (with a replay pool, often
+    // all 6 of the batch).
+    let kept = resumes[0]["replies_kept"].as_u64().unwrap();
+    assert!((4..=6).contains(&kept), "replies_kept {kept}");
     assert_eq!(resumes[0]["extracted_kept"], 0);
     assert_eq!(resumes[0]["committed_kept"], false);
     // The first attempt recorded no phase (it died in draw); the resumed

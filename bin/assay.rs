@@ -10,10 +10,13 @@ use clap::{Args, Parser, Subcommand};
 use assay::draw::DrawOptions;
 use assay::interrupt::{Interrupt, Interrupted};
 use assay::pipeline::{self, RunConfig};
+use assay::probe::ProbeMode;
 use assay::progress::Progress;
+use assay::replay::ReplayConfig;
 use assay::report::{self, CandidateLine, Summary};
 use assay::spec::Spec;
 use assay::store::{BatchId, Store, StoreError};
+use assay::{sweep, views};
 
 #[derive(Parser)]
 #[command(
@@ -56,6 +59,119 @@ enum Command {
         #[command(flatten)]
         db: DbArg,
     },
+    /// Compare batches side by side: speed, quality, cost. Stored batches,
+    /// or one new batch per pool with --spec and --pool.
+    Compare(CompareArgs),
+    /// Sweep one pool's concurrency: one round of L requests at each level L.
+    Ladder(LadderArgs),
+    /// Export a stored batch, one row per reply.
+    Export {
+        batch: BatchId,
+        #[command(flatten)]
+        db: DbArg,
+        /// json (everything, texts included) or csv (figures and verdicts).
+        #[arg(long, default_value = "json")]
+        format: assay::export::Format,
+    },
+    /// Probe a stored batch again in one or more modes; exit 1 when any
+    /// verdict differs between modes, runs or from the stored one.
+    Replay(ReplayArgs),
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    /// Two or more stored batches (or none, with --spec and --pool).
+    batches: Vec<BatchId>,
+    /// Run one new batch per --pool of this task, then compare them.
+    #[arg(long)]
+    spec: Option<PathBuf>,
+    /// A pool to run (with --spec); give two or more.
+    #[arg(long = "pool", value_name = "NAME")]
+    pool: Vec<assay::draw::PoolChoice>,
+    /// Candidates per pool (default: the spec's).
+    #[arg(short)]
+    n: Option<usize>,
+    /// Run the pools' batches one after the other (default: at once). Only
+    /// then are each batch's CPU-s its own.
+    #[arg(long)]
+    sequential: bool,
+    #[command(flatten)]
+    sweep: SweepArgs,
+    #[command(flatten)]
+    db: DbArg,
+    /// Print the comparison as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Also draw latency and score distributions per pool into this SVG file.
+    #[arg(long)]
+    svg: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct LadderArgs {
+    /// The task whose prompt is sent.
+    #[arg(long)]
+    spec: PathBuf,
+    /// The pool to measure.
+    #[arg(long = "pool", value_name = "NAME")]
+    pool: assay::draw::PoolChoice,
+    /// Concurrency levels; at each level L, L requests are sent at once.
+    #[arg(long, default_value = "1,2,4,8,16,32", value_parser = assay::ladder::parse_levels)]
+    levels: std::vec::Vec<usize>,
+    #[command(flatten)]
+    sweep: SweepArgs,
+    #[command(flatten)]
+    db: DbArg,
+    /// Print the ladder as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Also draw throughput and latency against concurrency into this SVG file.
+    #[arg(long)]
+    svg: Option<PathBuf>,
+}
+
+/// What a command that runs new batches needs besides the spec.
+#[derive(Args)]
+struct SweepArgs {
+    /// The pools file (default: pools.toml beside the spec, else in the
+    /// working directory).
+    #[arg(long)]
+    pools: Option<PathBuf>,
+    /// Token cap of every request (overrides the pools file).
+    #[arg(long, env = "MAX_COMPLETION_TOKENS")]
+    max_completion_tokens: Option<u64>,
+    /// Where batch outputs go (compiler errors, the scorer).
+    #[arg(long, env = "ASSAY_OUT", default_value = "assay-out")]
+    out: PathBuf,
+    /// Where the generated packages and their cargo target directory live.
+    #[arg(long, env = "ASSAY_WORK_DIR")]
+    work_dir: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct ReplayArgs {
+    batch: BatchId,
+    #[command(flatten)]
+    db: DbArg,
+    /// Probe modes to run, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "wide,serial,fast")]
+    modes: Vec<String>,
+    /// Times to run each mode.
+    #[arg(long, default_value_t = 1)]
+    runs: usize,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Probe in a new, empty work directory (dependencies built first,
+    /// untimed) instead of the warm one.
+    #[arg(long)]
+    fresh: bool,
+    /// Output folder; the warm work directory defaults to OUT/work.
+    #[arg(long, env = "ASSAY_OUT", default_value = "assay-out")]
+    out: PathBuf,
+    /// The warm work directory.
+    #[arg(long, env = "ASSAY_WORK_DIR")]
+    work_dir: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -113,6 +229,9 @@ struct RunArgs {
     /// it beat the committed one in this batch.
     #[arg(long)]
     promote: bool,
+    /// Probe mode: wide, serial or fast (experimental).
+    #[arg(long, env = "ASSAY_PROBE", default_value = "wide")]
+    probe: String,
 }
 
 /// An error that is the user's input, not a failure of the run.
@@ -141,6 +260,13 @@ fn is_bad_input(e: &anyhow::Error) -> bool {
 struct UsageError(String);
 
 fn main() -> ExitCode {
+    // `assay show 3 | head` should end quietly, as other Unix tools do, not
+    // panic on the closed pipe.
+    // SAFETY: restoring the default disposition of a signal at start-up,
+    // before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     init_logging(cli.verbose);
     let runtime = match tokio::runtime::Runtime::new() {
@@ -175,6 +301,7 @@ fn main() -> ExitCode {
 async fn dispatch(command: Command) -> Result<ExitCode> {
     match command {
         Command::Run(args) => run(args).await,
+        Command::Replay(args) => replay(args).await,
         Command::Batches { db, json } => {
             let store = open_store(&db.db).await?;
             let batches = store.batches().await?;
@@ -218,13 +345,27 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
                 .iter()
                 .map(CandidateLine::new)
                 .collect();
+            let (figures, _) = views::pool_figures(&store, batch).await?;
             if json {
                 let mut value = serde_json::to_value(&summary)?;
+                value["figures"] = serde_json::to_value(&figures)?;
                 value["candidates"] = serde_json::to_value(&lines)?;
                 println!("{}", serde_json::to_string_pretty(&value)?);
             } else {
-                print!("{}\n{}", summary.render(), report::candidate_table(&lines));
+                print!(
+                    "{}{}\n{}",
+                    summary.render(),
+                    figures.draw_line(),
+                    report::candidate_table(&lines)
+                );
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Compare(args) => compare(args).await,
+        Command::Ladder(args) => ladder(args).await,
+        Command::Export { batch, db, format } => {
+            let store = Store::open(&db.db).await?;
+            print!("{}", views::export(&store, batch, format).await?);
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -291,7 +432,15 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     let work_dir = args.work_dir.unwrap_or_else(|| out.join("work"));
     let work_dir = std::path::absolute(&work_dir)
         .with_context(|| format!("{}: bad path", work_dir.display()))?;
+    let mode: ProbeMode = args
+        .probe
+        .parse()
+        .map_err(|e: String| UsageError(format!("--probe: {e}")))?;
     let cfg = RunConfig {
+        probe: pipeline::ProbeSettings {
+            mode,
+            ..Default::default()
+        },
         n,
         target_dir: work_dir.join("target"),
         work_dir,
@@ -353,6 +502,186 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     }
     store.close().await;
     Ok(ExitCode::SUCCESS)
+}
+
+async fn compare(args: CompareArgs) -> Result<ExitCode> {
+    let batches = match &args.spec {
+        Some(spec) => {
+            if !args.batches.is_empty() {
+                return Err(UsageError(
+                    "compare: name stored batches or --spec with --pool, not both".into(),
+                )
+                .into());
+            }
+            if args.pool.len() < 2 {
+                return Err(UsageError("compare --spec: name at least two --pool".into()).into());
+            }
+            let cfg = sweep_config(spec, args.n, &args.sweep)?;
+            let prepared = sweep::prepare_per_pool(&cfg, &draw_options(&args.sweep), &args.pool)?;
+            for w in &prepared.warnings {
+                eprintln!("warning: {w}");
+            }
+            std::fs::create_dir_all(&cfg.out_dir)
+                .with_context(|| format!("cannot create {}", cfg.out_dir.display()))?;
+            let schedule = if args.sequential {
+                sweep::Schedule::Sequential
+            } else {
+                sweep::Schedule::Concurrent
+            };
+            let progress = if args.json {
+                Progress::hidden()
+            } else {
+                Progress::stderr()
+            };
+            sweep::run_per_pool(&cfg, prepared, schedule, &args.db.db, &progress).await?
+        }
+        None if args.batches.len() < 2 => {
+            return Err(UsageError(
+                "compare: name at least two batches, or --spec with two --pool".into(),
+            )
+            .into())
+        }
+        None => args.batches.clone(),
+    };
+    let store = Store::open(&args.db.db).await?;
+    let (comparison, samples) = views::comparison(&store, &batches).await?;
+    if let Some(path) = &args.svg {
+        write_svg(path, &assay::plot::compare_svg(&samples)?)?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&comparison)?);
+    } else {
+        print!("{}", comparison.render());
+        if args.spec.is_some() && !args.sequential {
+            println!("(the batches ran at once: CPU-s of overlapping phases include each other's work; --sequential for separate figures)");
+        }
+    }
+    store.close().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn ladder(args: LadderArgs) -> Result<ExitCode> {
+    let cfg = sweep_config(&args.spec, None, &args.sweep)?;
+    let prepared =
+        sweep::prepare_ladder(&cfg, &draw_options(&args.sweep), &args.pool, &args.levels)?;
+    if let Some((_, _, _, warnings)) = prepared.first() {
+        for w in warnings {
+            eprintln!("warning: {w}");
+        }
+    }
+    std::fs::create_dir_all(&cfg.out_dir)
+        .with_context(|| format!("cannot create {}", cfg.out_dir.display()))?;
+    let store = Store::open(&args.db.db).await?;
+    let progress = if args.json {
+        Progress::hidden()
+    } else {
+        Progress::stderr()
+    };
+    let levels = sweep::run_ladder(prepared, &store, &progress).await?;
+    let ladder = views::ladder(&store, &cfg.spec.name, &args.pool.name, &levels).await?;
+    if let Some(path) = &args.svg {
+        let svg = assay::plot::ladder_svg(
+            &ladder.pool,
+            ladder.ranking.as_str(),
+            &ladder.points(),
+            ladder.peak_level,
+        )?;
+        write_svg(path, &svg)?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&ladder)?);
+    } else {
+        print!("{}", ladder.render());
+    }
+    store.close().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The run configuration of a command that runs new batches (as `run`
+/// builds it).
+fn sweep_config(spec: &std::path::Path, n: Option<usize>, args: &SweepArgs) -> Result<RunConfig> {
+    let spec = Spec::load(spec)?;
+    let n = n.unwrap_or(spec.draw.n);
+    if n == 0 {
+        return Err(UsageError("-n: must be at least 1".into()).into());
+    }
+    if args.max_completion_tokens == Some(0) {
+        return Err(UsageError(
+            "--max-completion-tokens (MAX_COMPLETION_TOKENS): must be at least 1".into(),
+        )
+        .into());
+    }
+    let out = std::path::absolute(&args.out)
+        .with_context(|| format!("{}: bad path", args.out.display()))?;
+    let work_dir = args.work_dir.clone().unwrap_or_else(|| out.join("work"));
+    let work_dir = std::path::absolute(&work_dir)
+        .with_context(|| format!("{}: bad path", work_dir.display()))?;
+    Ok(RunConfig {
+        probe: pipeline::ProbeSettings::default(),
+        n,
+        target_dir: work_dir.join("target"),
+        work_dir,
+        out_dir: out,
+        spec,
+    })
+}
+
+/// The draw options of a sweep; pools, split and in-flight are the sweep's.
+fn draw_options(args: &SweepArgs) -> DrawOptions {
+    DrawOptions {
+        pools_file: args.pools.clone(),
+        max_completion_tokens: args.max_completion_tokens,
+        default_key: std::env::var("NEV_MODEL_API_KEY")
+            .ok()
+            .filter(|k| !k.is_empty())
+            .map(secrecy::SecretString::from),
+        ..DrawOptions::default()
+    }
+}
+
+fn write_svg(path: &std::path::Path, svg: &str) -> Result<()> {
+    std::fs::write(path, svg).with_context(|| format!("{}: cannot write the chart", path.display()))
+}
+
+async fn replay(args: ReplayArgs) -> Result<ExitCode> {
+    let mut modes = Vec::new();
+    for mode in &args.modes {
+        let mode: ProbeMode = mode
+            .trim()
+            .parse()
+            .map_err(|e: String| UsageError(format!("--modes: {e}")))?;
+        if !modes.contains(&mode) {
+            modes.push(mode);
+        }
+    }
+    if args.runs == 0 {
+        return Err(UsageError("--runs: must be at least 1".into()).into());
+    }
+    let work_dir = args.work_dir.unwrap_or_else(|| args.out.join("work"));
+    let work_dir = std::path::absolute(&work_dir)
+        .with_context(|| format!("{}: bad path", work_dir.display()))?;
+    let store = Store::open(&args.db.db).await?;
+    let cfg = ReplayConfig {
+        batch: args.batch,
+        modes,
+        runs: args.runs,
+        work_dir,
+        fresh: args.fresh,
+    };
+    let report = assay::replay::replay(&store, &cfg).await?;
+    store.close().await;
+    if args.json {
+        let mut value = serde_json::to_value(&report)?;
+        value["identical"] = report.identical().into();
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        print!("{}", report.render());
+    }
+    Ok(if report.identical() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 async fn summary(store: &Store, batch: BatchId) -> Result<Summary> {

@@ -7,25 +7,39 @@
 //! are ours: candidates are only module files, so nothing a candidate writes
 //! can add a build script, a dependency or a path outside the package.
 //!
-//! Nested cargo runs in a scrubbed environment (`scrubbed_cargo`): only an
-//! allow-list of variables passes, so nothing that `cargo run`, a build
-//! script or a wrapper set for us reaches it (which would make cargo treat
-//! the warm target directory as stale), and no secret does either.
+//! Nested cargo runs in a scrubbed environment (`scrubbed_cargo`, the only
+//! constructor of nested cargo commands): only an allow-list of variables
+//! passes, so nothing that `cargo run`, a build script, rustup or a wrapper
+//! set for us reaches it (which would make cargo treat the warm target
+//! directory as stale), and no secret does either. The toolchain and the
+//! target directory are chosen explicitly, never inherited.
 
 use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
-use cargo_metadata::diagnostic::DiagnosticLevel;
+use cargo_metadata::diagnostic::{Diagnostic, DiagnosticLevel, DiagnosticSpan};
 use cargo_metadata::Message;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
 use crate::spec::Spec;
 
-/// Variables nested cargo may inherit. Everything else is dropped.
-const INHERITED_ENV: &[&str] = &[
+/// Variables nested cargo may inherit. Everything else is dropped, which
+/// covers every variable the issue names as poison for a warm target
+/// directory or as a leak: `CARGO` and every `CARGO_*` but `CARGO_HOME`
+/// (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, `CARGO_TARGET_DIR`,
+/// `CARGO_BUILD_*`, `CARGO_ENCODED_RUSTFLAGS`...), `OUT_DIR`,
+/// `RUSTUP_TOOLCHAIN`, `RUST_RECURSION_COUNT`, `CARGO_MAKEFLAGS`,
+/// `MAKEFLAGS`, `MFLAGS`, `RUSTC`, `RUSTC_WRAPPER`,
+/// `RUSTC_WORKSPACE_WRAPPER`, `RUSTFLAGS`, and any API key. An allow-list
+/// rather than a deny-list, because a secret's name cannot be known in
+/// advance. Cargo configuration belongs in `CARGO_HOME/config.toml`.
+pub const INHERITED_ENV: &[&str] = &[
     "PATH",
     "HOME",
     "CARGO_HOME",
@@ -36,14 +50,25 @@ const INHERITED_ENV: &[&str] = &[
     "USER",
 ];
 
+/// The variable that picks the probe's toolchain explicitly (a rustup
+/// toolchain name such as `stable` or `1.85.0`). Unset, rustup resolves its
+/// own default for the work directory, the same whether `assay` was started
+/// as a binary, by `cargo run` or by `cargo +nightly run`.
+pub const TOOLCHAIN_VAR: &str = "ASSAY_TOOLCHAIN";
+
 /// The name of the scoring binary's target.
 pub const SCORER: &str = "assay_scorer";
+
+/// How long one nested cargo build may run before it is killed (its whole
+/// process group) and its unfinished targets become `probe_failure(timeout)`.
+pub const BUILD_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// A task's generated package, locked for the caller's use.
 #[derive(Debug)]
 pub struct Package {
     dir: PathBuf,
     target_dir: PathBuf,
+    toolchain: Option<String>,
     harness_crate: String,
     harness_dir: PathBuf,
     entry: String,
@@ -67,8 +92,17 @@ pub struct BuildReport {
     pub diagnostics: BTreeMap<String, TargetDiagnostics>,
     /// Rendered errors from packages other than ours (the harness, a dependency).
     pub dependency_errors: Vec<String>,
+    /// Units of other packages (the harness, its dependencies, build
+    /// scripts) that cargo found fresh, and those it had to rebuild, as
+    /// cargo's `fresh` flag on each artifact says.
+    pub deps_fresh: usize,
+    pub deps_rebuilt: Vec<String>,
     /// Whether cargo exited successfully.
     pub success: bool,
+    /// The signal that ended cargo, if one did.
+    pub signal: Option<i32>,
+    /// Killed at [`BUILD_TIMEOUT`].
+    pub timed_out: bool,
     /// cargo's own stderr, for infrastructure failures.
     pub stderr: String,
 }
@@ -79,8 +113,33 @@ pub struct TargetDiagnostics {
     pub error_codes: Vec<String>,
     pub errors: usize,
     pub warnings: usize,
+    /// Internal compiler errors: the compiler's fault, not the candidate's.
+    pub ices: usize,
     /// Module files that errors point into (`cands/c3.rs`), for blame.
     pub error_files: Vec<String>,
+    /// Every message, in order, for callers that attribute them to modules
+    /// (the fast probe builds many candidates as one target).
+    pub messages: Vec<CompilerDiag>,
+}
+
+/// One compiler message of one of our targets.
+#[derive(Debug, Clone)]
+pub struct CompilerDiag {
+    pub level: DiagLevel,
+    pub code: Option<String>,
+    pub rendered: String,
+    /// Files its spans point into: primary spans first, then the others,
+    /// then macro call sites, then the children's (notes, help).
+    pub files: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiagLevel {
+    Error,
+    Ice,
+    Warning,
+    /// Notes, help, failure notes: kept with the rendered text, not counted.
+    Other,
 }
 
 /// A cargo profile as the generated manifest defines them.
@@ -109,7 +168,19 @@ impl ModuleKey {
 impl Package {
     /// Opens (creating if needed) the package of `spec`'s task under
     /// `work_dir` and locks it. Blocks while another batch holds the lock.
+    /// The probe's toolchain is [`TOOLCHAIN_VAR`] if set, else rustup's
+    /// default for the work directory.
     pub fn open(spec: &Spec, work_dir: &Path, target_dir: &Path) -> Result<Package> {
+        Package::open_with_toolchain(spec, work_dir, target_dir, default_toolchain())
+    }
+
+    /// [`Package::open`] with the toolchain given.
+    pub fn open_with_toolchain(
+        spec: &Spec,
+        work_dir: &Path,
+        target_dir: &Path,
+        toolchain: Option<String>,
+    ) -> Result<Package> {
         let dir = work_dir.join(&spec.name);
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create work directory {}", dir.display()))?;
@@ -121,7 +192,10 @@ impl Package {
         lock.lock()
             .with_context(|| format!("cannot lock {}", lock_path.display()))?;
         let package = Package {
-            target_dir: target_dir.to_path_buf(),
+            target_dir: std::path::absolute(target_dir).with_context(|| {
+                format!("cannot resolve target directory {}", target_dir.display())
+            })?,
+            toolchain,
             harness_crate: spec.harness.crate_name.clone(),
             harness_dir: spec.harness.dir.clone(),
             entry: spec.entry.clone(),
@@ -134,6 +208,15 @@ impl Package {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    pub fn target_dir(&self) -> &Path {
+        &self.target_dir
+    }
+
+    /// The toolchain asked for, `None` for rustup's default.
+    pub fn toolchain(&self) -> Option<&str> {
+        self.toolchain.as_deref()
     }
 
     /// Clears the previous batch's sources and writes a manifest with no
@@ -198,15 +281,47 @@ impl Package {
         write(&self.dir.join("Cargo.toml"), &manifest)
     }
 
+    /// Builds the harness and its dependencies alone (no candidate), so
+    /// that timing a probe afterwards measures candidates only.
+    pub async fn warm_up(&self, profile: Profile) -> Result<BuildReport> {
+        const WARM: &str = "assay_warm";
+        self.write_bin(
+            WARM,
+            &format!(
+                "// Builds the harness alone; generated by assay.
+use {} as _;
+fn main() {{}}
+",
+                self.harness_crate
+            ),
+        )?;
+        self.set_bins([WARM])?;
+        self.build(profile, &[WARM.to_owned()], |_| {}).await
+    }
+
     /// Builds the given binaries with `--keep-going`, reading cargo's JSON
     /// messages as they come. `on_built` is called as each target finishes.
     pub async fn build(
         &self,
         profile: Profile,
         bins: &[String],
+        on_built: impl FnMut(&str),
+    ) -> Result<BuildReport> {
+        let mut args = Vec::with_capacity(bins.len() * 2);
+        for bin in bins {
+            args.push("--bin".to_owned());
+            args.push(bin.clone());
+        }
+        self.run_cargo(profile, &args, on_built).await
+    }
+
+    async fn run_cargo(
+        &self,
+        profile: Profile,
+        selection: &[String],
         mut on_built: impl FnMut(&str),
     ) -> Result<BuildReport> {
-        let mut cmd = scrubbed_cargo();
+        let mut cmd = scrubbed_cargo(self.toolchain.as_deref());
         let paths = crate::sandbox::BuildPaths {
             read: vec![self.harness_dir.clone()],
             write: vec![self.dir.clone(), self.target_dir.clone()],
@@ -219,19 +334,24 @@ impl Package {
             .arg(self.dir.join("Cargo.toml"))
             .arg("--target-dir")
             .arg(&self.target_dir);
-        if profile == Profile::Score {
-            cmd.arg("--release");
+        match profile {
+            Profile::Probe => {}
+            Profile::Score => {
+                cmd.arg("--release");
+            }
         }
-        for bin in bins {
-            cmd.arg("--bin").arg(bin);
-        }
+        cmd.args(selection);
         cmd.current_dir(&self.dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            // Its own process group, so a timeout kills rustc and the linker
+            // too, not only cargo.
+            .process_group(0)
             .kill_on_drop(true);
-        tracing::debug!(?profile, targets = bins.len(), "cargo build");
+        tracing::debug!(?profile, args = selection.len(), "cargo build");
         let mut child = cmd.spawn().context("cannot start cargo")?;
+        let pgid = child.id();
         let stdout = child.stdout.take().expect("piped stdout");
         let mut stderr = child.stderr.take().expect("piped stderr");
         let stderr_task = tokio::spawn(async move {
@@ -241,58 +361,30 @@ impl Package {
         });
 
         let mut report = BuildReport::default();
-        let mut lines = BufReader::new(stdout).lines();
-        while let Some(line) = lines
-            .next_line()
-            .await
-            .context("cannot read cargo's output")?
-        {
-            // Lines that are not JSON messages pass by, as cargo's own tools do.
-            let Ok(message) = serde_json::from_str::<Message>(&line) else {
-                continue;
-            };
-            match message {
-                Message::CompilerArtifact(artifact) => {
-                    if let Some(exe) = artifact.executable {
-                        on_built(&artifact.target.name);
-                        report
-                            .built
-                            .insert(artifact.target.name.clone(), exe.into_std_path_buf());
-                    }
+        let reading = async {
+            let mut lines = BufReader::new(stdout).lines();
+            while let Some(line) = lines
+                .next_line()
+                .await
+                .context("cannot read cargo's output")?
+            {
+                self.take_message(&line, &mut report, &mut on_built);
+            }
+            anyhow::Ok(())
+        };
+        match tokio::time::timeout(BUILD_TIMEOUT, reading).await {
+            Ok(read) => read?,
+            Err(_) => {
+                report.timed_out = true;
+                if let Some(pgid) = pgid {
+                    // SAFETY: signalling a process group we created.
+                    unsafe { libc::kill(-(pgid as i32), libc::SIGKILL) };
                 }
-                Message::CompilerMessage(msg) => {
-                    let rendered = msg.message.rendered.clone().unwrap_or_default();
-                    let is_error = matches!(
-                        msg.message.level,
-                        DiagnosticLevel::Error | DiagnosticLevel::Ice
-                    );
-                    // Our targets' roots are our files; anything else is a dependency.
-                    if msg.target.src_path.as_std_path().starts_with(&self.dir) {
-                        let entry = report
-                            .diagnostics
-                            .entry(msg.target.name.clone())
-                            .or_default();
-                        entry.rendered.push_str(&rendered);
-                        if is_error {
-                            entry.errors += 1;
-                            if let Some(code) = &msg.message.code {
-                                entry.error_codes.push(code.code.clone());
-                            }
-                            for span in &msg.message.spans {
-                                entry.error_files.push(span.file_name.clone());
-                            }
-                        } else if msg.message.level == DiagnosticLevel::Warning {
-                            entry.warnings += 1;
-                        }
-                    } else if is_error {
-                        report.dependency_errors.push(rendered);
-                    }
-                }
-                _ => {}
             }
         }
         let status = child.wait().await.context("cargo did not finish")?;
         report.success = status.success();
+        report.signal = status.signal();
         report.stderr = stderr_task.await.unwrap_or_default();
         for diag in report.diagnostics.values_mut() {
             diag.error_codes.sort();
@@ -302,19 +394,169 @@ impl Package {
         }
         Ok(report)
     }
-}
 
-/// A `cargo` command with only [`INHERITED_ENV`] passed through.
-pub fn scrubbed_cargo() -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new("cargo");
-    cmd.env_clear();
-    for key in INHERITED_ENV {
-        if let Some(value) = std::env::var_os(key) {
-            cmd.env(key, value);
+    /// Folds one line of cargo's output into the report. Lines that are not
+    /// JSON messages pass by, as cargo's own tools do.
+    fn take_message(&self, line: &str, report: &mut BuildReport, on_built: &mut impl FnMut(&str)) {
+        let Ok(message) = serde_json::from_str::<Message>(line) else {
+            return;
+        };
+        match message {
+            Message::CompilerArtifact(artifact) => {
+                let ours = artifact
+                    .target
+                    .src_path
+                    .as_std_path()
+                    .starts_with(&self.dir);
+                if !ours {
+                    if artifact.fresh {
+                        report.deps_fresh += 1;
+                    } else {
+                        report.deps_rebuilt.push(format!(
+                            "{} ({})",
+                            artifact.target.name, artifact.package_id
+                        ));
+                    }
+                }
+                if let Some(exe) = artifact.executable {
+                    on_built(&artifact.target.name);
+                    report
+                        .built
+                        .insert(artifact.target.name.clone(), exe.into_std_path_buf());
+                }
+            }
+            Message::CompilerMessage(msg) => {
+                let diag = CompilerDiag::from_rustc(&msg.message);
+                // Our targets' roots are our files; anything else is a dependency.
+                if msg.target.src_path.as_std_path().starts_with(&self.dir) {
+                    let entry = report
+                        .diagnostics
+                        .entry(msg.target.name.clone())
+                        .or_default();
+                    entry.rendered.push_str(&diag.rendered);
+                    match diag.level {
+                        DiagLevel::Error | DiagLevel::Ice => {
+                            entry.errors += 1;
+                            if diag.level == DiagLevel::Ice {
+                                entry.ices += 1;
+                            }
+                            if let Some(code) = &diag.code {
+                                entry.error_codes.push(code.clone());
+                            }
+                            entry.error_files.extend(diag.files.iter().cloned());
+                        }
+                        DiagLevel::Warning => entry.warnings += 1,
+                        DiagLevel::Other => {}
+                    }
+                    entry.messages.push(diag);
+                } else if matches!(diag.level, DiagLevel::Error | DiagLevel::Ice) {
+                    report.dependency_errors.push(diag.rendered);
+                }
+            }
+            _ => {}
         }
     }
-    cmd.env("CARGO_TERM_COLOR", "never");
+}
+
+impl CompilerDiag {
+    fn from_rustc(d: &Diagnostic) -> CompilerDiag {
+        let level = match d.level {
+            DiagnosticLevel::Error => DiagLevel::Error,
+            DiagnosticLevel::Ice => DiagLevel::Ice,
+            DiagnosticLevel::Warning => DiagLevel::Warning,
+            _ => DiagLevel::Other,
+        };
+        let mut files = Vec::new();
+        let primary = d.spans.iter().filter(|s| s.is_primary);
+        let secondary = d.spans.iter().filter(|s| !s.is_primary);
+        for span in primary.chain(secondary) {
+            push_span_files(span, &mut files);
+        }
+        for child in &d.children {
+            for span in &child.spans {
+                push_span_files(span, &mut files);
+            }
+        }
+        CompilerDiag {
+            level,
+            code: d.code.as_ref().map(|c| c.code.clone()),
+            rendered: d.rendered.clone().unwrap_or_default(),
+            files,
+        }
+    }
+
+    pub fn is_error(&self) -> bool {
+        matches!(self.level, DiagLevel::Error | DiagLevel::Ice)
+    }
+}
+
+fn push_span_files(span: &DiagnosticSpan, files: &mut Vec<String>) {
+    if !files.contains(&span.file_name) {
+        files.push(span.file_name.clone());
+    }
+    if let Some(expansion) = &span.expansion {
+        push_span_files(&expansion.span, files);
+    }
+}
+
+/// The toolchain [`TOOLCHAIN_VAR`] names, if any.
+pub fn default_toolchain() -> Option<String> {
+    std::env::var(TOOLCHAIN_VAR)
+        .ok()
+        .filter(|t| !t.trim().is_empty())
+}
+
+/// The one constructor of nested cargo commands: `cargo` with the scrubbed
+/// environment of [`nested_env`], the toolchain pinned when one is given.
+/// Anything that confines nested builds further wraps this function.
+pub fn scrubbed_cargo(toolchain: Option<&str>) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new("cargo");
+    cmd.env_clear();
+    cmd.envs(nested_env(std::env::vars_os(), toolchain));
     cmd
+}
+
+/// The environment nested cargo sees, given ours: [`INHERITED_ENV`] only,
+/// with `PATH` stripped of rustup toolchain directories (a `cargo +nightly
+/// run` may put one first, which would pick the toolchain behind our back),
+/// `RUSTUP_TOOLCHAIN` set only when a toolchain was chosen, and cargo's
+/// colour off. Pure, so the rules are tested directly.
+pub fn nested_env(
+    parent: impl IntoIterator<Item = (OsString, OsString)>,
+    toolchain: Option<&str>,
+) -> BTreeMap<OsString, OsString> {
+    let parent: BTreeMap<OsString, OsString> = parent.into_iter().collect();
+    let mut env = BTreeMap::new();
+    for key in INHERITED_ENV {
+        if let Some(value) = parent.get(OsStr::new(key)) {
+            env.insert(OsString::from(key), value.clone());
+        }
+    }
+    if let Some(path) = parent.get(OsStr::new("PATH")) {
+        let rustup_home = parent
+            .get(OsStr::new("RUSTUP_HOME"))
+            .map(PathBuf::from)
+            .or_else(|| {
+                parent
+                    .get(OsStr::new("HOME"))
+                    .map(|h| Path::new(h).join(".rustup"))
+            });
+        let toolchains = rustup_home.map(|h| h.join("toolchains"));
+        let kept: Vec<PathBuf> = std::env::split_paths(path)
+            .filter(|dir| !toolchains.as_ref().is_some_and(|t| dir.starts_with(t)))
+            .collect();
+        if let Ok(joined) = std::env::join_paths(kept) {
+            env.insert(OsString::from("PATH"), joined);
+        }
+    }
+    if let Some(toolchain) = toolchain {
+        env.insert(
+            OsString::from("RUSTUP_TOOLCHAIN"),
+            OsString::from(toolchain),
+        );
+    }
+    env.insert(OsString::from("CARGO_TERM_COLOR"), OsString::from("never"));
+    env
 }
 
 fn toml_string(s: &str) -> String {
@@ -323,4 +565,90 @@ fn toml_string(s: &str) -> String {
 
 fn write(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect()
+    }
+
+    /// What `cargo +stable run` under a rustup proxy, inside a build script
+    /// or a make jobserver, with keys in the shell, hands to `assay`.
+    const UNDER_CARGO_RUN: &[(&str, &str)] = &[
+        ("PATH", "/root/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/bin:/root/.cargo/bin:/usr/bin"),
+        ("HOME", "/root"),
+        ("CARGO_HOME", "/root/.cargo"),
+        ("RUSTUP_HOME", "/root/.rustup"),
+        ("CARGO", "/root/.rustup/toolchains/stable/bin/cargo"),
+        ("CARGO_MANIFEST_DIR", "/src/assay"),
+        ("CARGO_MANIFEST_PATH", "/src/assay/Cargo.toml"),
+        ("CARGO_PKG_NAME", "assay"),
+        ("CARGO_PKG_VERSION", "0.1.0"),
+        ("CARGO_BIN_NAME", "assay"),
+        ("CARGO_CRATE_NAME", "assay"),
+        ("CARGO_TARGET_DIR", "/elsewhere"),
+        ("CARGO_BUILD_TARGET_DIR", "/elsewhere"),
+        ("CARGO_ENCODED_RUSTFLAGS", "-Cdebuginfo=2"),
+        ("CARGO_MAKEFLAGS", "-j --jobserver-fds=3,4"),
+        ("MAKEFLAGS", "-j4"),
+        ("MFLAGS", "-j4"),
+        ("OUT_DIR", "/src/assay/target/debug/build/x/out"),
+        ("RUSTUP_TOOLCHAIN", "stable"),
+        ("RUSTUP_TOOLCHAIN_SOURCE", "cli"),
+        ("RUST_RECURSION_COUNT", "1"),
+        ("RUSTC", "/usr/bin/rustc"),
+        ("RUSTC_WRAPPER", "sccache"),
+        ("RUSTC_WORKSPACE_WRAPPER", "clippy-driver"),
+        ("RUSTFLAGS", "-Dwarnings"),
+        ("OPENAI_API_KEY", "sk-secret"),
+        ("ASSAY_POOL_KEY", "secret"),
+        ("HF_TOKEN", "secret"),
+        ("LANG", "C.UTF-8"),
+    ];
+
+    #[test]
+    fn nothing_cargo_run_or_rustup_sets_reaches_nested_cargo() {
+        let env = nested_env(env_of(UNDER_CARGO_RUN), None);
+        let keys: Vec<&str> = env.keys().map(|k| k.to_str().unwrap()).collect();
+        assert_eq!(
+            keys,
+            [
+                "CARGO_HOME",
+                "CARGO_TERM_COLOR",
+                "HOME",
+                "LANG",
+                "PATH",
+                "RUSTUP_HOME"
+            ]
+        );
+        assert_eq!(env[OsStr::new("PATH")], "/root/.cargo/bin:/usr/bin");
+        assert_eq!(env[OsStr::new("CARGO_HOME")], "/root/.cargo");
+    }
+
+    #[test]
+    fn the_toolchain_is_set_only_when_chosen() {
+        let env = nested_env(env_of(UNDER_CARGO_RUN), Some("1.85.0"));
+        assert_eq!(env[OsStr::new("RUSTUP_TOOLCHAIN")], "1.85.0");
+        let env = nested_env(env_of(&[("PATH", "/usr/bin")]), None);
+        assert!(!env.contains_key(OsStr::new("RUSTUP_TOOLCHAIN")));
+        assert_eq!(env[OsStr::new("PATH")], "/usr/bin");
+    }
+
+    #[test]
+    fn toolchain_dirs_are_found_under_the_default_rustup_home() {
+        let env = nested_env(
+            env_of(&[
+                ("HOME", "/home/u"),
+                ("PATH", "/home/u/.rustup/toolchains/nightly-x/bin:/bin"),
+            ]),
+            None,
+        );
+        assert_eq!(env[OsStr::new("PATH")], "/bin");
+    }
 }

@@ -3,6 +3,12 @@
 //! draw -> extract+dedup -> probe -> score build -> score run -> persist.
 //! Each phase runs inside an accounting guard, and every result is stored as
 //! it arrives. Stages exchange plain data; only this module knows their order.
+//!
+//! The probe streams: while the draw runs, each reply is extracted and
+//! fingerprinted as it arrives and the first of each fingerprint goes down a
+//! channel to the probe, which builds them in waves (`probe::stream`). The
+//! `probe` phase is the tail the batch waits for after its last reply; the
+//! whole probe's work (every wave) is its probe run's figures.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,13 +24,14 @@ use crate::extract::{self, Extraction};
 use crate::interrupt::{Interrupt, Interrupted};
 use crate::owner::Owner;
 use crate::package::{ModuleKey, Package};
-use crate::probe::{self, Probed};
+use crate::probe::stream::{StreamCandidate, WavePolicy, Waves};
+use crate::probe::{self, ProbeMode, ProbeStats, Probed};
 use crate::progress::Progress;
 use crate::resume::{self, ResumePlan};
 use crate::sandbox::Sandbox;
 use crate::score::{self, RunLimits, ScoreVerdict, Scored};
 use crate::spec::Spec;
-use crate::store::{BatchId, BatchStatus, Claim, NewBatch, Store, StoreError};
+use crate::store::{BatchId, BatchStatus, Claim, NewBatch, ProbeRunStats, Store, StoreError};
 use crate::testpoint;
 
 /// Everything a batch needs besides the store.
@@ -39,6 +46,15 @@ pub struct RunConfig {
     pub work_dir: PathBuf,
     /// Cargo's target directory for those packages (kept warm too).
     pub target_dir: PathBuf,
+    /// How candidates are probed.
+    pub probe: ProbeSettings,
+}
+
+/// The probe's mode and its streaming waves.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ProbeSettings {
+    pub mode: ProbeMode,
+    pub waves: WavePolicy,
 }
 
 /// Checks what can be checked before anything is written: a batch that
@@ -209,42 +225,54 @@ async fn run_batch(
         )
         .await?;
 
-    let guard = PhaseGuard::start(Phase::Draw);
-    let replies = draw(plan, cfg.n, store, progress, batch, stored).await?;
-    record(store, batch, guard.finish()).await?;
+    // Opened before the draw, so waves can build while replies arrive; off
+    // the async threads, since another batch may hold its lock for a while
+    // and Ctrl-C must still work.
+    let package = open_package(cfg).await?;
+    let (tap, drawn_rx) = mpsc::unbounded_channel();
+    let (candidates_tx, candidates_rx) = mpsc::unbounded_channel();
+    let extracting = tokio::spawn(extract_stream(
+        cfg.spec.entry.clone(),
+        cfg.spec.dedup_by,
+        drawn_rx,
+        candidates_tx,
+    ));
+    let drawing = async {
+        let guard = PhaseGuard::start(Phase::Draw);
+        let replies = draw(plan, cfg.n, store, progress, batch, stored, Some(tap)).await;
+        (replies, guard.finish(), PhaseGuard::start(Phase::Probe))
+    };
+    let streaming = stream_probe(&package, cfg.probe, candidates_rx, progress);
+    let ((replies, draw_figures, tail), streamed) = tokio::join!(drawing, streaming);
+    let replies = replies?;
+    extracting.await.context("the extraction task panicked")?;
+    let (streamed, mut stats) = streamed?;
+    record(store, batch, draw_figures).await?;
     testpoint::reached("draw.done").await;
 
     let guard = PhaseGuard::start(Phase::ExtractDedup);
     let extracted = extract_and_dedup(&cfg.spec, &replies, store, batch, stored).await?;
-    record(store, batch, guard.finish()).await?;
+    let extract_figures = guard.finish();
 
-    // On a resume, only what lacks a verdict or a score is built and run.
+    // On a resume, only what lacks a verdict or a score is built and run
+    // (stored replies are not tapped, so the stream probed none of them).
     let to_probe: Vec<Unique> = extracted
         .into_iter()
         .filter(|u| stored.probe(u.idx).is_none())
         .collect();
     let kept_to_score: Vec<(usize, &str)> = stored.compiled_unscored().collect();
-    let needs_package =
-        !to_probe.is_empty() || !kept_to_score.is_empty() || !stored.committed_scored();
-    let package = if needs_package {
-        Some(open_package(cfg).await?)
-    } else {
-        None
-    };
-
-    let guard = PhaseGuard::start(Phase::Probe);
-    let probed = match &package {
-        Some(package) if !to_probe.is_empty() => probe(package, &to_probe, progress).await?,
-        _ => Vec::new(),
-    };
-    let figures = guard.finish();
+    let probed = settle_probe(&package, cfg.probe.mode, &to_probe, streamed, &mut stats).await?;
+    let figures = tail.finish();
+    record(store, batch, extract_figures).await?;
     if !probed.is_empty() {
         store_probe(
             store,
             batch,
+            cfg.probe.mode,
             probed.clone(),
             &errors_dir,
             &figures,
+            &stats,
             stored.probe_run,
         )
         .await?;
@@ -265,21 +293,20 @@ async fn run_batch(
     if !stored.committed_scored() {
         keys.push(ModuleKey::Committed);
     }
-    let scorer = match package {
-        Some(package) if !keys.is_empty() => {
-            // Candidates probed in an earlier attempt are not in the package
-            // yet (opening it cleared the last batch's sources).
-            for (idx, source) in &kept_to_score {
-                package.write_module(&ModuleKey::Candidate(*idx), source)?;
-            }
-            let spinner = progress.spinner("scorer");
-            let scorer = build_scorer(&cfg.spec, &package, keys, &batch_dir, store, batch).await?;
-            spinner.finish();
-            drop(package);
-            Some(scorer)
+    let scorer = if keys.is_empty() {
+        None
+    } else {
+        // Candidates probed in an earlier attempt are not in the package
+        // yet (opening it cleared the last batch's sources).
+        for (idx, source) in &kept_to_score {
+            package.write_module(&ModuleKey::Candidate(*idx), source)?;
         }
-        _ => None,
+        let spinner = progress.spinner("scorer");
+        let scorer = build_scorer(&cfg.spec, &package, keys, &batch_dir, store, batch).await?;
+        spinner.finish();
+        Some(scorer)
     };
+    drop(package);
     record(store, batch, guard.finish()).await?;
     testpoint::reached("score.built").await;
 
@@ -338,6 +365,7 @@ async fn draw(
     progress: &Progress,
     batch: BatchId,
     stored: &ResumePlan,
+    tap: Option<mpsc::UnboundedSender<Drawn>>,
 ) -> Result<Vec<Drawn>> {
     let mut replies: Vec<Drawn> = stored.replies().filter(|d| d.idx < n).cloned().collect();
     // Every pool draws indices in order from `skip`, so skipping the stored
@@ -380,6 +408,13 @@ async fn draw(
         }
         let count = arrived.len();
         store.record_draws(batch, &arrived).await?;
+        if let Some(tap) = &tap {
+            // The streaming probe may have stopped on an error of its own,
+            // which the batch reports; the draw goes on regardless.
+            for drawn in &arrived {
+                let _ = tap.send(drawn.clone());
+            }
+        }
         replies.append(&mut arrived);
         // Replies are stored in batches, so `draw.reply#K` may hold the
         // process with more than K replies stored.
@@ -467,16 +502,103 @@ async fn extract_and_dedup(
     Ok(unique)
 }
 
-async fn probe(package: &Package, unique: &[Unique], progress: &Progress) -> Result<Vec<Probed>> {
-    let bar = progress.bar("probe", unique.len());
-    let sources: Vec<(usize, &str)> = unique.iter().map(|u| (u.idx, u.source.as_str())).collect();
-    let probed = probe::probe_wide(package, &sources, |done| {
-        bar.set_position(done as u64);
-        testpoint::reached_blocking("probe.target");
-    })
-    .await?;
+/// Extracts and fingerprints replies as they arrive and sends the first
+/// candidate of each fingerprint on to the streaming probe. The batch's
+/// stored extraction and dedup are still `extract_and_dedup`'s, over the
+/// whole batch; `settle_probe` reconciles the two.
+async fn extract_stream(
+    entry: String,
+    dedup_by: dedup::DedupBy,
+    mut drawn: mpsc::UnboundedReceiver<Drawn>,
+    candidates: mpsc::UnboundedSender<StreamCandidate>,
+) {
+    let mut seen = std::collections::HashSet::new();
+    while let Some(d) = drawn.recv().await {
+        if !d.reply.outcome.is_ok() {
+            continue;
+        }
+        let extraction = extract::extract(
+            d.reply.content.as_deref(),
+            d.reply.finish_reason.as_deref(),
+            &entry,
+        );
+        if let Extraction::Source(source) = extraction {
+            // The same key `extract_and_dedup` groups by; a missing alpha
+            // fingerprint falls back to the exact one, kept apart.
+            let key = dedup::fingerprints(&source).map(|f| match (dedup_by, f.alpha) {
+                (dedup::DedupBy::Alpha, Some(alpha)) => (true, alpha),
+                _ => (false, f.exact),
+            });
+            if key.is_some_and(|key| seen.insert(key)) {
+                let _ = candidates.send(StreamCandidate { idx: d.idx, source });
+            }
+        }
+    }
+}
+
+/// Probes candidates in waves as they arrive, until the channel closes.
+async fn stream_probe(
+    package: &Package,
+    settings: ProbeSettings,
+    candidates: mpsc::UnboundedReceiver<StreamCandidate>,
+    progress: &Progress,
+) -> Result<(Vec<Probed>, ProbeStats)> {
+    let bar = progress.bar("probe", 0);
+    let mut waves = Waves::new(candidates, settings.waves);
+    let mut probed = Vec::new();
+    let mut stats = ProbeStats::default();
+    while let Some(wave) = waves.next().await {
+        bar.inc_length(wave.len() as u64);
+        let sources: Vec<(usize, &str)> = wave.iter().map(|c| (c.idx, c.source.as_str())).collect();
+        let done = bar.position();
+        let out = probe::probe(package, settings.mode, &sources, |n| {
+            bar.set_position(done + n as u64);
+            testpoint::reached_blocking("probe.target");
+        })
+        .await?;
+        stats.absorb(&out.stats);
+        probed.extend(out.probed);
+    }
+    stats.waves = waves.count;
     bar.finish();
-    Ok(probed)
+    Ok((probed, stats))
+}
+
+/// The batch's probe verdicts: one per unique candidate as `extract_and_dedup`
+/// decided them. Streaming probed the first of each fingerprint to arrive;
+/// when replies arrived out of order that may be another member of the group
+/// than the stored representative, which is then probed here.
+async fn settle_probe(
+    package: &Package,
+    mode: ProbeMode,
+    unique: &[Unique],
+    streamed: Vec<Probed>,
+    stats: &mut ProbeStats,
+) -> Result<Vec<Probed>> {
+    let mut by_idx: std::collections::HashMap<usize, Probed> =
+        streamed.into_iter().map(|p| (p.idx, p)).collect();
+    let missing: Vec<(usize, &str)> = unique
+        .iter()
+        .filter(|u| !by_idx.contains_key(&u.idx))
+        .map(|u| (u.idx, u.source.as_str()))
+        .collect();
+    if !missing.is_empty() {
+        tracing::debug!(
+            count = missing.len(),
+            "probing representatives the stream did not"
+        );
+        let out = probe::probe(package, mode, &missing, |_| {
+            testpoint::reached_blocking("probe.target");
+        })
+        .await?;
+        stats.absorb(&out.stats);
+        stats.waves += 1;
+        by_idx.extend(out.probed.into_iter().map(|p| (p.idx, p)));
+    }
+    Ok(unique
+        .iter()
+        .filter_map(|u| by_idx.remove(&u.idx))
+        .collect())
 }
 
 /// Writes each failing candidate's diagnostics to its error file and stores
@@ -484,16 +606,18 @@ async fn probe(package: &Package, unique: &[Unique], progress: &Progress) -> Res
 async fn store_probe(
     store: &Store,
     batch: BatchId,
+    mode: ProbeMode,
     probed: Vec<Probed>,
     errors_dir: &Path,
     figures: &PhaseFigures,
+    stats: &ProbeStats,
     resumed_run: Option<i64>,
 ) -> Result<()> {
     // A resume adds its verdicts to the batch's own run, which is where the
     // report reads them.
     let run = match resumed_run {
         Some(run) => run,
-        None => store.begin_probe_run(batch, "wide").await?,
+        None => store.begin_probe_run(batch, mode.as_str()).await?,
     };
     testpoint::reached("probe.begun").await;
     let mut rows = Vec::with_capacity(probed.len());
@@ -511,6 +635,18 @@ async fn store_probe(
     }
     store
         .record_probe_verdicts(run, batch, &rows, figures)
+        .await?;
+    store
+        .record_probe_run_stats(
+            run,
+            &ProbeRunStats {
+                avg_busy: figures.avg_busy,
+                peak_busy: figures.peak_busy,
+                probe: stats,
+                origin: "batch",
+                work_dir: None,
+            },
+        )
         .await?;
     testpoint::reached("probe.stored").await;
     Ok(())

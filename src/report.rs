@@ -365,7 +365,7 @@ fn resume_line(r: &ResumeRow, replies: usize) -> String {
 
 /// The best scored candidate: most cases passed, then earliest. (Scoring
 /// wall time is too noisy to break ties; a tie on score goes to the first.)
-fn best(candidates: &[CandidateRow]) -> Option<Best> {
+pub fn best(candidates: &[CandidateRow]) -> Option<Best> {
     candidates
         .iter()
         .filter_map(|c| {

@@ -458,7 +458,7 @@ fn needs_fetch(lock: &Path, dependencies: &[PathBuf]) -> bool {
 /// code, and `cargo fetch` runs no build script). About 0.1 s when
 /// everything is already cached.
 pub fn fetch_dependencies(manifest: &Path) -> Result<()> {
-    let cargo = crate::package::scrubbed_cargo();
+    let cargo = crate::package::scrubbed_cargo(crate::package::default_toolchain().as_deref());
     let template = cargo.as_std();
     let mut cmd = std::process::Command::new(template.get_program());
     cmd.env_clear();

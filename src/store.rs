@@ -141,6 +141,49 @@ pub struct PromotionRow {
     pub promoted_at: String,
 }
 
+/// A probe run's figures beyond wall and CPU-s.
+#[derive(Debug, Clone)]
+pub struct ProbeRunStats<'a> {
+    pub avg_busy: f64,
+    pub peak_busy: f64,
+    pub probe: &'a crate::probe::ProbeStats,
+    /// `batch` or `replay`.
+    pub origin: &'a str,
+    /// Replay: `warm` or `fresh`.
+    pub work_dir: Option<&'a str>,
+}
+
+/// One stored probe verdict.
+#[derive(Debug, Clone)]
+pub struct ProbeVerdictRow {
+    pub idx: usize,
+    pub verdict: crate::probe::ProbeVerdict,
+    pub warnings: usize,
+    pub diagnostics: String,
+}
+
+/// A stored probe run. `None` figures predate migration 0003.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ProbeRunRow {
+    pub id: i64,
+    pub mode: String,
+    pub origin: String,
+    pub work_dir: Option<String>,
+    pub started_at: String,
+    pub wall_s: Option<f64>,
+    pub cpu_s: Option<f64>,
+    pub avg_busy: Option<f64>,
+    pub peak_busy: Option<f64>,
+    pub builds: Option<usize>,
+    pub passes: Option<usize>,
+    pub fallbacks: Option<usize>,
+    pub waves: Option<usize>,
+    pub deps_fresh: Option<usize>,
+    pub deps_rebuilt: Option<Vec<String>>,
+    pub compiled: usize,
+    pub probed: usize,
+}
+
 impl Store {
     /// Opens (creating if missing) the database and brings its schema up to date.
     pub async fn open(path: &Path) -> Result<Store, StoreError> {
@@ -478,6 +521,107 @@ impl Store {
         tx.commit().await.map_err(self.sql())
     }
 
+    /// Stores what a probe run did beyond its verdicts (migration 0003).
+    pub async fn record_probe_run_stats(
+        &self,
+        run: i64,
+        stats: &ProbeRunStats<'_>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE probe_runs SET avg_busy = ?, peak_busy = ?, builds = ?, passes = ?, fallbacks = ?,
+                    waves = ?, deps_fresh = ?, deps_rebuilt = ?, origin = ?, work_dir = ?
+             WHERE id = ?",
+        )
+        .bind(stats.avg_busy)
+        .bind(stats.peak_busy)
+        .bind(stats.probe.builds as i64)
+        .bind(stats.probe.passes as i64)
+        .bind(stats.probe.fallbacks as i64)
+        .bind(stats.probe.waves as i64)
+        .bind(stats.probe.deps_fresh as i64)
+        .bind(serde_json::to_string(&stats.probe.deps_rebuilt).unwrap_or_default())
+        .bind(stats.origin)
+        .bind(stats.work_dir)
+        .bind(run)
+        .execute(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Every probe run of a batch, oldest first.
+    pub async fn probe_runs(&self, batch: BatchId) -> Result<Vec<ProbeRunRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, mode, origin, work_dir, started_at, wall_s, cpu_s, avg_busy, peak_busy,
+                    builds, passes, fallbacks, waves, deps_fresh, deps_rebuilt,
+                    (SELECT COUNT(*) FROM probe_verdicts v WHERE v.probe_run_id = r.id AND v.verdict = 'compiled') AS compiled,
+                    (SELECT COUNT(*) FROM probe_verdicts v WHERE v.probe_run_id = r.id) AS probed
+             FROM probe_runs r WHERE batch_id = ? ORDER BY id",
+        )
+        .bind(batch)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        rows.iter()
+            .map(|r| {
+                let rebuilt: Option<String> = r.get("deps_rebuilt");
+                Ok(ProbeRunRow {
+                    id: r.get("id"),
+                    mode: r.get("mode"),
+                    origin: r.get("origin"),
+                    work_dir: r.get("work_dir"),
+                    started_at: r.get("started_at"),
+                    wall_s: r.get("wall_s"),
+                    cpu_s: r.get("cpu_s"),
+                    avg_busy: r.get("avg_busy"),
+                    peak_busy: r.get("peak_busy"),
+                    builds: r.get::<Option<i64>, _>("builds").map(|n| n as usize),
+                    passes: r.get::<Option<i64>, _>("passes").map(|n| n as usize),
+                    fallbacks: r.get::<Option<i64>, _>("fallbacks").map(|n| n as usize),
+                    waves: r.get::<Option<i64>, _>("waves").map(|n| n as usize),
+                    deps_fresh: r.get::<Option<i64>, _>("deps_fresh").map(|n| n as usize),
+                    deps_rebuilt: match rebuilt {
+                        Some(text) => Some(
+                            serde_json::from_str(&text)
+                                .map_err(|_| self.bad(batch, -1, "deps_rebuilt", &text))?,
+                        ),
+                        None => None,
+                    },
+                    compiled: r.get::<i64, _>("compiled") as usize,
+                    probed: r.get::<i64, _>("probed") as usize,
+                })
+            })
+            .collect()
+    }
+
+    /// One probe run's verdicts, by candidate.
+    pub async fn probe_verdicts(
+        &self,
+        batch: BatchId,
+        run: i64,
+    ) -> Result<Vec<ProbeVerdictRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT idx, verdict, warnings, diagnostics FROM probe_verdicts
+             WHERE probe_run_id = ? ORDER BY idx",
+        )
+        .bind(run)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        rows.iter()
+            .map(|r| {
+                let idx: i64 = r.get("idx");
+                let verdict: String = r.get("verdict");
+                Ok(ProbeVerdictRow {
+                    idx: idx as usize,
+                    verdict: self.parse(batch, idx, "probe verdict", &verdict)?,
+                    warnings: r.get::<i64, _>("warnings") as usize,
+                    diagnostics: r.get("diagnostics"),
+                })
+            })
+            .collect()
+    }
+
     pub async fn record_score(
         &self,
         batch: BatchId,
@@ -766,6 +910,23 @@ impl Store {
             field,
             value: value.to_owned(),
         }
+    }
+
+    /// Seconds from a batch's start to its end (`None` while it has no end).
+    pub async fn batch_wall_s(&self, batch: BatchId) -> Result<Option<f64>, StoreError> {
+        let row = sqlx::query(
+            "SELECT (julianday(finished_at) - julianday(started_at)) * 86400.0 AS wall
+             FROM batches WHERE id = ?",
+        )
+        .bind(batch)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(self.sql())?
+        .ok_or_else(|| StoreError::NoBatch {
+            path: self.path.clone(),
+            id: batch,
+        })?;
+        Ok(row.get("wall"))
     }
 
     pub async fn close(&self) {

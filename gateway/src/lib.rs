@@ -104,6 +104,11 @@ pub struct Model {
     /// The fault applies to the first this many requests for the alias
     /// (`usize::MAX`: every request).
     pub fault_times: usize,
+    /// A server that thrashes past this many concurrent streams: while
+    /// `active` streams of the alias are open, each token takes
+    /// `(active / knee)^2` times `per_token` (never less than `per_token`),
+    /// so aggregate throughput rises up to `knee` streams and falls after.
+    pub knee: Option<usize>,
 }
 
 impl Model {
@@ -116,7 +121,15 @@ impl Model {
             per_token: Duration::ZERO,
             fault: None,
             fault_times: usize::MAX,
+            knee: None,
         }
+    }
+
+    /// Slows every token down once more than `knee` streams are open (see
+    /// [`Model::knee`]).
+    pub fn overload(mut self, knee: usize) -> Model {
+        self.knee = Some(knee.max(1));
+        self
     }
 
     pub fn latency(mut self, latency: Duration, per_token: Duration) -> Model {
@@ -202,6 +215,8 @@ pub struct Gateway {
 struct Shared {
     config: Config,
     counters: HashMap<String, AtomicUsize>,
+    /// Streams open per alias (for [`Model::knee`]).
+    active: HashMap<String, AtomicUsize>,
     served: Mutex<Vec<Served>>,
     received: Mutex<Vec<Received>>,
 }
@@ -216,9 +231,15 @@ impl Gateway {
             .keys()
             .map(|k| (k.clone(), AtomicUsize::new(0)))
             .collect();
+        let active = config
+            .models
+            .keys()
+            .map(|k| (k.clone(), AtomicUsize::new(0)))
+            .collect();
         let shared = Arc::new(Shared {
             config,
             counters,
+            active,
             served: Mutex::new(Vec::new()),
             received: Mutex::new(Vec::new()),
         });
@@ -468,6 +489,7 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
         reasoning: model.reasoning.clone(),
         latency: model.latency,
         per_token: model.per_token,
+        knee: model.knee,
         include_usage,
         continuous,
         prompt_tokens,
@@ -561,6 +583,7 @@ struct Stream {
     reasoning: Reasoning,
     latency: Duration,
     per_token: Duration,
+    knee: Option<usize>,
     include_usage: bool,
     continuous: bool,
     prompt_tokens: usize,
@@ -606,6 +629,16 @@ impl Stream {
             let tx = tx.clone();
             async move { tx.send(Ok(b)).await.is_ok() }
         };
+        let active = &shared.active[&self.alias];
+        active.fetch_add(1, Ordering::SeqCst);
+        // The slowdown of a thrashing server, read as each chunk is due.
+        let slowdown = || match self.knee {
+            Some(knee) => {
+                let load = active.load(Ordering::SeqCst) as f64 / knee as f64;
+                (load * load).max(1.0)
+            }
+            None => 1.0,
+        };
         let mut alive = true;
         if let Some(lead) = &plan.lead {
             tokio::time::sleep_until(due.into()).await;
@@ -617,7 +650,7 @@ impl Stream {
                 break;
             }
             if i > 0 {
-                due += self.per_token * (*n as u32);
+                due += (self.per_token * (*n as u32)).mul_f64(slowdown());
             }
             tokio::time::sleep_until(due.into()).await;
             match &self.fault {
@@ -702,6 +735,7 @@ impl Stream {
                 let _ = send(Bytes::from_static(b"data: [DONE]\n\n")).await;
             }
         }
+        active.fetch_sub(1, Ordering::SeqCst);
         shared.served.lock().unwrap().push(Served {
             model: self.alias.clone(),
             status: 200,

@@ -1,0 +1,247 @@
+//! Replay: probe a stored batch's candidates again, in one or more probe
+//! modes, and say where the verdicts differ.
+//!
+//! The sources come from the store (the unique candidates the batch probed),
+//! the task from the batch's spec path. Each mode and run is timed like a
+//! batch phase (wall, CPU-s, average and peak busy CPUs) and stored as a
+//! probe run of the batch with origin `replay`, so runs can be compared
+//! later. The dependencies are built once, untimed, before the first run, so
+//! the figures measure candidates, not crates.io.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::account::{Phase, PhaseGuard};
+use crate::extract::Extraction;
+use crate::package::{Package, Profile};
+use crate::probe::{self, ProbeMode, Probed};
+use crate::spec::Spec;
+use crate::store::{BatchId, ProbeRunStats, Store};
+
+/// What to replay and how.
+#[derive(Debug, Clone)]
+pub struct ReplayConfig {
+    pub batch: BatchId,
+    pub modes: Vec<ProbeMode>,
+    /// Times each mode is run (runs alternate modes: wide, fast, wide, fast).
+    pub runs: usize,
+    /// The warm work directory (generated packages and their target).
+    pub work_dir: PathBuf,
+    /// Use a new, empty work directory instead of the warm one.
+    pub fresh: bool,
+}
+
+/// Everything a replay found.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplayReport {
+    pub batch_id: BatchId,
+    pub task: String,
+    /// Unique candidates probed in each run.
+    pub candidates: usize,
+    /// `warm` or `fresh`.
+    pub work_dir: &'static str,
+    /// Dependency units the untimed warm-up build rebuilt (0 when warm).
+    pub warm_up_rebuilt: usize,
+    pub runs: Vec<ModeRun>,
+    /// Candidates whose verdict is not the same in every run and the stored one.
+    pub differences: Vec<Difference>,
+}
+
+/// One timed probe of the batch in one mode.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModeRun {
+    pub mode: ProbeMode,
+    /// 1-based.
+    pub run: usize,
+    pub probe_run_id: i64,
+    pub wall_s: f64,
+    pub cpu_s: f64,
+    pub avg_busy: f64,
+    pub peak_busy: f64,
+    pub compiled: usize,
+    pub builds: usize,
+    pub passes: usize,
+    pub fallbacks: usize,
+    pub deps_rebuilt: usize,
+}
+
+/// A candidate whose verdicts disagree.
+#[derive(Debug, Clone, Serialize)]
+pub struct Difference {
+    pub idx: usize,
+    /// The batch's own verdict, if it had one.
+    pub stored: Option<String>,
+    /// `mode#run` -> verdict.
+    pub verdicts: BTreeMap<String, String>,
+}
+
+/// Replays a batch. Errors are the host's (no such batch, the spec is gone,
+/// cargo would not start); verdict differences are data in the report.
+pub async fn replay(store: &Store, cfg: &ReplayConfig) -> Result<ReplayReport> {
+    let batch = store.batch(cfg.batch).await?;
+    let spec = Spec::load(Path::new(&batch.spec_path))?;
+    let rows = store.candidates(cfg.batch).await?;
+    let mut sources = Vec::new();
+    let mut stored = BTreeMap::new();
+    for row in &rows {
+        if let (Extraction::Source(source), None) = (&row.extraction, row.dup_of) {
+            sources.push((row.idx, source.as_str()));
+            if let Some(v) = &row.probe {
+                stored.insert(row.idx, v.to_string());
+            }
+        }
+    }
+
+    let scratch;
+    let work_dir = if cfg.fresh {
+        scratch = tempfile::Builder::new()
+            .prefix("assay-replay-")
+            .tempdir()
+            .context("cannot create a fresh work directory")?;
+        scratch.path().to_path_buf()
+    } else {
+        cfg.work_dir.clone()
+    };
+    let package = Package::open(&spec, &work_dir, &work_dir.join("target"))?;
+    let warm = package.warm_up(Profile::Probe).await?;
+    if !warm.success {
+        anyhow::bail!(
+            "the task's harness does not build:\n{}{}",
+            warm.dependency_errors.concat(),
+            warm.stderr
+        );
+    }
+    let origin_dir = if cfg.fresh { "fresh" } else { "warm" };
+
+    let mut runs = Vec::new();
+    let mut seen: BTreeMap<usize, BTreeMap<String, String>> = BTreeMap::new();
+    for run in 1..=cfg.runs {
+        for &mode in &cfg.modes {
+            tracing::info!(%mode, run, candidates = sources.len(), "replay probe");
+            let guard = PhaseGuard::start(Phase::Probe);
+            let outcome = probe::probe(&package, mode, &sources, |_| {}).await?;
+            let figures = guard.finish();
+            let id = store.begin_probe_run(cfg.batch, mode.as_str()).await?;
+            let verdicts: Vec<(Probed, Option<PathBuf>)> =
+                outcome.probed.iter().map(|p| (p.clone(), None)).collect();
+            store
+                .record_probe_verdicts(id, cfg.batch, &verdicts, &figures)
+                .await?;
+            store
+                .record_probe_run_stats(
+                    id,
+                    &ProbeRunStats {
+                        avg_busy: figures.avg_busy,
+                        peak_busy: figures.peak_busy,
+                        probe: &outcome.stats,
+                        origin: "replay",
+                        work_dir: Some(origin_dir),
+                    },
+                )
+                .await?;
+            for p in &outcome.probed {
+                seen.entry(p.idx)
+                    .or_default()
+                    .insert(format!("{mode}#{run}"), p.verdict.to_string());
+            }
+            runs.push(ModeRun {
+                mode,
+                run,
+                probe_run_id: id,
+                wall_s: figures.wall_s,
+                cpu_s: figures.cpu_s,
+                avg_busy: figures.avg_busy,
+                peak_busy: figures.peak_busy,
+                compiled: outcome
+                    .probed
+                    .iter()
+                    .filter(|p| p.verdict.compiled())
+                    .count(),
+                builds: outcome.stats.builds,
+                passes: outcome.stats.passes,
+                fallbacks: outcome.stats.fallbacks,
+                deps_rebuilt: outcome.stats.deps_rebuilt.len(),
+            });
+        }
+    }
+    drop(package);
+
+    let differences = seen
+        .into_iter()
+        .filter_map(|(idx, verdicts)| {
+            let stored = stored.get(&idx).cloned();
+            let mut all = verdicts.values().chain(stored.iter());
+            let first = all.next()?;
+            all.any(|v| v != first).then_some(Difference {
+                idx,
+                stored,
+                verdicts,
+            })
+        })
+        .collect();
+    Ok(ReplayReport {
+        batch_id: cfg.batch,
+        task: batch.task,
+        candidates: sources.len(),
+        work_dir: origin_dir,
+        warm_up_rebuilt: warm.deps_rebuilt.len(),
+        runs,
+        differences,
+    })
+}
+
+impl ReplayReport {
+    /// Whether every verdict agreed.
+    pub fn identical(&self) -> bool {
+        self.differences.is_empty()
+    }
+
+    /// The text form: one line per run, then every difference.
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "replay of batch {}  task {}  {} unique candidates  {} work dir (warm-up rebuilt {})\n",
+            self.batch_id, self.task, self.candidates, self.work_dir, self.warm_up_rebuilt
+        );
+        out.push_str(
+            "mode    run  wall (s)   CPU-s  avg busy  peak busy  compiled  builds  passes  fallbacks\n",
+        );
+        for r in &self.runs {
+            out.push_str(&format!(
+                "{:<6} {:>4} {:>9.2} {:>7.2} {:>9.1} {:>10.1} {:>9} {:>7} {:>7} {:>10}\n",
+                r.mode.as_str(),
+                r.run,
+                r.wall_s,
+                r.cpu_s,
+                r.avg_busy,
+                r.peak_busy,
+                format!("{}/{}", r.compiled, self.candidates),
+                r.builds,
+                r.passes,
+                r.fallbacks,
+            ));
+        }
+        if self.differences.is_empty() {
+            out.push_str(
+                "verdicts: identical in every mode and run, and equal to the stored ones\n",
+            );
+        } else {
+            out.push_str(&format!(
+                "verdicts differ for {} candidates:\n",
+                self.differences.len()
+            ));
+            for d in &self.differences {
+                let all: Vec<String> = d
+                    .stored
+                    .iter()
+                    .map(|s| format!("stored {s}"))
+                    .chain(d.verdicts.iter().map(|(k, v)| format!("{k} {v}")))
+                    .collect();
+                out.push_str(&format!("  candidate {}: {}\n", d.idx, all.join(", ")));
+            }
+        }
+        out
+    }
+}

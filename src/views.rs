@@ -1,0 +1,121 @@
+//! Views: the operator's reports of stored batches (`compare`, `export`,
+//! the draw figures of `show`), read through the store and built by the pure
+//! modules `compare`, `export` and `plot`. No SQL here, and nothing written.
+
+use anyhow::Result;
+
+use crate::account::Phase;
+use crate::compare::{BatchRows, Comparison, PoolFigures};
+use crate::export::{self, Export, Format};
+use crate::ladder::{Ladder, LevelFigures, RoundReply};
+use crate::plot::PoolSamples;
+use crate::report::Summary;
+use crate::score::ScoreVerdict;
+use crate::store::{BatchId, Store};
+
+/// A batch's figures and the samples its charts are drawn from.
+pub async fn pool_figures(store: &Store, batch: BatchId) -> Result<(PoolFigures, PoolSamples)> {
+    let row = store.batch(batch).await?;
+    let replies = store.draw_replies(batch).await?;
+    let candidates = store.candidates(batch).await?;
+    let phases = store.phases(batch).await?;
+    let batch_wall_s = store.batch_wall_s(batch).await?;
+    let figures = PoolFigures::new(BatchRows {
+        batch: &row,
+        replies: &replies,
+        candidates: &candidates,
+        phases: &phases,
+        batch_wall_s,
+    });
+    let samples = PoolSamples {
+        label: figures.label(),
+        latencies_ms: replies
+            .iter()
+            .filter(|d| d.reply.outcome.is_ok())
+            .filter_map(|d| d.reply.latency_ms)
+            .collect(),
+        scores: candidates
+            .iter()
+            .filter_map(|c| c.score.as_ref())
+            .filter(|s| matches!(s.verdict, ScoreVerdict::Scored { .. }) && s.total > 0)
+            .map(|s| s.passed as f64 / s.total as f64)
+            .collect(),
+    };
+    Ok((figures, samples))
+}
+
+/// Stored batches side by side, with the samples for the chart.
+pub async fn comparison(
+    store: &Store,
+    batches: &[BatchId],
+) -> Result<(Comparison, Vec<PoolSamples>)> {
+    let mut pools = Vec::with_capacity(batches.len());
+    let mut samples = Vec::with_capacity(batches.len());
+    for &batch in batches {
+        let (f, s) = pool_figures(store, batch).await?;
+        pools.push(f);
+        samples.push(s);
+    }
+    Ok((Comparison { pools }, samples))
+}
+
+/// The batch summary, as `run` and `show` print it.
+pub async fn summary(store: &Store, batch: BatchId) -> Result<Summary> {
+    let row = store.batch(batch).await?;
+    let candidates = store.candidates(batch).await?;
+    let phases = store.phases(batch).await?;
+    Ok(Summary::new(&row, &candidates, phases))
+}
+
+/// A whole batch in one of the export formats.
+pub async fn export(store: &Store, batch: BatchId, format: Format) -> Result<String> {
+    let replies = store.draw_replies(batch).await?;
+    let candidates = store.candidates(batch).await?;
+    let rows = export::rows(&replies, &candidates);
+    match format {
+        Format::Csv => export::csv(&rows),
+        Format::Json => {
+            let export = Export {
+                summary: summary(store, batch).await?,
+                figures: pool_figures(store, batch).await?.0,
+                rows,
+            };
+            Ok(serde_json::to_string_pretty(&export)? + "\n")
+        }
+    }
+}
+
+/// A ladder from its stored batches, one per level.
+pub async fn ladder(
+    store: &Store,
+    task: &str,
+    pool: &str,
+    levels: &[(usize, BatchId)],
+) -> Result<Ladder> {
+    let mut figures = Vec::with_capacity(levels.len());
+    for &(level, batch) in levels {
+        let replies = store.draw_replies(batch).await?;
+        let draw_wall_s = store
+            .phases(batch)
+            .await?
+            .iter()
+            .filter(|p| p.phase == Phase::Draw)
+            .map(|p| p.wall_s)
+            .sum();
+        let round: Vec<RoundReply> = replies
+            .iter()
+            .map(|d| RoundReply {
+                ok: d.reply.outcome.is_ok(),
+                completion_tokens: d.reply.completion_tokens,
+                ttft_ms: d.reply.ttft_ms,
+                latency_ms: d.reply.latency_ms,
+                hit_cap: d.reply.hit_cap,
+            })
+            .collect();
+        figures.push(LevelFigures {
+            batch_id: Some(batch),
+            ..LevelFigures::new(level, draw_wall_s, &round)
+        });
+    }
+    Ok(Ladder::new(task, pool, figures))
+}

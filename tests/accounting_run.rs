@@ -1,0 +1,73 @@
+//! The phase table checked against an independent instrument: a whole
+//! `assay run` under `/usr/bin/time` (GNU time, Debian package `time`). The
+//! phases' CPU seconds must add up to the process's user + system time
+//! within 5%: CPU spent outside every phase (start-up, opening the store,
+//! locking the package) is small, and a phase that forgot its children
+//! would show up as a gap.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+#[test]
+fn phases_cpu_sum_matches_usr_bin_time_within_5_percent() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let times = dir.path().join("time.txt");
+    let out = Command::new("/usr/bin/time")
+        .arg("-f")
+        .arg("%U %S")
+        .arg("-o")
+        .arg(&times)
+        .arg(env!("CARGO_BIN_EXE_assay"))
+        .args(["run", "--json"])
+        .arg(repo.join("tests/fixtures/tiny"))
+        .current_dir(dir.path())
+        .env("ASSAY_DB", dir.path().join("assay.db"))
+        .env(
+            "ASSAY_WORK_DIR",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("assay-work"),
+        )
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("/usr/bin/time runs (apt-get install time)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let phases = summary["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 6, "{summary}");
+    let phase_cpu: f64 = phases.iter().map(|p| p["cpu_s"].as_f64().unwrap()).sum();
+
+    let text = std::fs::read_to_string(&times).unwrap();
+    let fields: Vec<f64> = text
+        .split_whitespace()
+        .map(|f| f.parse().unwrap_or_else(|_| panic!("time wrote {text:?}")))
+        .collect();
+    let (user, sys) = (fields[0], fields[1]);
+    let whole = user + sys;
+    // A batch that did nothing measurable would make the check vacuous.
+    assert!(whole > 0.2, "user {user} + sys {sys}: too little to check");
+    let gap = (whole - phase_cpu).abs() / whole;
+    eprintln!(
+        "phases {phase_cpu:.3} CPU-s, /usr/bin/time user+sys {whole:.2} s, gap {:.1}%",
+        gap * 100.0
+    );
+    assert!(
+        gap <= 0.05,
+        "phases sum to {phase_cpu:.3} CPU-s, /usr/bin/time says {whole:.2} (user {user}, sys {sys})"
+    );
+
+    // `show` prints the same stored phases.
+    let shown = Command::new(env!("CARGO_BIN_EXE_assay"))
+        .args(["show", "1", "--json"])
+        .current_dir(dir.path())
+        .env("ASSAY_DB", dir.path().join("assay.db"))
+        .output()
+        .unwrap();
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(shown["phases"], summary["phases"]);
+}

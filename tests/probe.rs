@@ -1,0 +1,404 @@
+//! The probe end to end: the edge-case corpus in every mode, the replay tool
+//! on both bundled batches, and a warm target directory that stays warm when
+//! `assay` runs under `cargo run`. Every run shares the warm work directory
+//! of tests/e2e.rs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn shared_work_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("assay-work")
+}
+
+struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        Scratch {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("assay.db")
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_assay"));
+        cmd.args(args)
+            .current_dir(self.dir.path())
+            .env("ASSAY_DB", self.db())
+            .env("ASSAY_WORK_DIR", shared_work_dir())
+            .env_remove("RUST_LOG");
+        cmd
+    }
+
+    fn assay(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("assay starts")
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let out = self.assay(args);
+        assert!(
+            out.status.success(),
+            "assay {args:?} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    fn run_batch(&self, spec: &Path) -> String {
+        let summary = self.json(&["run", &spec.display().to_string(), "--json"]);
+        summary["batch_id"].as_i64().unwrap().to_string()
+    }
+
+    async fn store(&self) -> assay::store::Store {
+        assay::store::Store::open(&self.db()).await.unwrap()
+    }
+}
+
+fn replay_json(scratch: &Scratch, batch: &str, modes: &str) -> (Option<i32>, Value) {
+    let out = scratch.assay(&["replay", batch, "--modes", modes, "--json"]);
+    let value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "replay printed no JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    (out.status.code(), value)
+}
+
+/// Each edge case gets its expected verdict in the batch, and the same
+/// verdict again in wide, serial and fast.
+#[test]
+fn edge_corpus_gets_the_same_verdicts_in_every_mode() {
+    let scratch = Scratch::new();
+    let fixture = repo().join("tests/fixtures/edge");
+    let batch = scratch.run_batch(&fixture);
+    let shown = scratch.json(&["show", &batch, "--json"]);
+    let expected: Vec<Value> = std::fs::read_to_string(fixture.join("expected.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let candidates = shown["candidates"].as_array().unwrap();
+    assert_eq!(candidates.len(), expected.len());
+    let mut wrong = Vec::new();
+    for (got, want) in candidates.iter().zip(&expected) {
+        if got["probe"] != want["probe"] {
+            wrong.push(format!(
+                "candidate {} ({}): {} expected {}",
+                want["idx"], want["why"], got["probe"], want["probe"]
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+
+    let (code, report) = replay_json(&scratch, &batch, "wide,serial,fast");
+    assert_eq!(report["differences"], serde_json::json!([]), "{report}");
+    assert_eq!(code, Some(0), "{report}");
+    let fast = &report["runs"][2];
+    assert_eq!(fast["mode"], "fast");
+    // Symbols, exported macros, crate-level attributes and root paths are
+    // probed alone; the rest shared one crate.
+    assert_eq!(fast["fallbacks"], 9, "{report}");
+    assert!(fast["passes"].as_u64().unwrap() >= 2, "{report}");
+}
+
+#[tokio::test]
+async fn warnings_are_kept_with_the_verdict() {
+    let scratch = Scratch::new();
+    let batch = scratch.run_batch(&repo().join("tests/fixtures/edge"));
+    let store = scratch.store().await;
+    let batch: i64 = batch.parse().unwrap();
+    let runs = store.probe_runs(batch).await.unwrap();
+    let rows = store.probe_verdicts(batch, runs[0].id).await.unwrap();
+    let warned = rows.iter().find(|r| r.idx == 13).unwrap();
+    assert!(warned.verdict.compiled());
+    assert!(warned.warnings >= 1, "{warned:?}");
+    assert!(warned.diagnostics.contains("unused variable"), "{warned:?}");
+    let errored = rows.iter().find(|r| r.idx == 9).unwrap();
+    assert!(errored.diagnostics.contains("error[E0277]"), "{errored:?}");
+}
+
+/// The acceptance test: both bundled batches, all three modes,
+/// identical verdicts; each mode's run is stored as a probe run.
+#[tokio::test]
+async fn replay_of_both_bundled_batches_is_identical_in_all_modes() {
+    for task in ["absolute", "shellwords"] {
+        let scratch = Scratch::new();
+        let batch = scratch.run_batch(&repo().join("specs").join(task));
+        let (code, report) = replay_json(&scratch, &batch, "wide,serial,fast");
+        assert_eq!(
+            report["differences"],
+            serde_json::json!([]),
+            "{task}: {report}"
+        );
+        assert_eq!(code, Some(0), "{task}: {report}");
+        assert_eq!(report["identical"], true);
+        let runs = report["runs"].as_array().unwrap();
+        let modes: Vec<&str> = runs.iter().map(|r| r["mode"].as_str().unwrap()).collect();
+        assert_eq!(modes, ["wide", "serial", "fast"]);
+        for r in runs {
+            assert_eq!(r["compiled"], runs[0]["compiled"], "{task}: {report}");
+            assert!(r["wall_s"].as_f64().unwrap() > 0.0);
+            assert!(r["cpu_s"].as_f64().unwrap() > 0.0);
+            assert!(r["peak_busy"].as_f64().unwrap() >= r["avg_busy"].as_f64().unwrap());
+        }
+        assert_eq!(
+            runs[1]["builds"], report["candidates"],
+            "serial: one build each"
+        );
+
+        let store = scratch.store().await;
+        let stored = store.probe_runs(batch.parse().unwrap()).await.unwrap();
+        let origins: Vec<(&str, &str)> = stored
+            .iter()
+            .map(|r| (r.mode.as_str(), r.origin.as_str()))
+            .collect();
+        assert!(stored[0].waves.unwrap() >= 1, "{:?}", stored[0]);
+        assert_eq!(
+            stored[0].probed,
+            report["candidates"].as_u64().unwrap() as usize
+        );
+        assert_eq!(
+            origins,
+            [
+                ("wide", "batch"),
+                ("wide", "replay"),
+                ("serial", "replay"),
+                ("fast", "replay")
+            ]
+        );
+    }
+}
+
+/// A stored verdict that no mode reproduces is a difference: exit code 1,
+/// and the candidate is named.
+#[tokio::test]
+async fn a_differing_verdict_is_reported_with_exit_code_1() {
+    let scratch = Scratch::new();
+    let batch = scratch.run_batch(&repo().join("tests/fixtures/tiny"));
+    {
+        let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", scratch.db().display()))
+            .await
+            .unwrap();
+        // Candidate 2 of tiny fails to compile; pretend it had compiled.
+        let changed = sqlx::query("UPDATE probe_verdicts SET verdict = 'compiled' WHERE idx = 2")
+            .execute(&pool)
+            .await
+            .unwrap()
+            .rows_affected();
+        assert_eq!(changed, 1);
+        pool.close().await;
+    }
+    let (code, report) = replay_json(&scratch, &batch, "wide");
+    assert_eq!(code, Some(1), "{report}");
+    let diffs = report["differences"].as_array().unwrap();
+    assert_eq!(diffs.len(), 1, "{report}");
+    assert_eq!(diffs[0]["idx"], 2);
+    assert_eq!(diffs[0]["stored"], "compiled");
+    assert!(diffs[0]["verdicts"]["wide#1"]
+        .as_str()
+        .unwrap()
+        .starts_with("compile_error"));
+
+    let text = scratch.assay(&["replay", &batch, "--modes", "fast"]);
+    assert_eq!(text.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        stdout.contains("candidate 2: stored compiled, fast#1 compile_error"),
+        "{stdout}"
+    );
+}
+
+/// A batch probed in `serial` or `fast` gets the recorded verdicts too.
+#[test]
+fn a_batch_probed_in_each_mode_matches_its_recorded_verdicts() {
+    let fixture = repo().join("tests/fixtures/tiny");
+    let expected: Vec<Value> = std::fs::read_to_string(fixture.join("expected.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for mode in ["serial", "fast"] {
+        let scratch = Scratch::new();
+        let summary = scratch.json(&[
+            "run",
+            &fixture.display().to_string(),
+            "--probe",
+            mode,
+            "--json",
+        ]);
+        let batch = summary["batch_id"].as_i64().unwrap().to_string();
+        let shown = scratch.json(&["show", &batch, "--json"]);
+        for (got, want) in shown["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(&expected)
+        {
+            assert_eq!(
+                got["probe"], want["probe"],
+                "{mode}: candidate {}",
+                want["idx"]
+            );
+            assert_eq!(
+                got["score"], want["score"],
+                "{mode}: candidate {}",
+                want["idx"]
+            );
+        }
+    }
+    let out = Scratch::new().assay(&["run", &fixture.display().to_string(), "--probe", "narrow"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--probe: unknown probe mode `narrow`"));
+}
+
+#[test]
+fn replay_bad_input_is_one_line_and_exit_2() {
+    let scratch = Scratch::new();
+    let cases: &[(&[&str], &str)] = &[
+        (&["replay", "7"], "no batch 7"),
+        (
+            &["replay", "1", "--modes", "wide,narrow"],
+            "--modes: unknown probe mode `narrow`",
+        ),
+        (
+            &["replay", "1", "--runs", "0"],
+            "--runs: must be at least 1",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = scratch.assay(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+/// The warm target directory stays warm when `assay` runs under `cargo run`
+/// (here `cargo +stable run` of a wrapper that execs `assay`, so cargo and
+/// rustup set every variable they set for a real `cargo run`), and when the
+/// environment carries make flags, a compiler wrapper and a key: the task's
+/// harness has a build script that tracks all of them, and cargo's `fresh`
+/// flags say nothing was rebuilt.
+#[tokio::test]
+async fn the_probe_stays_warm_under_cargo_run() {
+    let fresh = repo().join("tests/fixtures/fresh");
+    let spec = fresh.display().to_string();
+    let scratch = Scratch::new();
+    // The first batch may build the harness.
+    scratch.run_batch(&fresh);
+
+    // Under `cargo +stable run`.
+    let wrapper = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cargo-run-wrapper");
+    std::fs::create_dir_all(wrapper.join("src")).unwrap();
+    std::fs::write(
+        wrapper.join("Cargo.toml"),
+        "[package]\nname = \"run-assay\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        wrapper.join("src/main.rs"),
+        "fn main() {\n    let status = std::process::Command::new(env!(\"ASSAY_EXE\"))\n        .args(std::env::args_os().skip(1))\n        .status()\n        .unwrap();\n    std::process::exit(status.code().unwrap_or(1));\n}\n",
+    )
+    .unwrap();
+    let out = Command::new("cargo")
+        .args(["+stable", "run", "--quiet", "--manifest-path"])
+        .arg(wrapper.join("Cargo.toml"))
+        .args(["--", "run", &spec, "--json"])
+        .env("ASSAY_EXE", env!("CARGO_BIN_EXE_assay"))
+        .env("ASSAY_DB", scratch.db())
+        .env("ASSAY_WORK_DIR", shared_work_dir())
+        .env("CARGO_TARGET_DIR", wrapper.join("target"))
+        .current_dir(scratch.dir.path())
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // With everything a build script or a shell might hand down.
+    let out = scratch
+        .command(&["run", &spec, "--json"])
+        .env("CARGO", "/nonexistent/cargo")
+        .env("CARGO_MANIFEST_DIR", "/elsewhere")
+        .env("CARGO_PKG_NAME", "other")
+        .env("CARGO_TARGET_DIR", "/nonexistent/target")
+        .env("CARGO_MAKEFLAGS", "-j --jobserver-fds=3,4")
+        .env("MAKEFLAGS", "-j4")
+        .env("OUT_DIR", "/elsewhere/out")
+        .env("RUSTUP_TOOLCHAIN", "stable")
+        .env("RUST_RECURSION_COUNT", "1")
+        .env("RUSTC_WRAPPER", "/bin/false")
+        .env("RUSTC_WORKSPACE_WRAPPER", "/bin/false")
+        .env("OPENAI_API_KEY", "sk-test-not-a-key")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let store = scratch.store().await;
+    for batch in [2, 3] {
+        let runs = store.probe_runs(batch).await.unwrap();
+        let run = &runs[0];
+        assert_eq!(
+            run.deps_rebuilt.as_deref(),
+            Some(&[][..]),
+            "batch {batch} rebuilt dependencies"
+        );
+        assert!(run.deps_fresh.unwrap() >= 3, "batch {batch}: {run:?}");
+    }
+
+    // The control: the same build with one of those variables set does
+    // rerun the build script, so the check above can fail.
+    let out = Command::new("cargo")
+        .args([
+            "build",
+            "--message-format=json",
+            "-p",
+            "fresh-harness",
+            "--manifest-path",
+        ])
+        .arg(shared_work_dir().join("fresh/Cargo.toml"))
+        .arg("--target-dir")
+        .arg(shared_work_dir().join("target"))
+        .env("CARGO_MANIFEST_DIR", "/somewhere/else")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rebuilt_harness = String::from_utf8_lossy(&out.stdout).lines().any(|line| {
+        let v: Value = serde_json::from_str(line).unwrap_or_default();
+        v["reason"] == "compiler-artifact"
+            && v["package_id"]
+                .as_str()
+                .is_some_and(|p| p.contains("fresh-harness"))
+            && v["fresh"] == false
+    });
+    assert!(
+        rebuilt_harness,
+        "the control build should rebuild the harness"
+    );
+}

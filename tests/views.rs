@@ -1,0 +1,202 @@
+//! End-to-end: the operator views of stored batches (`compare`, `export`,
+//! `show`) through the real binary, on batches of the tiny fixture. Every
+//! run shares the warm work directory of tests/e2e.rs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        Scratch {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn assay(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_assay"))
+            .args(args)
+            .current_dir(self.dir.path())
+            .env("ASSAY_DB", self.path("assay.db"))
+            .env(
+                "ASSAY_WORK_DIR",
+                Path::new(env!("CARGO_TARGET_TMPDIR")).join("assay-work"),
+            )
+            .env_remove("RUST_LOG")
+            .output()
+            .expect("assay starts")
+    }
+
+    fn assay_ok(&self, args: &[&str]) -> String {
+        let out = self.assay(args);
+        assert!(
+            out.status.success(),
+            "assay {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let text = self.assay_ok(args);
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+    }
+
+    /// Two batches of the tiny fixture: all six replies, then the first three.
+    fn two_batches() -> Scratch {
+        let scratch = Scratch::new();
+        let tiny = repo().join("tests/fixtures/tiny").display().to_string();
+        scratch.assay_ok(&["run", &tiny, "--json"]);
+        scratch.assay_ok(&["run", &tiny, "-n", "3", "--json"]);
+        scratch
+    }
+}
+
+#[test]
+fn compare_two_stored_batches() {
+    let scratch = Scratch::two_batches();
+    let report = scratch.json(&["compare", "1", "2", "--json", "--svg", "cmp.svg"]);
+    let pools = report["pools"].as_array().unwrap();
+    assert_eq!(pools.len(), 2);
+    for (pool, shown) in pools.iter().zip(["1", "2"]) {
+        // The counts agree with the batch's own summary.
+        let summary = scratch.json(&["show", shown, "--json"]);
+        for key in [
+            "replies",
+            "extracted",
+            "unique",
+            "compiled",
+            "admitted",
+            "best",
+        ] {
+            assert_eq!(pool[key], summary[key], "batch {shown}: {key}");
+        }
+        assert_eq!(pool["models"], serde_json::json!(["tiny-model"]));
+        // A replay draw times the replay, not a server: no rates.
+        assert_eq!(pool["replayed"], true);
+        assert!(pool["completions_per_s"].is_null());
+        assert!(pool["output_tok_per_s"].is_null());
+        // The corpus records 15 completion tokens a reply.
+        let replies = pool["replies"].as_u64().unwrap();
+        assert_eq!(pool["output_tokens"], replies * 15);
+        let admitted = pool["admitted"].as_f64().unwrap();
+        let per_1k = pool["admitted_per_1k_output_tokens"].as_f64().unwrap();
+        assert!((per_1k - admitted * 1000.0 / (replies * 15) as f64).abs() < 1e-9);
+        assert!(pool["probe_cpu_s"].as_f64().unwrap() > 0.0);
+        assert!(pool["batch_wall_s"].as_f64().unwrap() >= pool["draw_wall_s"].as_f64().unwrap());
+        assert!(
+            pool["ttft_ms"].is_null(),
+            "the tiny corpus records no timings"
+        );
+    }
+    assert_eq!(pools[0]["replies"], 6);
+    assert_eq!(pools[1]["replies"], 3);
+    assert_eq!(pools[0]["largest_duplicate_group"], 2);
+
+    let svg = std::fs::read_to_string(scratch.path("cmp.svg")).unwrap();
+    assert!(svg.starts_with("<svg"), "{}", &svg[..80.min(svg.len())]);
+    assert!(svg.contains("batch 1 (replay)") && svg.contains("batch 2 (replay)"));
+
+    let text = scratch.assay_ok(&["compare", "1", "2"]);
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.ends_with("batch 1 (replay)  batch 2 (replay)"),
+        "{text}"
+    );
+    for row in [
+        "completions/s",
+        "TTFT p50 (ms)",
+        "unique (largest dup)",
+        "admitted/1k out tok",
+    ] {
+        assert!(
+            text.lines().any(|l| l.starts_with(row)),
+            "{row} missing:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn compare_needs_two_known_batches() {
+    let scratch = Scratch::two_batches();
+    let cases: &[(&[&str], &str)] = &[
+        (&["compare", "1"], "compare: name at least two batches"),
+        (&["compare", "1", "9"], "no batch 9"),
+    ];
+    for (args, want) in cases {
+        let out = scratch.assay(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn export_csv_and_json_agree_with_show() {
+    let scratch = Scratch::two_batches();
+    let shown = scratch.json(&["show", "1", "--json"]);
+    let candidates = shown["candidates"].as_array().unwrap();
+
+    let text = scratch.assay_ok(&["export", "1", "--format", "csv"]);
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let header = reader.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(records.len(), candidates.len());
+    for (record, cand) in records.iter().zip(candidates) {
+        assert_eq!(
+            record[col("candidate_id")],
+            cand["candidate_id"].to_string()
+        );
+        assert_eq!(&record[col("extract")], cand["extract"].as_str().unwrap());
+        assert_eq!(&record[col("probe")], cand["probe"].as_str().unwrap_or(""));
+        assert_eq!(&record[col("score")], cand["score"].as_str().unwrap_or(""));
+        assert_eq!(&record[col("completion_tokens")], "15");
+        // Unknown timings are empty cells, never zero.
+        assert_eq!(&record[col("latency_ms")], "");
+    }
+
+    let export = scratch.json(&["export", "1", "--format", "json"]);
+    assert_eq!(export["summary"]["batch_id"], 1);
+    assert_eq!(export["summary"]["admitted"], shown["admitted"]);
+    assert_eq!(export["figures"]["replies"], 6);
+    let rows = export["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 6);
+    assert!(rows[0]["content"].as_str().unwrap().contains("fn double"));
+    assert!(rows[0]["source"].as_str().unwrap().contains("fn double"));
+
+    let out = scratch.assay(&["export", "1", "--format", "xml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("json or csv"));
+}
+
+#[test]
+fn show_adds_the_draw_figures() {
+    let scratch = Scratch::two_batches();
+    let shown = scratch.json(&["show", "2", "--json"]);
+    assert_eq!(shown["figures"]["batch_id"], 2);
+    assert_eq!(shown["figures"]["output_tokens"], 45);
+    let text = scratch.assay_ok(&["show", "2"]);
+    assert!(
+        text.lines().any(|l| {
+            l.starts_with(
+            "draw: n/a (replay) completions/s  n/a (replay) output tok/s  TTFT mean/p50/max unknown"
+        )
+        }),
+        "{text}"
+    );
+}

@@ -264,7 +264,9 @@ async fn run_batch(
     let probed = settle_probe(&package, cfg.probe.mode, &to_probe, streamed, &mut stats).await?;
     let figures = tail.finish();
     record(store, batch, extract_figures).await?;
-    if !probed.is_empty() {
+    // A batch always has its own probe run (with its waves' figures); a
+    // resume that probed nothing new leaves the stored one as it is.
+    if !probed.is_empty() || stored.probe_run.is_none() {
         store_probe(
             store,
             batch,

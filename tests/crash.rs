@@ -425,16 +425,18 @@ fn ctrl_c_stops_a_run_waiting_for_the_package_lock() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // B has extracted its candidates, so it is at (or about to be at) the lock.
+    // B has stored its sandbox, the last thing before it opens the package
+    // (before its draw, for the streaming probe), so it is at (or about to
+    // be at) the lock.
     let start = std::time::Instant::now();
     loop {
-        let extracted: i64 = scratch.sql(async |db| {
-            sqlx::query_scalar("SELECT COUNT(*) FROM candidates WHERE batch_id = 2")
+        let set_up: i64 = scratch.sql(async |db| {
+            sqlx::query_scalar("SELECT COUNT(*) FROM batches WHERE id = 2 AND sandbox IS NOT NULL")
                 .fetch_one(db)
                 .await
                 .unwrap()
         });
-        if extracted == 6 {
+        if set_up == 1 {
             break;
         }
         assert!(

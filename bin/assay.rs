@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
 use assay::draw::DrawOptions;
+use assay::interrupt::{Interrupt, Interrupted};
 use assay::pipeline::{self, RunConfig};
 use assay::probe::ProbeMode;
 use assay::progress::Progress;
@@ -182,13 +183,19 @@ struct DbArg {
 
 #[derive(Args)]
 struct RunArgs {
-    /// The task: a spec.toml or the folder holding one.
-    spec: PathBuf,
+    /// The task: a spec.toml or the folder holding one (with --resume:
+    /// default, the spec the batch was started with).
+    #[arg(required_unless_present = "resume")]
+    spec: Option<PathBuf>,
     #[command(flatten)]
     db: DbArg,
     /// Number of candidates (default: the spec's).
-    #[arg(short, env = "NEV_CANDIDATES")]
+    #[arg(short, env = "NEV_CANDIDATES", conflicts_with = "resume")]
     n: Option<usize>,
+    /// Finish an interrupted or failed batch: what it stored is kept, only
+    /// the rest is drawn, probed and scored.
+    #[arg(long, value_name = "BATCH")]
+    resume: Option<BatchId>,
     /// The pools file (default: pools.toml beside the spec, else in the
     /// working directory).
     #[arg(long)]
@@ -210,9 +217,10 @@ struct RunArgs {
     /// Print the summary as one JSON object.
     #[arg(long)]
     json: bool,
-    /// Where batch outputs go (compiler errors, the scorer).
-    #[arg(long, env = "ASSAY_OUT", default_value = "assay-out")]
-    out: PathBuf,
+    /// Where batch outputs go (compiler errors, the scorer) [default:
+    /// assay-out; with --resume, where the batch's outputs already are].
+    #[arg(long, env = "ASSAY_OUT")]
+    out: Option<PathBuf>,
     /// Where the generated packages and their cargo target directory live;
     /// kept warm across batches (default: OUT/work).
     #[arg(long, env = "ASSAY_WORK_DIR")]
@@ -237,6 +245,9 @@ fn is_bad_input(e: &anyhow::Error) -> bool {
                     StoreError::Open { .. }
                         | StoreError::Migrate { .. }
                         | StoreError::NoBatch { .. }
+                        | StoreError::TooNew { .. }
+                        | StoreError::ReadOnly { .. }
+                        | StoreError::NotResumable { .. }
                 )
             )
             || cause.is::<UsageError>()
@@ -265,9 +276,18 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(dispatch(cli.command)) {
+    let outcome = runtime.block_on(dispatch(cli.command));
+    // A blocking task may still wait (for a task package's lock, after
+    // Ctrl-C); dropping the runtime would wait for it forever.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match outcome {
         Ok(code) => code,
         Err(e) => {
+            if let Some(stopped) = e.downcast_ref::<Interrupted>() {
+                // Not an error: the user asked for it, and nothing was lost.
+                eprintln!("assay: {stopped}");
+                return ExitCode::from(130);
+            }
             eprintln!("error: {e:#}");
             if is_bad_input(&e) {
                 ExitCode::from(2)
@@ -283,7 +303,7 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Run(args) => run(args).await,
         Command::Replay(args) => replay(args).await,
         Command::Batches { db, json } => {
-            let store = Store::open(&db.db).await?;
+            let store = open_store(&db.db).await?;
             let batches = store.batches().await?;
             if json {
                 let rows: Vec<_> = batches
@@ -292,7 +312,7 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
                         serde_json::json!({
                             "batch_id": b.id, "task": b.task, "pool": b.pool, "n": b.n,
                             "status": b.status.as_str(), "started_at": b.started_at,
-                            "finished_at": b.finished_at,
+                            "finished_at": b.finished_at, "failure": b.failure,
                         })
                     })
                     .collect();
@@ -307,7 +327,7 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
             candidate,
             db,
         } => {
-            let store = Store::open(&db.db).await?;
+            let store = open_store(&db.db).await?;
             let p = assay::promote::promote(&store, batch, candidate).await?;
             println!(
                 "promoted candidate {} of batch {} over {} ({}/{} against {}/{})",
@@ -317,7 +337,7 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Show { batch, db, json } => {
-            let store = Store::open(&db.db).await?;
+            let store = open_store(&db.db).await?;
             let summary = summary(&store, batch).await?;
             let lines: Vec<CandidateLine> = store
                 .candidates(batch)
@@ -351,15 +371,64 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
     }
 }
 
+/// Opens the database and marks batches whose process died as interrupted,
+/// so every command sees the truth. The marking is best effort: a database
+/// that cannot be written is still readable.
+async fn open_store(path: &std::path::Path) -> Result<Store> {
+    let store = Store::open(path).await?;
+    if let Err(e) = assay::resume::interrupt_dead_batches(&store).await {
+        tracing::warn!("cannot mark dead batches interrupted: {e}");
+    }
+    Ok(store)
+}
+
 async fn run(args: RunArgs) -> Result<ExitCode> {
-    let spec = Spec::load(&args.spec)?;
-    let n = args.n.unwrap_or(spec.draw.n);
+    // A resumed batch says which spec, how many and where its outputs are.
+    let resumed = match args.resume {
+        Some(batch) => {
+            if !args.db.db.exists() {
+                return Err(StoreError::NoBatch {
+                    path: args.db.db.clone(),
+                    id: batch,
+                }
+                .into());
+            }
+            let store = open_store(&args.db.db).await?;
+            let row = store.batch(batch).await?;
+            store.close().await;
+            Some(row)
+        }
+        None => None,
+    };
+    let spec = match (&args.spec, &resumed) {
+        (Some(path), _) => Spec::load(path)?,
+        (None, Some(row)) => Spec::load(std::path::Path::new(&row.spec_path)).map_err(|e| {
+            UsageError(format!(
+                "batch {}: {e}; pass the task's spec: assay run SPEC --resume {}",
+                row.id, row.id
+            ))
+        })?,
+        (None, None) => unreachable!("clap requires a spec without --resume"),
+    };
+    let n = match &resumed {
+        Some(row) => row.n,
+        None => args.n.unwrap_or(spec.draw.n),
+    };
     if n == 0 {
         return Err(UsageError("-n: must be at least 1".into()).into());
     }
+    let out = match (&args.out, &resumed) {
+        (Some(out), _) => out.clone(),
+        // errors_dir is OUT/batch-N/errors.
+        (None, Some(row)) => row
+            .errors_dir
+            .as_deref()
+            .and_then(|d| std::path::Path::new(d).parent()?.parent())
+            .map_or_else(|| PathBuf::from("assay-out"), PathBuf::from),
+        (None, None) => PathBuf::from("assay-out"),
+    };
     // Absolute, because scoring runs each candidate in its own directory.
-    let out = std::path::absolute(&args.out)
-        .with_context(|| format!("{}: bad path", args.out.display()))?;
+    let out = std::path::absolute(&out).with_context(|| format!("{}: bad path", out.display()))?;
     let work_dir = args.work_dir.unwrap_or_else(|| out.join("work"));
     let work_dir = std::path::absolute(&work_dir)
         .with_context(|| format!("{}: bad path", work_dir.display()))?;
@@ -406,15 +475,22 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     for w in warnings {
         eprintln!("warning: {w}");
     }
+    plan.check_reachable().await?;
+    assay::casecheck::check(&cfg.spec, &cfg.work_dir, &cfg.target_dir).await?;
+    let store = open_store(&args.db.db).await?;
+    store.check_writable().await?;
     std::fs::create_dir_all(&cfg.out_dir)
         .with_context(|| format!("cannot create {}", cfg.out_dir.display()))?;
-    let store = Store::open(&args.db.db).await?;
     let progress = if args.json {
         Progress::hidden()
     } else {
         Progress::stderr()
     };
-    let batch = pipeline::run(&cfg, plan, &store, &progress).await?;
+    let interrupt = Interrupt::on_signals().context("cannot listen for Ctrl-C")?;
+    let batch = match resumed {
+        Some(row) => pipeline::resume(&cfg, plan, &store, &progress, &interrupt, row.id).await?,
+        None => pipeline::run(&cfg, plan, &store, &progress, &interrupt).await?,
+    };
     if args.promote {
         assay::promote::promote_best(&store, batch).await?;
     }
@@ -613,6 +689,7 @@ async fn summary(store: &Store, batch: BatchId) -> Result<Summary> {
     let candidates = store.candidates(batch).await?;
     let phases = store.phases(batch).await?;
     let mut summary = Summary::new(&row, &candidates, phases);
+    summary.resumes = store.resumes(batch).await?;
     summary.promotions = store
         .promotions(batch)
         .await?

@@ -11,12 +11,15 @@
 
 pub mod account;
 pub mod admit;
+pub mod casecheck;
 pub mod compare;
 pub mod dedup;
 pub mod draw;
 pub mod export;
 pub mod extract;
+pub mod interrupt;
 pub mod ladder;
+pub mod owner;
 pub mod package;
 pub mod pipeline;
 pub mod plot;
@@ -25,9 +28,11 @@ pub mod progress;
 pub mod promote;
 pub mod replay;
 pub mod report;
+pub mod resume;
 pub mod sandbox;
 pub mod score;
 pub mod spec;
 pub mod store;
 pub mod sweep;
+pub mod testpoint;
 pub mod views;

@@ -21,14 +21,18 @@ use crate::admit;
 use crate::dedup;
 use crate::draw::{DrawEvent, DrawOptions, Drawn, Plan};
 use crate::extract::{self, Extraction};
+use crate::interrupt::{Interrupt, Interrupted};
+use crate::owner::Owner;
 use crate::package::{ModuleKey, Package};
 use crate::probe::stream::{StreamCandidate, WavePolicy, Waves};
 use crate::probe::{self, ProbeMode, ProbeStats, Probed};
 use crate::progress::Progress;
+use crate::resume::{self, ResumePlan};
 use crate::sandbox::Sandbox;
 use crate::score::{self, RunLimits, ScoreVerdict, Scored};
 use crate::spec::Spec;
-use crate::store::{BatchId, BatchStatus, NewBatch, ProbeRunStats, Store};
+use crate::store::{BatchId, BatchStatus, Claim, NewBatch, ProbeRunStats, Store, StoreError};
+use crate::testpoint;
 
 /// Everything a batch needs besides the store.
 #[derive(Debug, Clone)]
@@ -64,30 +68,133 @@ pub fn prepare(cfg: &RunConfig, draw: &DrawOptions) -> Result<(Plan, Vec<String>
 
 /// Runs one batch to the end and returns its id. On failure after the batch
 /// was created, the batch is marked failed with the reason, and everything
-/// stored so far stays.
+/// stored so far stays. When `interrupt` fires, outstanding work is dropped,
+/// the batch is marked interrupted and the error is [`Interrupted`].
 pub async fn run(
     cfg: &RunConfig,
     plan: Plan,
     store: &Store,
     progress: &Progress,
+    interrupt: &Interrupt,
 ) -> Result<BatchId> {
     let batch = store
-        .begin_batch(&NewBatch {
-            task: &cfg.spec.name,
-            spec_path: &cfg.spec.path,
-            pool: &plan.label(),
-            n: cfg.n,
-        })
+        .begin_owned_batch(
+            &NewBatch {
+                task: &cfg.spec.name,
+                spec_path: &cfg.spec.path,
+                pool: &plan.label(),
+                n: cfg.n,
+            },
+            &Owner::current(),
+            &resume::spec_digest(&cfg.spec),
+        )
         .await?;
     tracing::info!(batch, task = %cfg.spec.name, n = cfg.n, "batch started");
-    match run_batch(cfg, &plan, store, progress, batch).await {
-        Ok(()) => Ok(batch),
-        Err(e) => {
+    drive(
+        cfg,
+        &plan,
+        store,
+        progress,
+        interrupt,
+        batch,
+        ResumePlan::fresh(),
+    )
+    .await
+}
+
+/// Finishes an interrupted or failed batch: takes it over (one process
+/// wins), reads what it has stored, records the attempt, and runs every
+/// stage on what is missing only. `cfg.n` must be the batch's.
+pub async fn resume(
+    cfg: &RunConfig,
+    plan: Plan,
+    store: &Store,
+    progress: &Progress,
+    interrupt: &Interrupt,
+    batch: BatchId,
+) -> Result<BatchId> {
+    let not_resumable = |why: String| StoreError::NotResumable {
+        path: store.path().to_path_buf(),
+        id: batch,
+        why,
+    };
+    let row = store.batch(batch).await?;
+    if row.task != cfg.spec.name {
+        return Err(not_resumable(format!(
+            "is task `{}`, the spec is task `{}`",
+            row.task, cfg.spec.name
+        ))
+        .into());
+    }
+    if let Some(digest) = store.spec_digest(batch).await? {
+        if digest != resume::spec_digest(&cfg.spec) {
+            return Err(not_resumable(format!(
+                "was run with another version of {}: its cases, committed candidate, \
+                 harness, limits or admission rule changed since, and a batch scored \
+                 against two oracles would mean nothing",
+                cfg.spec.path.display()
+            ))
+            .into());
+        }
+    }
+    match store.claim_for_resume(batch, &Owner::current()).await? {
+        Claim::Claimed => {}
+        Claim::Finished => {
+            return Err(not_resumable("is finished; nothing to resume".into()).into())
+        }
+        Claim::Running(owner) => {
+            let by = owner.map_or_else(
+                || "by an older assay".to_owned(),
+                |o| format!("in process {} on {}", o.pid, o.host),
+            );
+            return Err(not_resumable(format!("is running {by}")).into());
+        }
+    }
+    let mut stored = ResumePlan::load(store, batch).await?;
+    stored.attempt = store.record_resume(batch, &stored.kept()).await?;
+    tracing::info!(batch, attempt = stored.attempt, kept = ?stored.kept(), "batch resumed");
+    drive(cfg, &plan, store, progress, interrupt, batch, stored).await
+}
+
+/// Runs the stages of an owned batch, and records how it ended.
+async fn drive(
+    cfg: &RunConfig,
+    plan: &Plan,
+    store: &Store,
+    progress: &Progress,
+    interrupt: &Interrupt,
+    batch: BatchId,
+    stored: ResumePlan,
+) -> Result<BatchId> {
+    // Dropping the batch's future cancels everything it has outstanding: the
+    // draw task is aborted, cargo and scoring children are killed on drop.
+    // Every result stored so far is committed; nothing is half-written,
+    // because each write is one statement or one transaction.
+    let ended = tokio::select! {
+        // A batch that has just finished is finished, whatever came in
+        // at the same moment.
+        biased;
+        done = run_batch(cfg, plan, store, progress, batch, &stored) => Ok(done),
+        signal = interrupt.fired() => Err(signal),
+    };
+    match ended {
+        Ok(Ok(())) => Ok(batch),
+        Ok(Err(e)) => {
             let reason = format!("{e:#}");
             store
                 .finish_batch(batch, BatchStatus::Failed, Some(&reason))
                 .await?;
             Err(e.context(format!("batch {batch} failed")))
+        }
+        Err(signal) => {
+            store
+                .finish_batch(
+                    batch,
+                    BatchStatus::Interrupted,
+                    Some(&format!("interrupted by {signal}")),
+                )
+                .await?;
+            Err(Interrupted { batch, signal }.into())
         }
     }
 }
@@ -98,6 +205,7 @@ async fn run_batch(
     store: &Store,
     progress: &Progress,
     batch: BatchId,
+    stored: &ResumePlan,
 ) -> Result<()> {
     let batch_dir = cfg.out_dir.join(format!("batch-{batch}"));
     let errors_dir = batch_dir.join("errors");
@@ -117,8 +225,10 @@ async fn run_batch(
         )
         .await?;
 
-    // Opened before the draw, so waves can build while replies arrive.
-    let package = Package::open(&cfg.spec, &cfg.work_dir, &cfg.target_dir)?;
+    // Opened before the draw, so waves can build while replies arrive; off
+    // the async threads, since another batch may hold its lock for a while
+    // and Ctrl-C must still work.
+    let package = open_package(cfg).await?;
     let (tap, drawn_rx) = mpsc::unbounded_channel();
     let (candidates_tx, candidates_rx) = mpsc::unbounded_channel();
     let extracting = tokio::spawn(extract_stream(
@@ -129,7 +239,7 @@ async fn run_batch(
     ));
     let drawing = async {
         let guard = PhaseGuard::start(Phase::Draw);
-        let replies = draw(plan, cfg.n, store, progress, batch, Some(tap)).await;
+        let replies = draw(plan, cfg.n, store, progress, batch, stored, Some(tap)).await;
         (replies, guard.finish(), PhaseGuard::start(Phase::Probe))
     };
     let streaming = stream_probe(&package, cfg.probe, candidates_rx, progress);
@@ -138,36 +248,79 @@ async fn run_batch(
     extracting.await.context("the extraction task panicked")?;
     let (streamed, mut stats) = streamed?;
     record(store, batch, draw_figures).await?;
+    testpoint::reached("draw.done").await;
 
     let guard = PhaseGuard::start(Phase::ExtractDedup);
-    let extracted = extract_and_dedup(&cfg.spec, &replies, store, batch).await?;
+    let extracted = extract_and_dedup(&cfg.spec, &replies, store, batch, stored).await?;
     let extract_figures = guard.finish();
 
-    let probed = settle_probe(&package, cfg.probe.mode, &extracted, streamed, &mut stats).await?;
+    // On a resume, only what lacks a verdict or a score is built and run
+    // (stored replies are not tapped, so the stream probed none of them).
+    let to_probe: Vec<Unique> = extracted
+        .into_iter()
+        .filter(|u| stored.probe(u.idx).is_none())
+        .collect();
+    let kept_to_score: Vec<(usize, &str)> = stored.compiled_unscored().collect();
+    let probed = settle_probe(&package, cfg.probe.mode, &to_probe, streamed, &mut stats).await?;
     let figures = tail.finish();
     record(store, batch, extract_figures).await?;
-    store_probe(
-        store,
-        batch,
-        cfg.probe.mode,
-        probed.clone(),
-        &errors_dir,
-        &figures,
-        &stats,
-    )
-    .await?;
+    // A batch always has its own probe run (with its waves' figures); a
+    // resume that probed nothing new leaves the stored one as it is.
+    if !probed.is_empty() || stored.probe_run.is_none() {
+        store_probe(
+            store,
+            batch,
+            cfg.probe.mode,
+            probed.clone(),
+            &errors_dir,
+            &figures,
+            &stats,
+            stored.probe_run,
+        )
+        .await?;
+    }
     record(store, batch, figures).await?;
 
     let guard = PhaseGuard::start(Phase::ScoreBuild);
-    let spinner = progress.spinner("scorer");
-    let scorer = build_scorer(&cfg.spec, &package, &probed, &batch_dir, store, batch).await?;
-    spinner.finish();
+    let mut keys: Vec<ModuleKey> = probed
+        .iter()
+        .filter(|p| p.verdict.compiled())
+        .map(|p| ModuleKey::Candidate(p.idx))
+        .collect();
+    keys.extend(
+        kept_to_score
+            .iter()
+            .map(|(idx, _)| ModuleKey::Candidate(*idx)),
+    );
+    if !stored.committed_scored() {
+        keys.push(ModuleKey::Committed);
+    }
+    let scorer = if keys.is_empty() {
+        None
+    } else {
+        // Candidates probed in an earlier attempt are not in the package
+        // yet (opening it cleared the last batch's sources).
+        for (idx, source) in &kept_to_score {
+            package.write_module(&ModuleKey::Candidate(*idx), source)?;
+        }
+        let spinner = progress.spinner("scorer");
+        let scorer = build_scorer(&cfg.spec, &package, keys, &batch_dir, store, batch).await?;
+        spinner.finish();
+        Some(scorer)
+    };
     drop(package);
     record(store, batch, guard.finish()).await?;
+    testpoint::reached("score.built").await;
 
     let guard = PhaseGuard::start(Phase::ScoreRun);
-    score_all(&cfg.spec, scorer, sandbox, store, progress, batch).await?;
+    if let Some(scorer) = scorer {
+        score_all(&cfg.spec, scorer, sandbox, store, progress, batch).await?;
+    }
+    // Decided over every stored run of the batch, so that runs stored by an
+    // attempt that was killed count as they would have in one go.
+    admit_all(&cfg.spec, store, batch).await?;
     record(store, batch, guard.finish()).await?;
+    testpoint::reached("persist").await;
 
     let guard = PhaseGuard::start(Phase::Persist);
     store
@@ -182,22 +335,53 @@ async fn record(store: &Store, batch: BatchId, figures: PhaseFigures) -> Result<
     Ok(store.record_phase(batch, &figures).await?)
 }
 
+/// Opens and locks the task's package off the async threads: the lock may
+/// be held by another batch for a while, and Ctrl-C must still work.
+async fn open_package(cfg: &RunConfig) -> Result<Package> {
+    let (spec, work_dir, target_dir) = (
+        cfg.spec.clone(),
+        cfg.work_dir.clone(),
+        cfg.target_dir.clone(),
+    );
+    tokio::task::spawn_blocking(move || Package::open(&spec, &work_dir, &target_dir))
+        .await
+        .context("opening the package panicked")?
+}
+
+/// Aborts a spawned task when dropped, so cancelling the batch cancels the
+/// requests it has outstanding.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Draws `n` replies, storing each (with its attempts) as it arrives.
+/// Replies the resume plan has stored are not requested again.
 async fn draw(
     plan: &Plan,
     n: usize,
     store: &Store,
     progress: &Progress,
     batch: BatchId,
+    stored: &ResumePlan,
     tap: Option<mpsc::UnboundedSender<Drawn>>,
 ) -> Result<Vec<Drawn>> {
+    let mut replies: Vec<Drawn> = stored.replies().filter(|d| d.idx < n).cloned().collect();
+    // Every pool draws indices in order from `skip`, so skipping the stored
+    // prefix asks for nothing twice below it; a reply past a gap that is
+    // already stored is passed by (a race may leave such gaps).
+    let skip = stored.stored_prefix().min(n);
     let (tx, mut rx) = mpsc::channel(64);
-    let drawing = {
+    let mut drawing = {
         let plan = plan.clone();
         let progress = progress.clone();
-        tokio::spawn(async move { plan.draw(n, 0, tx, &progress).await })
+        AbortOnDrop(tokio::spawn(async move {
+            plan.draw(n, skip, tx, &progress).await
+        }))
     };
-    let mut replies = Vec::with_capacity(n);
     let mut arrived = Vec::new();
     while let Some(event) = rx.recv().await {
         // Store what has arrived together in one transaction: a reply is
@@ -209,7 +393,11 @@ async fn draw(
         }
         for event in events {
             match event {
-                DrawEvent::Reply(drawn) => arrived.push(drawn),
+                DrawEvent::Reply(drawn) => {
+                    if !stored.has_reply(drawn.idx) {
+                        arrived.push(drawn);
+                    }
+                }
                 DrawEvent::Cancelled { pool, attempts } => {
                     store.record_cancelled(batch, &pool, &attempts).await?;
                 }
@@ -220,6 +408,7 @@ async fn draw(
                 }
             }
         }
+        let count = arrived.len();
         store.record_draws(batch, &arrived).await?;
         if let Some(tap) = &tap {
             // The streaming probe may have stopped on an error of its own,
@@ -229,8 +418,13 @@ async fn draw(
             }
         }
         replies.append(&mut arrived);
+        // Replies are stored in batches, so `draw.reply#K` may hold the
+        // process with more than K replies stored.
+        for _ in 0..count {
+            testpoint::reached("draw.reply").await;
+        }
     }
-    drawing.await.context("the draw task panicked")??;
+    (&mut drawing.0).await.context("the draw task panicked")??;
     replies.sort_by_key(|d| d.idx);
     Ok(replies)
 }
@@ -246,10 +440,14 @@ async fn extract_and_dedup(
     replies: &[Drawn],
     store: &Store,
     batch: BatchId,
+    stored: &ResumePlan,
 ) -> Result<Vec<Unique>> {
     let extractions: Vec<Extraction> = replies
         .iter()
         .map(|d| {
+            if let Some((extraction, _)) = stored.extraction(d.idx) {
+                return extraction.clone();
+            }
             if !d.reply.outcome.is_ok() {
                 return Extraction::Failed(extract::NoCode::DrawFailed);
             }
@@ -276,17 +474,26 @@ async fn extract_and_dedup(
             exact_dup_of: to_idx(groups[pos].exact_dup_of),
             alpha_dup_of: to_idx(groups[pos].alpha_dup_of),
         };
-        let dup_of = grouping.dup_of(spec.dedup_by);
-        let fp = fingerprints[pos].map(|f| f.exact.to_string());
-        store
-            .record_candidate(batch, drawn.idx, &extraction, fp.as_deref(), dup_of)
-            .await?;
-        let alpha = fingerprints[pos]
-            .and_then(|f| f.alpha)
-            .map(|f| f.to_string());
-        store
-            .record_groups(batch, drawn.idx, alpha.as_deref(), &grouping)
-            .await?;
+        // A candidate stored by an earlier attempt keeps its extraction
+        // and groups, and is not written again.
+        let dup_of = match stored.extraction(drawn.idx) {
+            Some((_, stored_dup_of)) => stored_dup_of,
+            None => {
+                let dup_of = grouping.dup_of(spec.dedup_by);
+                let fp = fingerprints[pos].map(|f| f.exact.to_string());
+                store
+                    .record_candidate(batch, drawn.idx, &extraction, fp.as_deref(), dup_of)
+                    .await?;
+                let alpha = fingerprints[pos]
+                    .and_then(|f| f.alpha)
+                    .map(|f| f.to_string());
+                store
+                    .record_groups(batch, drawn.idx, alpha.as_deref(), &grouping)
+                    .await?;
+                testpoint::reached("extract.candidate").await;
+                dup_of
+            }
+        };
         if let (Extraction::Source(source), None) = (extraction, dup_of) {
             unique.push(Unique {
                 idx: drawn.idx,
@@ -347,7 +554,8 @@ async fn stream_probe(
         let sources: Vec<(usize, &str)> = wave.iter().map(|c| (c.idx, c.source.as_str())).collect();
         let done = bar.position();
         let out = probe::probe(package, settings.mode, &sources, |n| {
-            bar.set_position(done + n as u64)
+            bar.set_position(done + n as u64);
+            testpoint::reached_blocking("probe.target");
         })
         .await?;
         stats.absorb(&out.stats);
@@ -381,7 +589,10 @@ async fn settle_probe(
             count = missing.len(),
             "probing representatives the stream did not"
         );
-        let out = probe::probe(package, mode, &missing, |_| {}).await?;
+        let out = probe::probe(package, mode, &missing, |_| {
+            testpoint::reached_blocking("probe.target");
+        })
+        .await?;
         stats.absorb(&out.stats);
         stats.waves += 1;
         by_idx.extend(out.probed.into_iter().map(|p| (p.idx, p)));
@@ -402,8 +613,15 @@ async fn store_probe(
     errors_dir: &Path,
     figures: &PhaseFigures,
     stats: &ProbeStats,
+    resumed_run: Option<i64>,
 ) -> Result<()> {
-    let run = store.begin_probe_run(batch, mode.as_str()).await?;
+    // A resume adds its verdicts to the batch's own run, which is where the
+    // report reads them.
+    let run = match resumed_run {
+        Some(run) => run,
+        None => store.begin_probe_run(batch, mode.as_str()).await?,
+    };
+    testpoint::reached("probe.begun").await;
     let mut rows = Vec::with_capacity(probed.len());
     for p in probed {
         let error_file = if p.verdict.compiled() {
@@ -432,6 +650,7 @@ async fn store_probe(
             },
         )
         .await?;
+    testpoint::reached("probe.stored").await;
     Ok(())
 }
 
@@ -445,18 +664,12 @@ struct Scorer {
 async fn build_scorer(
     spec: &Spec,
     package: &Package,
-    probed: &[Probed],
+    keys: Vec<ModuleKey>,
     batch_dir: &Path,
     store: &Store,
     batch: BatchId,
 ) -> Result<Scorer> {
     package.write_module(&ModuleKey::Committed, &spec.committed.source)?;
-    let mut keys: Vec<ModuleKey> = probed
-        .iter()
-        .filter(|p| p.verdict.compiled())
-        .map(|p| ModuleKey::Candidate(p.idx))
-        .collect();
-    keys.push(ModuleKey::Committed);
     let built = score::build_scorer(package, &keys, &spec.harness.crate_name).await?;
     for (key, errors) in &built.excluded {
         let failed = Scored {
@@ -501,24 +714,28 @@ async fn score_all(
         parallel,
         sandbox,
     );
-    let mut results = Vec::new();
     while let Some(done) = running.join_next().await {
         let scored = done.context("a scoring task panicked")??;
         store_score(store, batch, &scored).await?;
+        testpoint::reached("score.run").await;
         bar.inc(1);
-        results.push(scored);
     }
     bar.finish();
-    // Admission needs the reference's run, so it is decided once all are in.
-    let reference = results.iter().find(|s| s.key == ModuleKey::Committed);
-    let candidates: Vec<(usize, &Scored)> = results
+    Ok(())
+}
+
+/// Decides admission for every scored candidate of the batch, from the
+/// store: the reference's run and every candidate's, whichever attempt
+/// stored them. Candidates the scorer could not build have no admission.
+async fn admit_all(spec: &Spec, store: &Store, batch: BatchId) -> Result<()> {
+    let reference = store.batch(batch).await?.committed;
+    let rows = store.candidates(batch).await?;
+    let candidates: Vec<(usize, &Scored)> = rows
         .iter()
-        .filter_map(|s| match s.key {
-            ModuleKey::Candidate(idx) => Some((idx, s)),
-            ModuleKey::Committed => None,
-        })
+        .filter_map(|c| Some((c.idx, c.score.as_ref()?)))
+        .filter(|(_, s)| s.verdict != ScoreVerdict::ScoreBuildFailed)
         .collect();
-    let decisions = admit::admit(&spec.admit, reference, &candidates);
+    let decisions = admit::admit(&spec.admit, reference.as_ref(), &candidates);
     let rows: Vec<(usize, admit::Admission)> = candidates
         .iter()
         .map(|(idx, _)| *idx)

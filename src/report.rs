@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::account::PhaseFigures;
 use crate::dedup::DedupBy;
 use crate::score::ScoreVerdict;
-use crate::store::{BatchRow, CandidateRow};
+use crate::store::{BatchRow, CandidateRow, ResumeRow};
 
 /// The summary of one batch (`assay run --json`, `assay show --json`).
 #[derive(Debug, Clone, Serialize)]
@@ -30,6 +30,9 @@ pub struct Summary {
     pub phases: Vec<PhaseFigures>,
     pub errors_dir: Option<String>,
     pub failure: Option<String>,
+    /// Each `--resume` of the batch: what it kept, and where its rows start
+    /// in `phases` (`first_phase`). Empty for a batch that ran in one go.
+    pub resumes: Vec<ResumeRow>,
     /// Which fingerprint grouped the batch (`exact` or `alpha`).
     pub dedup_by: String,
     /// Groups of more than one candidate under the batch's fingerprint,
@@ -153,6 +156,7 @@ impl Summary {
             phases,
             errors_dir: batch.errors_dir.clone(),
             failure: batch.failure.clone(),
+            resumes: Vec::new(),
             dedup_by: batch.dedup_by.to_string(),
             groups: groups(candidates, batch.dedup_by),
             other_groups: groups(
@@ -208,7 +212,15 @@ impl Summary {
             "extracted {}/{}  unique {}  compiled {}/{}  admitted {}  {best}  {committed}",
             self.extracted, self.replies, self.unique, self.compiled, self.unique, self.admitted
         );
-        out.push_str(&phase_table(&self.phases));
+        if self.resumes.is_empty() {
+            out.push_str(&phase_table(&self.phases));
+        } else {
+            out.push_str(&resumed_phase_table(
+                &self.phases,
+                &self.resumes,
+                self.replies,
+            ));
+        }
         let other = match self.dedup_by.as_str() {
             "alpha" => "exact",
             _ => "alpha",
@@ -237,7 +249,12 @@ impl Summary {
             let _ = writeln!(out, "compiler errors: {dir}/");
         }
         if let Some(failure) = &self.failure {
-            let _ = writeln!(out, "failed: {failure}");
+            let word = match self.status.as_str() {
+                "interrupted" => "interrupted",
+                "running" => "running",
+                _ => "failed",
+            };
+            let _ = writeln!(out, "{word}: {failure}");
         }
         out
     }
@@ -301,6 +318,49 @@ pub fn phase_table(phases: &[PhaseFigures]) -> String {
         );
     }
     out
+}
+
+/// The phase table of a resumed batch: each attempt's rows under a line
+/// that says what that attempt kept from the ones before.
+pub fn resumed_phase_table(
+    phases: &[PhaseFigures],
+    resumes: &[ResumeRow],
+    replies: usize,
+) -> String {
+    let header_and_rows = phase_table(phases);
+    let mut lines = header_and_rows.lines();
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", lines.next().unwrap_or_default());
+    let _ = writeln!(out, "first attempt");
+    for (seq, line) in lines.enumerate() {
+        for r in resumes.iter().filter(|r| r.first_phase == seq) {
+            let _ = writeln!(out, "{}", resume_line(r, replies));
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    for r in resumes.iter().filter(|r| r.first_phase >= phases.len()) {
+        let _ = writeln!(out, "{}", resume_line(r, replies));
+    }
+    out
+}
+
+fn resume_line(r: &ResumeRow, replies: usize) -> String {
+    let count =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    format!(
+        "resume {} at {}: kept {}/{replies} replies, {}, {}, {}{}",
+        r.attempt,
+        r.started_at,
+        r.replies_kept,
+        count(r.extracted_kept, "extraction", "extractions"),
+        count(r.probed_kept, "probe verdict", "probe verdicts"),
+        count(r.scored_kept, "score", "scores"),
+        if r.committed_kept {
+            ", the committed score"
+        } else {
+            ""
+        }
+    )
 }
 
 /// The best scored candidate: most cases passed, then earliest. (Scoring
@@ -394,6 +454,38 @@ pub fn batch_table(batches: &[BatchRow]) -> String {
 mod tests {
     use super::*;
     use crate::account::Phase;
+
+    #[test]
+    fn a_resumed_table_marks_where_each_attempt_begins() {
+        let f = |phase| PhaseFigures {
+            phase,
+            wall_s: 1.0,
+            cpu_s: 1.0,
+            avg_busy: 1.0,
+            peak_busy: 1.0,
+        };
+        let resume = ResumeRow {
+            attempt: 1,
+            started_at: "T".into(),
+            first_phase: 1,
+            replies_kept: 6,
+            extracted_kept: 1,
+            probed_kept: 0,
+            scored_kept: 2,
+            committed_kept: true,
+        };
+        let table = resumed_phase_table(&[f(Phase::Draw), f(Phase::Draw)], &[resume], 6);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[0].starts_with("phase"));
+        assert_eq!(lines[1], "first attempt");
+        assert!(lines[2].starts_with("draw"));
+        assert_eq!(
+            lines[3],
+            "resume 1 at T: kept 6/6 replies, 1 extraction, 0 probe verdicts, 2 scores, the committed score"
+        );
+        assert!(lines[4].starts_with("draw"));
+        assert_eq!(lines.len(), 5);
+    }
 
     #[test]
     fn phase_table_lines_up() {

@@ -424,10 +424,12 @@ async fn run_child(
         .stderr(Stdio::piped())
         .process_group(0);
     let rlimits = *limits;
+    let parent = std::process::id() as libc::pid_t;
     // SAFETY: the closure only makes async-signal-safe system calls
-    // (setrlimit, write, unshare, prctl, landlock_restrict_self).
+    // (prctl, getppid, setrlimit, write, unshare, landlock_restrict_self).
     unsafe {
         cmd.pre_exec(move || {
+            die_with_parent(parent)?;
             apply_rlimits(&rlimits)?;
             steps.apply()
         });
@@ -437,6 +439,9 @@ async fn run_child(
         .with_context(|| format!("cannot start {}", exe.display()))?;
     confinement.spawned();
     let pid = child.id() as i32;
+    // Listed while it runs, so a second Ctrl-C can kill it (`kill_live_groups`).
+    let _group = LiveGroup::register(pid);
+    // Kills the group if this future is dropped (Ctrl-C cancels the batch).
     let _kill = GroupKill(pid);
     // Reaped here with wait4, for the child's own CPU time; tokio never
     // sees this child.
@@ -689,6 +694,62 @@ fn set_rlimit(resource: libc::__rlimit_resource_t, value: u64) -> std::io::Resul
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Asks the kernel to SIGKILL the child when assay dies, however it dies (a
+/// SIGKILL to assay cannot be caught, and the child's own process group means
+/// a terminal's Ctrl-C does not reach it). Fails if the parent is already gone.
+fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
+    // SAFETY: prctl with PR_SET_PDEATHSIG takes a signal number and nothing else.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: getppid cannot fail.
+    if unsafe { libc::getppid() } != parent {
+        return Err(std::io::Error::other(
+            "assay exited before the candidate started",
+        ));
+    }
+    Ok(())
+}
+
+/// The process groups of candidates running now, so that an exit at once
+/// (a second Ctrl-C) can kill them first.
+fn live_groups() -> &'static std::sync::Mutex<BTreeSet<i32>> {
+    static GROUPS: std::sync::OnceLock<std::sync::Mutex<BTreeSet<i32>>> =
+        std::sync::OnceLock::new();
+    GROUPS.get_or_init(Default::default)
+}
+
+/// A running candidate's process group: killed and forgotten on drop.
+struct LiveGroup(i32);
+
+impl LiveGroup {
+    fn register(pgid: i32) -> LiveGroup {
+        live_groups()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(pgid);
+        LiveGroup(pgid)
+    }
+}
+
+impl Drop for LiveGroup {
+    fn drop(&mut self) {
+        // `GroupKill` kills; this only unlists.
+        live_groups()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.0);
+    }
+}
+
+/// Kills every candidate's process group that is running now.
+pub fn kill_live_groups() {
+    let groups = live_groups().lock().unwrap_or_else(|e| e.into_inner());
+    for pgid in groups.iter() {
+        kill_group(*pgid);
+    }
 }
 
 fn kill_group(pgid: i32) {

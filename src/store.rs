@@ -15,6 +15,7 @@ use sqlx::{Row, SqlitePool};
 use crate::account::{Phase, PhaseFigures};
 use crate::draw::Drawn;
 use crate::extract::Extraction;
+use crate::owner::Owner;
 use crate::probe::Probed;
 use crate::score::Scored;
 
@@ -39,6 +40,20 @@ pub enum StoreError {
     Sql { path: PathBuf, source: sqlx::Error },
     #[error("{path}: no batch {id}")]
     NoBatch { path: PathBuf, id: BatchId },
+    #[error("{path}: the database has schema version {found}, newer than this assay knows ({known}); use a newer assay")]
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
+    #[error("{path}: the database is read-only")]
+    ReadOnly { path: PathBuf },
+    #[error("{path}: batch {id} {why}")]
+    NotResumable {
+        path: PathBuf,
+        id: BatchId,
+        why: String,
+    },
     #[error("{path}: batch {batch}, candidate {idx}: bad stored {field} `{value}`")]
     BadValue {
         path: PathBuf,
@@ -195,14 +210,25 @@ impl Store {
             .max_connections(4)
             .connect_with(options)
             .await
-            .map_err(|e| open_err(format!("cannot open the database: {e}")))?;
-        sqlx::migrate!("./migrations")
-            .run(&pool)
-            .await
-            .map_err(|source| StoreError::Migrate {
-                path: path.to_path_buf(),
-                source,
+            .map_err(|e| {
+                if is_read_only(&e) {
+                    StoreError::ReadOnly {
+                        path: path.to_path_buf(),
+                    }
+                } else if !path.exists() {
+                    let dir = path
+                        .parent()
+                        .filter(|p| !p.as_os_str().is_empty())
+                        .unwrap_or(Path::new("."));
+                    open_err(format!(
+                        "cannot create the database: directory {} is not writable",
+                        dir.display()
+                    ))
+                } else {
+                    open_err(format!("cannot open the database: {e}"))
+                }
             })?;
+        migrate(&pool, path).await?;
         Ok(Store {
             pool,
             path: path.to_path_buf(),
@@ -1116,6 +1142,338 @@ impl Store {
     }
 }
 
+/// Brings the schema up to date, refusing a database from a newer assay.
+///
+/// SQLite has no migration lock (sqlx's is a no-op there), so two processes
+/// opening a new database at once can both try to apply a migration; the
+/// loser's transaction fails and rolls back. Each migration commits with its
+/// `_sqlx_migrations` row, so running the migrator again finds it applied.
+async fn migrate(pool: &SqlitePool, path: &Path) -> Result<(), StoreError> {
+    let migrator = sqlx::migrate!("./migrations");
+    let known = migrator.iter().map(|m| m.version).max().unwrap_or(0);
+    let found: Option<i64> = match sqlx::query_scalar::<_, i64>(
+        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
+    )
+    .fetch_one(pool)
+    .await
+    {
+        Ok(0) => None,
+        Ok(_) => sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
+            .fetch_one(pool)
+            .await
+            .ok()
+            .flatten(),
+        Err(e) => {
+            return Err(StoreError::Open {
+                path: path.to_path_buf(),
+                message: format!("cannot read the database: {e}"),
+            })
+        }
+    };
+    if let Some(found) = found.filter(|v| *v > known) {
+        return Err(StoreError::TooNew {
+            path: path.to_path_buf(),
+            found,
+            known,
+        });
+    }
+    let mut attempt = 0;
+    loop {
+        match migrator.run(pool).await {
+            Ok(()) => return Ok(()),
+            Err(source) => {
+                attempt += 1;
+                let raced = matches!(
+                    source,
+                    sqlx::migrate::MigrateError::Execute(_)
+                        | sqlx::migrate::MigrateError::ExecuteMigration(..)
+                );
+                if !raced || attempt >= 10 {
+                    return Err(StoreError::Migrate {
+                        path: path.to_path_buf(),
+                        source,
+                    });
+                }
+                tracing::debug!(%source, "migration raced with another process; retrying");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+/// A batch the database says is running, with its owner where known.
+#[derive(Debug, Clone)]
+pub struct RunningBatch {
+    pub id: BatchId,
+    pub owner: Option<Owner>,
+}
+
+/// Whether `claim_for_resume` took the batch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claim {
+    /// Now running, owned by the caller; `failure` cleared.
+    Claimed,
+    Finished,
+    /// Another process owns it (or did, and nobody has found it dead yet).
+    Running(Option<Owner>),
+}
+
+/// One `--resume` of a batch: what was kept from earlier attempts.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ResumeRow {
+    pub attempt: u32,
+    pub started_at: String,
+    /// Index into the batch's phase rows where this attempt's begin.
+    pub first_phase: usize,
+    pub replies_kept: usize,
+    pub extracted_kept: usize,
+    pub probed_kept: usize,
+    pub scored_kept: usize,
+    pub committed_kept: bool,
+}
+
+/// Counts for a new `resumes` row.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Kept {
+    pub replies: usize,
+    pub extracted: usize,
+    pub probed: usize,
+    pub scored: usize,
+    pub committed: bool,
+}
+
+/// Crash safety and `--resume` (issue 7).
+impl Store {
+    /// Like `begin_batch`, with the owner and the spec digest written in the
+    /// same statement, so no other process ever sees this batch running
+    /// without an owner.
+    pub async fn begin_owned_batch(
+        &self,
+        batch: &NewBatch<'_>,
+        owner: &Owner,
+        spec_digest: &str,
+    ) -> Result<BatchId, StoreError> {
+        let spec_path =
+            std::path::absolute(batch.spec_path).unwrap_or_else(|_| batch.spec_path.to_path_buf());
+        let row = sqlx::query(
+            "INSERT INTO batches (task, spec_path, pool, n, status, started_at,
+                                  owner_host, owner_boot, owner_pid, owner_start, spec_digest)
+             VALUES (?, ?, ?, ?, 'running', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?, ?, ?, ?, ?)
+             RETURNING id",
+        )
+        .bind(batch.task)
+        .bind(spec_path.display().to_string())
+        .bind(batch.pool)
+        .bind(batch.n as i64)
+        .bind(&owner.host)
+        .bind(&owner.boot)
+        .bind(owner.pid as i64)
+        .bind(owner.start as i64)
+        .bind(spec_digest)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(row.get(0))
+    }
+
+    /// Fails with `ReadOnly` if nothing can be written (a write lock is
+    /// taken and given back; nothing changes).
+    pub async fn check_writable(&self) -> Result<(), StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(self.sql())?;
+        let result = sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await;
+        match result {
+            Ok(_) => {
+                sqlx::query("ROLLBACK")
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(self.sql())?;
+                Ok(())
+            }
+            Err(e) if is_read_only(&e) => Err(StoreError::ReadOnly {
+                path: self.path.clone(),
+            }),
+            Err(e) => Err(self.sql()(e)),
+        }
+    }
+
+    /// Batches whose status is `running`, with their owners.
+    pub async fn running_batches(&self) -> Result<Vec<RunningBatch>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, owner_host, owner_boot, owner_pid, owner_start FROM batches
+             WHERE status = 'running' ORDER BY id",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(rows
+            .iter()
+            .map(|r| RunningBatch {
+                id: r.get("id"),
+                owner: owner_of(r),
+            })
+            .collect())
+    }
+
+    /// Marks a running batch interrupted, but only if `owner` still owns it
+    /// (a resume may have taken it over since it was read). True if marked.
+    pub async fn interrupt_if_owned(
+        &self,
+        batch: BatchId,
+        owner: Option<&Owner>,
+        reason: &str,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE batches SET status = 'interrupted', failure = ?,
+                    finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+             WHERE id = ? AND status = 'running' AND owner_pid IS ? AND owner_start IS ?
+                   AND owner_boot IS ?",
+        )
+        .bind(reason)
+        .bind(batch)
+        .bind(owner.map(|o| o.pid as i64))
+        .bind(owner.map(|o| o.start as i64))
+        .bind(owner.map(|o| o.boot.as_str()))
+        .execute(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Takes an interrupted or failed batch over for `owner`, atomically: of
+    /// two processes resuming one batch, one wins.
+    pub async fn claim_for_resume(
+        &self,
+        batch: BatchId,
+        owner: &Owner,
+    ) -> Result<Claim, StoreError> {
+        let done = sqlx::query(
+            "UPDATE batches SET status = 'running', failure = NULL, finished_at = NULL,
+                    owner_host = ?, owner_boot = ?, owner_pid = ?, owner_start = ?
+             WHERE id = ? AND status IN ('interrupted', 'failed')",
+        )
+        .bind(&owner.host)
+        .bind(&owner.boot)
+        .bind(owner.pid as i64)
+        .bind(owner.start as i64)
+        .bind(batch)
+        .execute(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        if done.rows_affected() == 1 {
+            return Ok(Claim::Claimed);
+        }
+        let row = sqlx::query(
+            "SELECT status, owner_host, owner_boot, owner_pid, owner_start FROM batches WHERE id = ?",
+        )
+        .bind(batch)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(self.sql())?
+        .ok_or_else(|| StoreError::NoBatch {
+            path: self.path.clone(),
+            id: batch,
+        })?;
+        Ok(match row.get::<String, _>("status").as_str() {
+            "finished" => Claim::Finished,
+            _ => Claim::Running(owner_of(&row)),
+        })
+    }
+
+    /// The spec digest recorded when the batch began (None before schema 5).
+    pub async fn spec_digest(&self, batch: BatchId) -> Result<Option<String>, StoreError> {
+        sqlx::query_scalar("SELECT spec_digest FROM batches WHERE id = ?")
+            .bind(batch)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(self.sql())?
+            .ok_or_else(|| StoreError::NoBatch {
+                path: self.path.clone(),
+                id: batch,
+            })
+    }
+
+    /// Every stored reply of a batch, in index order (what a resume keeps).
+    pub async fn replies(&self, batch: BatchId) -> Result<Vec<Drawn>, StoreError> {
+        self.draw_replies(batch).await
+    }
+
+    /// The batch's own (first) probe run, which `candidates` reads.
+    pub async fn first_probe_run(&self, batch: BatchId) -> Result<Option<i64>, StoreError> {
+        sqlx::query_scalar("SELECT MIN(id) FROM probe_runs WHERE batch_id = ?")
+            .bind(batch)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(self.sql())
+    }
+
+    /// Records that an attempt resumes the batch now; returns its number.
+    pub async fn record_resume(&self, batch: BatchId, kept: &Kept) -> Result<u32, StoreError> {
+        let attempt: i64 = sqlx::query_scalar(
+            "INSERT INTO resumes (batch_id, attempt, started_at, first_phase_seq, replies_kept,
+                                  extracted_kept, probed_kept, scored_kept, committed_kept)
+             VALUES (?, (SELECT COUNT(*) + 1 FROM resumes WHERE batch_id = ?),
+                     strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+                     (SELECT COUNT(*) FROM phases WHERE batch_id = ?), ?, ?, ?, ?, ?)
+             RETURNING attempt",
+        )
+        .bind(batch)
+        .bind(batch)
+        .bind(batch)
+        .bind(kept.replies as i64)
+        .bind(kept.extracted as i64)
+        .bind(kept.probed as i64)
+        .bind(kept.scored as i64)
+        .bind(kept.committed)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(attempt as u32)
+    }
+
+    /// Every resume of a batch, in order.
+    pub async fn resumes(&self, batch: BatchId) -> Result<Vec<ResumeRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT attempt, started_at, first_phase_seq, replies_kept, extracted_kept,
+                    probed_kept, scored_kept, committed_kept
+             FROM resumes WHERE batch_id = ? ORDER BY attempt",
+        )
+        .bind(batch)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(rows
+            .iter()
+            .map(|r| ResumeRow {
+                attempt: r.get::<i64, _>("attempt") as u32,
+                started_at: r.get("started_at"),
+                first_phase: r.get::<i64, _>("first_phase_seq") as usize,
+                replies_kept: r.get::<i64, _>("replies_kept") as usize,
+                extracted_kept: r.get::<i64, _>("extracted_kept") as usize,
+                probed_kept: r.get::<i64, _>("probed_kept") as usize,
+                scored_kept: r.get::<i64, _>("scored_kept") as usize,
+                committed_kept: r.get("committed_kept"),
+            })
+            .collect())
+    }
+}
+
+fn owner_of(r: &sqlx::sqlite::SqliteRow) -> Option<Owner> {
+    Some(Owner {
+        host: r.get::<Option<String>, _>("owner_host")?,
+        boot: r.get::<Option<String>, _>("owner_boot")?,
+        pid: r.get::<Option<i64>, _>("owner_pid")? as u32,
+        start: r.get::<Option<i64>, _>("owner_start")? as u64,
+    })
+}
+
+fn is_read_only(e: &sqlx::Error) -> bool {
+    // SQLITE_READONLY is 8; its extended codes keep 8 in the low byte.
+    e.as_database_error()
+        .and_then(|d| d.code())
+        .and_then(|c| c.parse::<i32>().ok())
+        .is_some_and(|c| c & 0xff == 8)
+}
+
 const BATCH_SELECT: &str =
     "SELECT id, task, spec_path, pool, n, status, started_at, finished_at, errors_dir,
         committed_verdict, committed_passed, committed_total, failure,
@@ -1276,6 +1634,195 @@ mod tests {
             store.batch(99).await,
             Err(StoreError::NoBatch { .. })
         ));
+    }
+
+    fn new_batch() -> NewBatch<'static> {
+        NewBatch {
+            task: "demo",
+            spec_path: Path::new("/specs/demo/spec.toml"),
+            pool: "replay",
+            n: 3,
+        }
+    }
+
+    #[tokio::test]
+    async fn an_owned_batch_is_claimed_once_and_only_when_stopped() {
+        let (_d, store) = store().await;
+        let me = Owner::current();
+        let batch = store
+            .begin_owned_batch(&new_batch(), &me, "d1")
+            .await
+            .unwrap();
+        assert_eq!(
+            store.spec_digest(batch).await.unwrap().as_deref(),
+            Some("d1")
+        );
+        let running = store.running_batches().await.unwrap();
+        assert_eq!(running.len(), 1);
+        assert_eq!(running[0].owner.as_ref(), Some(&me));
+
+        // A running batch is not taken over.
+        assert_eq!(
+            store.claim_for_resume(batch, &me).await.unwrap(),
+            Claim::Running(Some(me.clone()))
+        );
+        // Marking it interrupted needs the owner that was read.
+        let other = Owner {
+            pid: me.pid + 1,
+            ..me.clone()
+        };
+        assert!(!store
+            .interrupt_if_owned(batch, Some(&other), "x")
+            .await
+            .unwrap());
+        assert!(store
+            .interrupt_if_owned(batch, Some(&me), "gone")
+            .await
+            .unwrap());
+        let row = store.batch(batch).await.unwrap();
+        assert_eq!(row.status, BatchStatus::Interrupted);
+        assert_eq!(row.failure.as_deref(), Some("gone"));
+
+        // Of two claims at once, one wins.
+        let (a, b) = tokio::join!(
+            store.claim_for_resume(batch, &me),
+            store.claim_for_resume(batch, &other)
+        );
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert!(
+            (a == Claim::Claimed) != (b == Claim::Claimed),
+            "{a:?} {b:?}"
+        );
+        let row = store.batch(batch).await.unwrap();
+        assert_eq!(row.status, BatchStatus::Running);
+        assert_eq!(row.failure, None);
+
+        // A failed batch may be resumed too, once its cause is fixed.
+        store
+            .finish_batch(batch, BatchStatus::Failed, Some("disk full"))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.claim_for_resume(batch, &me).await.unwrap(),
+            Claim::Claimed
+        );
+        store
+            .finish_batch(batch, BatchStatus::Finished, None)
+            .await
+            .unwrap();
+        assert_eq!(
+            store.claim_for_resume(batch, &me).await.unwrap(),
+            Claim::Finished
+        );
+        assert!(matches!(
+            store.claim_for_resume(99, &me).await,
+            Err(StoreError::NoBatch { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn resumes_are_numbered_and_remember_where_their_phases_begin() {
+        let (_d, store) = store().await;
+        let batch = store
+            .begin_owned_batch(&new_batch(), &Owner::current(), "d")
+            .await
+            .unwrap();
+        let figures = PhaseFigures {
+            phase: Phase::Draw,
+            wall_s: 1.0,
+            cpu_s: 1.0,
+            avg_busy: 1.0,
+            peak_busy: 1.0,
+        };
+        store.record_phase(batch, &figures).await.unwrap();
+        let kept = Kept {
+            replies: 2,
+            extracted: 1,
+            probed: 0,
+            scored: 0,
+            committed: false,
+        };
+        assert_eq!(store.record_resume(batch, &kept).await.unwrap(), 1);
+        store.record_phase(batch, &figures).await.unwrap();
+        store.record_phase(batch, &figures).await.unwrap();
+        assert_eq!(
+            store.record_resume(batch, &Kept::default()).await.unwrap(),
+            2
+        );
+        let resumes = store.resumes(batch).await.unwrap();
+        assert_eq!(resumes.len(), 2);
+        assert_eq!(
+            (
+                resumes[0].attempt,
+                resumes[0].first_phase,
+                resumes[0].replies_kept
+            ),
+            (1, 1, 2)
+        );
+        assert_eq!((resumes[1].attempt, resumes[1].first_phase), (2, 3));
+    }
+
+    #[tokio::test]
+    async fn replies_read_back_as_drawn() {
+        let (_d, store) = store().await;
+        let batch = store
+            .begin_owned_batch(&new_batch(), &Owner::current(), "d")
+            .await
+            .unwrap();
+        let drawn = Drawn {
+            idx: 1,
+            pool: "replay".into(),
+            reply: crate::draw::Reply {
+                content: Some("x".into()),
+                reasoning: Some("r".into()),
+                finish_reason: Some("length".into()),
+                prompt_tokens: Some(7),
+                completion_tokens: None,
+                model: Some("m".into()),
+                ttft_ms: Some(1.5),
+                latency_ms: Some(9.0),
+                ..crate::draw::Reply::default()
+            },
+        };
+        store.record_reply(batch, &drawn).await.unwrap();
+        assert_eq!(store.replies(batch).await.unwrap(), vec![drawn]);
+    }
+
+    #[tokio::test]
+    async fn a_newer_schema_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let store = Store::open(&path).await.unwrap();
+        sqlx::query(
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time)
+             VALUES (42, 'future', 1, x'00', 0)",
+        )
+        .execute(&store.pool)
+        .await
+        .unwrap();
+        store.close().await;
+        let err = Store::open(&path).await.unwrap_err();
+        assert!(matches!(err, StoreError::TooNew { found: 42, .. }), "{err}");
+        assert!(
+            err.to_string().contains("schema version 42, newer than"),
+            "{err}"
+        );
+    }
+
+    /// Two processes opening a new database at once both try to migrate it.
+    #[tokio::test]
+    async fn opening_a_new_database_from_many_connections_at_once_works() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let opens: Vec<_> = (0..6)
+            .map(|_| {
+                let path = path.clone();
+                tokio::spawn(async move { Store::open(&path).await })
+            })
+            .collect();
+        for open in opens {
+            open.await.unwrap().unwrap();
+        }
     }
 
     #[tokio::test]

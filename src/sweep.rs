@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, Context, Result};
 
 use crate::draw::{DrawOptions, Plan, PoolChoice};
+use crate::interrupt::Interrupt;
 use crate::pipeline::{self, RunConfig};
 use crate::progress::Progress;
 use crate::store::{BatchId, Store};
@@ -117,7 +118,7 @@ pub async fn run_per_pool(
             let store = Store::open(db).await?;
             let mut ids = Vec::new();
             for plan in prepared.plans {
-                ids.push(pipeline::run(cfg, plan, &store, progress).await?);
+                ids.push(pipeline::run(cfg, plan, &store, progress, &Interrupt::never()).await?);
             }
             store.close().await;
             Ok(ids)
@@ -145,7 +146,14 @@ pub async fn run_per_pool(
                                 .context("cannot start a runtime for a batch")?;
                             rt.block_on(async {
                                 let store = Store::open(&db).await?;
-                                let id = pipeline::run(&cfg, plan, &store, &progress).await;
+                                let id = pipeline::run(
+                                    &cfg,
+                                    plan,
+                                    &store,
+                                    &progress,
+                                    &Interrupt::never(),
+                                )
+                                .await;
                                 store.close().await;
                                 id
                             })
@@ -182,7 +190,7 @@ pub async fn run_ladder(
 ) -> Result<Vec<(usize, BatchId)>> {
     let mut out = Vec::with_capacity(prepared.len());
     for (level, cfg, plan, _) in prepared {
-        let batch = pipeline::run(&cfg, plan, store, progress).await?;
+        let batch = pipeline::run(&cfg, plan, store, progress, &Interrupt::never()).await?;
         out.push((level, batch));
     }
     Ok(out)

@@ -185,6 +185,9 @@ pub struct DrawOptions {
 pub struct Plan {
     pools: Vec<Pool>,
     split: Split,
+    /// Each HTTP pool's pools file, name and base URL, for
+    /// [`Plan::check_reachable`]. Empty for replay and hand-built plans.
+    endpoints: Vec<(PathBuf, String, String)>,
 }
 
 #[derive(Debug, Clone)]
@@ -251,6 +254,7 @@ impl Plan {
         Ok(Plan {
             pools: vec![Pool::Replay(ReplayPool::open("replay", &spec.draw.replay)?)],
             split: Split::Fixed(vec![1]),
+            endpoints: Vec::new(),
         })
     }
 
@@ -321,6 +325,7 @@ impl Plan {
             }
         };
         let mut pools = Vec::new();
+        let mut endpoints = Vec::new();
         let mut warnings = Vec::new();
         for c in choices {
             let Some(cfg) = file.pools.get(&c.name) else {
@@ -351,6 +356,7 @@ impl Plan {
                 ));
             }
             let mut cfg = cfg.clone();
+            let base_url = cfg.base_url.clone();
             if let Some(k) = opts.max_in_flight {
                 cfg.max_in_flight = k;
             }
@@ -364,9 +370,17 @@ impl Plan {
                     field: String::new(),
                     message,
                 })?;
+            endpoints.push((file.path.clone(), c.name.clone(), base_url));
             pools.push(Pool::Http(Arc::new(pool)));
         }
-        Ok((Plan { pools, split }, warnings))
+        Ok((
+            Plan {
+                pools,
+                split,
+                endpoints,
+            },
+            warnings,
+        ))
     }
 
     /// A plan over HTTP pools built directly (tests, benchmarks).
@@ -378,7 +392,45 @@ impl Plan {
         Plan {
             pools: pools.into_iter().map(|p| Pool::Http(Arc::new(p))).collect(),
             split,
+            endpoints: Vec::new(),
         }
+    }
+
+    /// Checks that every HTTP pool's server accepts a connection, before a
+    /// batch exists: a gateway that is down, or a wrong port, is bad input,
+    /// not a batch of connection errors. A server that goes down later is
+    /// the draw's business (retries, `connection_error`).
+    pub async fn check_reachable(&self) -> Result<(), DrawError> {
+        for (file, pool, base_url) in &self.endpoints {
+            let bad = |message: String| DrawError::BadPool {
+                file: file.clone(),
+                pool: pool.clone(),
+                field: "base_url".into(),
+                message,
+            };
+            let url = reqwest::Url::parse(base_url)
+                .map_err(|e| bad(format!("{base_url} is not a URL: {e}")))?;
+            let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
+                return Err(bad(format!("{base_url} has no host")));
+            };
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            let connect = tokio::net::TcpStream::connect((host, port));
+            match tokio::time::timeout(std::time::Duration::from_secs(10), connect).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => {
+                    return Err(bad(format!(
+                        "{base_url} is unreachable: {}",
+                        e.to_string().to_lowercase()
+                    )))
+                }
+                Err(_) => {
+                    return Err(bad(format!(
+                        "{base_url} is unreachable: no answer within 10 s"
+                    )))
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Checks that the plan can serve `n` replies, before a batch starts.

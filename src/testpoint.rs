@@ -1,0 +1,129 @@
+//! Test points: named places in the pipeline where a test can stop a batch.
+//!
+//! For tests only. `ASSAY_TEST_POINT=ACTION@NAME` (or `ACTION@NAME#K` for
+//! the K-th time the point is passed, counting from 1) makes the process
+//! print `assay-test: ACTION at NAME#K` on stderr when it gets there, then:
+//!
+//! - `pause`: wait forever, the way a slow stage would; a Ctrl-C still stops
+//!   the batch cleanly. Tests use it to SIGKILL or SIGINT the process at a
+//!   known point.
+//! - `stall`: block the thread forever, the way a stage stuck in a system
+//!   call would; only a second Ctrl-C (or a kill) ends the process.
+//!
+//! Unset, a point costs one comparison against a value read once. The names
+//! are listed in docs/crash-safety.md; they are not part of the interface.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+/// The variable that arms a test point.
+pub const VAR: &str = "ASSAY_TEST_POINT";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Action {
+    Pause,
+    Stall,
+}
+
+#[derive(Debug)]
+struct Armed {
+    action: Action,
+    name: String,
+    nth: usize,
+    seen: Mutex<HashMap<String, usize>>,
+}
+
+fn armed() -> Option<&'static Armed> {
+    static ARMED: OnceLock<Option<Armed>> = OnceLock::new();
+    ARMED
+        .get_or_init(|| parse(&std::env::var(VAR).ok()?))
+        .as_ref()
+}
+
+fn parse(value: &str) -> Option<Armed> {
+    let (action, point) = value.split_once('@')?;
+    let action = match action {
+        "pause" => Action::Pause,
+        "stall" => Action::Stall,
+        _ => return None,
+    };
+    let (name, nth) = match point.split_once('#') {
+        Some((name, nth)) => (name, nth.parse().ok()?),
+        None => (point, 1),
+    };
+    Some(Armed {
+        action,
+        name: name.to_owned(),
+        nth,
+        seen: Mutex::default(),
+    })
+}
+
+/// The action armed for this passage of `name`, if any.
+fn matched(name: &str) -> Option<(Action, usize)> {
+    let armed = armed()?;
+    if armed.name != name {
+        return None;
+    }
+    let mut seen = armed.seen.lock().unwrap_or_else(|e| e.into_inner());
+    let count = seen.entry(name.to_owned()).or_insert(0);
+    *count += 1;
+    (*count == armed.nth).then_some((armed.action, *count))
+}
+
+fn announce(action: Action, name: &str, nth: usize) {
+    let word = match action {
+        Action::Pause => "pause",
+        Action::Stall => "stall",
+    };
+    eprintln!("assay-test: {word} at {name}#{nth}");
+}
+
+/// Passes the point `name` in async code.
+pub async fn reached(name: &str) {
+    if let Some((action, nth)) = matched(name) {
+        announce(action, name, nth);
+        match action {
+            Action::Pause => std::future::pending::<()>().await,
+            Action::Stall => stall(),
+        }
+    }
+}
+
+/// Passes the point `name` in code that cannot wait (a callback): both
+/// actions block the thread.
+pub fn reached_blocking(name: &str) {
+    if let Some((action, nth)) = matched(name) {
+        announce(action, name, nth);
+        stall();
+    }
+}
+
+fn stall() -> ! {
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_parse_or_are_ignored() {
+        let a = parse("pause@draw.reply#3").unwrap();
+        assert_eq!(
+            (a.action, a.name.as_str(), a.nth),
+            (Action::Pause, "draw.reply", 3)
+        );
+        let a = parse("stall@persist").unwrap();
+        assert_eq!(
+            (a.action, a.name.as_str(), a.nth),
+            (Action::Stall, "persist", 1)
+        );
+        for bad in ["", "persist", "explode@persist", "pause@x#y"] {
+            assert!(parse(bad).is_none(), "{bad}");
+        }
+    }
+}

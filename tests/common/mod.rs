@@ -1,0 +1,200 @@
+//! Helpers shared by the crash-safety and bad-input tests: a scratch
+//! directory per test with its own database (the Scratch pattern of
+//! tests/e2e.rs), the shared warm work directory, a way to start `assay`
+//! stopped at a test point, and direct SQL on the database file.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+pub fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The work directory every test shares (as in tests/e2e.rs).
+pub fn shared_work_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("assay-work")
+}
+
+pub fn tiny() -> String {
+    repo().join("tests/fixtures/tiny").display().to_string()
+}
+
+pub struct Scratch {
+    pub dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    pub fn new() -> Scratch {
+        Scratch {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn db(&self) -> PathBuf {
+        self.dir.path().join("assay.db")
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_assay"));
+        cmd.args(args)
+            .current_dir(self.dir.path())
+            .env("ASSAY_DB", self.db())
+            .env("ASSAY_WORK_DIR", shared_work_dir())
+            .env_remove("RUST_LOG")
+            .env_remove("ASSAY_TEST_POINT")
+            .env_remove("ASSAY_OUT");
+        cmd
+    }
+
+    pub fn assay(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("assay starts")
+    }
+
+    pub fn assay_ok(&self, args: &[&str]) -> String {
+        let out = self.assay(args);
+        assert!(
+            out.status.success(),
+            "assay {args:?} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    pub fn json(&self, args: &[&str]) -> Value {
+        let text = self.assay_ok(args);
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+    }
+
+    /// Starts `assay` with a test point armed and returns once it has
+    /// reached it (its stderr says so).
+    pub fn start_at(&self, point: &str, args: &[&str]) -> Stopped {
+        let mut child = self
+            .command(args)
+            .env("ASSAY_TEST_POINT", point)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("assay starts");
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut seen = Vec::new();
+        loop {
+            match rx.recv_timeout(Duration::from_secs(300)) {
+                Ok(line) if line.starts_with("assay-test: ") => {
+                    return Stopped {
+                        child,
+                        stderr: rx,
+                        seen,
+                    }
+                }
+                Ok(line) => seen.push(line),
+                Err(_) => {
+                    let _ = child.kill();
+                    let status = child.wait().unwrap();
+                    panic!(
+                        "assay never reached {point} ({status}):\n{}",
+                        seen.join("\n")
+                    );
+                }
+            }
+        }
+    }
+
+    /// Runs SQL against the database file (a second connection, as another
+    /// process would).
+    pub fn sql<T>(&self, f: impl AsyncFnOnce(&sqlx::SqlitePool) -> T) -> T {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let options = sqlx::sqlite::SqliteConnectOptions::new()
+                .filename(self.db())
+                .busy_timeout(Duration::from_secs(10));
+            let pool = sqlx::sqlite::SqlitePoolOptions::new()
+                .max_connections(1)
+                .connect_with(options)
+                .await
+                .unwrap();
+            let out = f(&pool).await;
+            pool.close().await;
+            out
+        })
+    }
+}
+
+/// An `assay` process held at a test point.
+pub struct Stopped {
+    pub child: Child,
+    stderr: mpsc::Receiver<String>,
+    pub seen: Vec<String>,
+}
+
+/// A test that fails while holding a process at a point must not leave it
+/// paused (holding, say, a task package's lock) after the test is gone.
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+impl Stopped {
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: kill only sends a signal to our own child.
+        assert_eq!(unsafe { libc::kill(self.pid(), signal) }, 0);
+    }
+
+    /// SIGKILLs the process and reaps it.
+    pub fn kill9(mut self) {
+        self.signal(libc::SIGKILL);
+        let status = self.child.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(libc::SIGKILL), "{status}");
+    }
+
+    /// Waits for the process to end; returns its status and the rest of
+    /// its stderr.
+    pub fn wait(mut self, limit: Duration) -> (std::process::ExitStatus, String) {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                let rest: Vec<String> = self.stderr.try_iter().collect();
+                std::thread::sleep(Duration::from_millis(50));
+                let more: Vec<String> = self.stderr.try_iter().collect();
+                return (status, [rest, more].concat().join("\n"));
+            }
+            if start.elapsed() > limit {
+                let _ = self.child.kill();
+                panic!("assay did not end within {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}

@@ -1,0 +1,502 @@
+//! Crash safety: `assay run` killed with SIGKILL at ten points across every
+//! stage, then `--resume`d; Ctrl-C once and twice; a live batch of another
+//! process left alone; two processes on one database.
+//!
+//! The process is held at a named point with the test-only
+//! `ASSAY_TEST_POINT=pause@NAME#K` (see src/testpoint.rs) and killed from
+//! here. Each resumed batch must hold every reply exactly once, every
+//! candidate its verdicts and score, pass `PRAGMA integrity_check`, and
+//! come to exactly what an uninterrupted run of the same corpus comes to.
+
+mod common;
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use common::{tiny, Scratch};
+use serde_json::Value;
+
+/// What an uninterrupted run of the tiny corpus comes to: its summary and
+/// its candidates, run once for all tests.
+fn reference() -> &'static (Value, Value) {
+    static REFERENCE: OnceLock<(Value, Value)> = OnceLock::new();
+    REFERENCE.get_or_init(|| {
+        let scratch = Scratch::new();
+        let summary = scratch.json(&["run", &tiny(), "--json"]);
+        let shown = scratch.json(&["show", "1", "--json"]);
+        (summary, shown)
+    })
+}
+
+/// The fields of a summary that say what a batch came to (not how long).
+const SUMMARY_FIELDS: &[&str] = &[
+    "replies",
+    "extracted",
+    "unique",
+    "compiled",
+    "admitted",
+    "best",
+    "committed",
+    "status",
+];
+
+/// The fields of a candidate line that are its verdicts.
+const CANDIDATE_FIELDS: &[&str] = &["extract", "dup_of", "probe", "score", "admitted"];
+
+/// Checks a finished batch against the reference and the database itself.
+fn check_complete(scratch: &Scratch, batch: i64, what: &str) {
+    let (ref_summary, ref_shown) = reference();
+    let shown = scratch.json(&["show", &batch.to_string(), "--json"]);
+    for field in SUMMARY_FIELDS {
+        assert_eq!(
+            shown[field], ref_summary[field],
+            "{what}: summary field {field}"
+        );
+    }
+    let got = shown["candidates"].as_array().unwrap();
+    let want = ref_shown["candidates"].as_array().unwrap();
+    assert_eq!(got.len(), want.len(), "{what}: one candidate per reply");
+    for (g, w) in got.iter().zip(want) {
+        for field in CANDIDATE_FIELDS {
+            assert_eq!(
+                g[field], w[field],
+                "{what}: candidate {} field {field}",
+                w["candidate_id"]
+            );
+        }
+        // Every unique candidate has its probe verdict, every compiled one
+        // its score.
+        if g["extract"] == "extracted" && g["dup_of"].is_null() {
+            assert!(!g["probe"].is_null(), "{what}: {g}");
+        }
+        if g["probe"] == "compiled" {
+            assert!(!g["score"].is_null(), "{what}: {g}");
+        }
+    }
+
+    let n = ref_summary["replies"].as_i64().unwrap();
+    let (per_idx, integrity, probe_rows, score_rows, unique_compiled): (
+        Vec<(i64, i64)>,
+        String,
+        i64,
+        i64,
+        i64,
+    ) = scratch.sql(async |db| {
+        let per_idx = sqlx::query_as(
+            "SELECT idx, COUNT(*) FROM replies WHERE batch_id = ? GROUP BY idx ORDER BY idx",
+        )
+        .bind(batch)
+        .fetch_all(db)
+        .await
+        .unwrap();
+        let integrity = sqlx::query_scalar("PRAGMA integrity_check")
+            .fetch_one(db)
+            .await
+            .unwrap();
+        let probe_rows =
+            sqlx::query_scalar("SELECT COUNT(*) FROM probe_verdicts WHERE batch_id = ?")
+                .bind(batch)
+                .fetch_one(db)
+                .await
+                .unwrap();
+        let score_rows = sqlx::query_scalar("SELECT COUNT(*) FROM scores WHERE batch_id = ?")
+            .bind(batch)
+            .fetch_one(db)
+            .await
+            .unwrap();
+        let unique_compiled = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM probe_verdicts WHERE batch_id = ? AND verdict = 'compiled'",
+        )
+        .bind(batch)
+        .fetch_one(db)
+        .await
+        .unwrap();
+        (per_idx, integrity, probe_rows, score_rows, unique_compiled)
+    });
+    let want_idx: Vec<(i64, i64)> = (0..n).map(|i| (i, 1)).collect();
+    assert_eq!(per_idx, want_idx, "{what}: every reply exactly once");
+    assert_eq!(integrity, "ok", "{what}: integrity_check");
+    assert_eq!(
+        probe_rows, ref_summary["unique"],
+        "{what}: one probe verdict per unique candidate"
+    );
+    assert_eq!(
+        score_rows, unique_compiled,
+        "{what}: one score per compiled candidate"
+    );
+}
+
+/// Runs the tiny batch until `point`, SIGKILLs it, checks that the next
+/// `assay` finds the batch interrupted, resumes it and checks the result.
+fn kill_and_resume(point: &str) {
+    let scratch = Scratch::new();
+    let stopped = scratch.start_at(&format!("pause@{point}"), &["run", &tiny()]);
+    stopped.kill9();
+
+    let listed = scratch.json(&["batches", "--json"]);
+    assert_eq!(listed[0]["batch_id"], 1, "{point}: {listed}");
+    assert_eq!(listed[0]["status"], "interrupted", "{point}: {listed}");
+    assert!(
+        listed[0]["failure"]
+            .as_str()
+            .unwrap()
+            .contains("stopped without finishing"),
+        "{point}: {listed}"
+    );
+
+    let text = scratch.assay_ok(&["run", "--resume", "1"]);
+    assert!(text.contains("resume 1 at "), "{point}: {text}");
+    let shown = scratch.json(&["show", "1", "--json"]);
+    assert_eq!(shown["resumes"].as_array().unwrap().len(), 1, "{point}");
+    check_complete(&scratch, 1, point);
+}
+
+#[test]
+fn sigkill_during_draw_after_the_second_reply() {
+    kill_and_resume("draw.reply#2");
+}
+
+#[test]
+fn sigkill_during_draw_after_the_fifth_reply() {
+    kill_and_resume("draw.reply#5");
+}
+
+#[test]
+fn sigkill_between_draw_and_extraction() {
+    kill_and_resume("draw.done");
+}
+
+#[test]
+fn sigkill_during_extraction() {
+    kill_and_resume("extract.candidate#3");
+}
+
+#[test]
+fn sigkill_during_the_probe_build() {
+    kill_and_resume("probe.target#1");
+}
+
+#[test]
+fn sigkill_after_the_probe_run_began_before_its_verdicts() {
+    kill_and_resume("probe.begun");
+}
+
+#[test]
+fn sigkill_after_the_probe_verdicts_were_stored() {
+    kill_and_resume("probe.stored");
+}
+
+#[test]
+fn sigkill_after_the_scorer_was_built() {
+    kill_and_resume("score.built");
+}
+
+#[test]
+fn sigkill_during_scoring() {
+    kill_and_resume("score.run#2");
+}
+
+#[test]
+fn sigkill_during_persist() {
+    kill_and_resume("persist");
+}
+
+/// What the resumed attempt kept is what was stored before the kill, and
+/// nothing stored is drawn again.
+#[test]
+fn a_resume_says_what_it_kept() {
+    let scratch = Scratch::new();
+    scratch
+        .start_at("pause@draw.reply#4", &["run", &tiny()])
+        .kill9();
+    let summary = scratch.json(&["run", "--resume", "1", "--json"]);
+    let resumes = summary["resumes"].as_array().unwrap();
+    assert_eq!(resumes.len(), 1);
+    assert_eq!(resumes[0]["attempt"], 1);
+    // Replies are stored in batches of whatever has arrived together, so
+    // the point fires once at least 4 are stored (with a replay pool, often
+    // all 6 of the batch).
+    let kept = resumes[0]["replies_kept"].as_u64().unwrap();
+    assert!((4..=6).contains(&kept), "replies_kept {kept}");
+    assert_eq!(resumes[0]["extracted_kept"], 0);
+    assert_eq!(resumes[0]["committed_kept"], false);
+    // The first attempt recorded no phase (it died in draw); the resumed
+    // attempt's six phases start at row 0.
+    assert_eq!(resumes[0]["first_phase"], 0);
+    assert_eq!(summary["phases"].as_array().unwrap().len(), 6);
+    check_complete(&scratch, 1, "kept");
+
+    // A finished batch is not resumed.
+    let out = scratch.assay(&["run", "--resume", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("batch 1 is finished; nothing to resume"),
+        "{err}"
+    );
+}
+
+#[test]
+fn ctrl_c_keeps_what_was_stored_and_marks_the_batch_interrupted() {
+    let scratch = Scratch::new();
+    let stopped = scratch.start_at("pause@score.run#1", &["run", &tiny()]);
+    stopped.signal(libc::SIGINT);
+    let (status, stderr) = stopped.wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("batch 1 interrupted by SIGINT") && stderr.contains("assay run --resume 1"),
+        "{stderr}"
+    );
+    let shown = scratch.json(&["show", "1", "--json"]);
+    assert_eq!(shown["status"], "interrupted");
+    assert_eq!(shown["failure"], "interrupted by SIGINT");
+    let scored = shown["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| !c["score"].is_null())
+        .count();
+    let committed = usize::from(!shown["committed"].is_null());
+    // The first score to arrive may be the committed candidate's.
+    assert_eq!(
+        scored + committed,
+        1,
+        "the score stored before Ctrl-C is kept"
+    );
+
+    scratch.assay_ok(&["run", "--resume", "1"]);
+    check_complete(&scratch, 1, "after Ctrl-C");
+}
+
+#[test]
+fn sigterm_stops_cleanly_too() {
+    let scratch = Scratch::new();
+    let stopped = scratch.start_at("pause@draw.done", &["run", &tiny()]);
+    stopped.signal(libc::SIGTERM);
+    let (status, stderr) = stopped.wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    let listed = scratch.json(&["batches", "--json"]);
+    assert_eq!(listed[0]["status"], "interrupted");
+    assert_eq!(listed[0]["failure"], "interrupted by SIGTERM");
+}
+
+/// The children of a process (all its threads'), from /proc.
+fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|s| {
+            s.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
+
+fn cmdline(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+        .unwrap_or_default()
+}
+
+/// Gone, or a zombie nobody has reaped yet: either way it runs no more.
+fn stopped_running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            state.starts_with('Z') || state.starts_with('X')
+        }
+    }
+}
+
+/// Ctrl-C while cargo builds: cargo is killed, the batch is interrupted,
+/// and the resume builds again what had no verdict.
+#[test]
+fn ctrl_c_during_a_cargo_build_kills_it() {
+    let scratch = Scratch::new();
+    let mut child = scratch
+        .command(&["run", &tiny()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // The batch's own builds (probe or scorer), not the case check's.
+    let start = std::time::Instant::now();
+    let cargo = loop {
+        let found = children(pid).into_iter().find(|c| {
+            let cmd = cmdline(*c);
+            cmd.contains("cargo") && cmd.contains("--keep-going") && !cmd.contains("casecheck")
+        });
+        if let Some(cargo) = found {
+            break cargo;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "no cargo build seen"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "assay ended first");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    // SAFETY: kill only sends a signal to our own child.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    // assay kills cargo before it exits; an orphaned cargo would still be
+    // building half a second later.
+    let deadline = std::time::Instant::now() + Duration::from_millis(500);
+    while !stopped_running(cargo) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "cargo ({cargo}) still runs after assay stopped"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        scratch.json(&["batches", "--json"])[0]["status"],
+        "interrupted"
+    );
+    scratch.assay_ok(&["run", "--resume", "1"]);
+    check_complete(&scratch, 1, "after Ctrl-C during cargo");
+}
+
+/// A stage stuck where it cannot be cancelled: the first Ctrl-C cannot stop
+/// it, the second exits at once.
+#[test]
+fn a_second_ctrl_c_exits_at_once() {
+    let scratch = Scratch::new();
+    let stopped = scratch.start_at("stall@probe.begun", &["run", &tiny()]);
+    stopped.signal(libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(500));
+    stopped.signal(libc::SIGINT);
+    let (status, stderr) = stopped.wait(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("stopped at once"), "{stderr}");
+    // It had no time to say so itself; its owner being gone says it.
+    let listed = scratch.json(&["batches", "--json"]);
+    assert_eq!(listed[0]["status"], "interrupted");
+    scratch.assay_ok(&["run", "--resume", "1"]);
+    check_complete(&scratch, 1, "after a second Ctrl-C");
+}
+
+/// A batch being written by a live process is neither marked interrupted
+/// nor resumable from another process; a `show` and a `batches` work
+/// beside it.
+#[test]
+fn a_live_batch_of_another_process_is_left_alone() {
+    let scratch = Scratch::new();
+    let stopped = scratch.start_at("pause@score.run#1", &["run", &tiny()]);
+    let listed = scratch.json(&["batches", "--json"]);
+    assert_eq!(listed[0]["status"], "running", "{listed}");
+    let shown = scratch.json(&["show", "1", "--json"]);
+    assert_eq!(shown["replies"], 6);
+
+    let out = scratch.assay(&["run", "--resume", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("batch 1 is running in process {}", stopped.pid())),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+
+    stopped.kill9();
+    assert_eq!(
+        scratch.json(&["batches", "--json"])[0]["status"],
+        "interrupted"
+    );
+}
+
+/// Ctrl-C stops a run that is waiting for another batch to release the
+/// task's package.
+#[test]
+fn ctrl_c_stops_a_run_waiting_for_the_package_lock() {
+    let scratch = Scratch::new();
+    // A holds the package from the probe to the end of its scorer build.
+    let a = scratch.start_at("pause@probe.stored", &["run", &tiny()]);
+    let mut b = scratch
+        .command(&["run", &tiny()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // B has stored its sandbox, the last thing before it opens the package
+    // (before its draw, for the streaming probe), so it is at (or about to
+    // be at) the lock.
+    let start = std::time::Instant::now();
+    loop {
+        let set_up: i64 = scratch.sql(async |db| {
+            sqlx::query_scalar("SELECT COUNT(*) FROM batches WHERE id = 2 AND sandbox IS NOT NULL")
+                .fetch_one(db)
+                .await
+                .unwrap()
+        });
+        if set_up == 1 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "B never got there"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(b.try_wait().unwrap().is_none(), "B did not wait for A");
+    // SAFETY: kill only sends a signal to our own child.
+    assert_eq!(unsafe { libc::kill(b.id() as i32, libc::SIGINT) }, 0);
+    let stopped_at = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = b.try_wait().unwrap() {
+            break status;
+        }
+        if stopped_at.elapsed() > Duration::from_secs(10) {
+            let _ = b.kill();
+            panic!("B did not stop within 10 s of Ctrl-C");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    let listed = scratch.json(&["batches", "--json"]);
+    assert_eq!(listed[0]["status"], "running", "A is untouched: {listed}");
+    assert_eq!(listed[1]["status"], "interrupted", "{listed}");
+
+    a.kill9();
+    scratch.assay_ok(&["run", "--resume", "1"]);
+    scratch.assay_ok(&["run", "--resume", "2"]);
+    check_complete(&scratch, 1, "A");
+    check_complete(&scratch, 2, "B");
+}
+
+/// Two runs of the same task at once, on one database and one work
+/// directory (so one probe package): both finish with the same verdicts.
+#[test]
+fn two_runs_on_one_database_share_the_probe_package() {
+    let scratch = Scratch::new();
+    let spawn = || {
+        scratch
+            .command(&["run", &tiny(), "--json"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    for child in [a, b] {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let listed = scratch.json(&["batches", "--json"]);
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+    for batch in [1, 2] {
+        check_complete(&scratch, batch, &format!("concurrent batch {batch}"));
+    }
+}

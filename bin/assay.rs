@@ -364,7 +364,7 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Compare(args) => compare(args).await,
         Command::Ladder(args) => ladder(args).await,
         Command::Export { batch, db, format } => {
-            let store = Store::open(&db.db).await?;
+            let store = open_store(&db.db).await?;
             print!("{}", views::export(&store, batch, format).await?);
             Ok(ExitCode::SUCCESS)
         }
@@ -476,7 +476,7 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         eprintln!("warning: {w}");
     }
     plan.check_reachable().await?;
-    assay::casecheck::check(&cfg.spec, &cfg.work_dir, &cfg.target_dir).await?;
+    let checked = pipeline::check_cases(&cfg).await?;
     let store = open_store(&args.db.db).await?;
     store.check_writable().await?;
     std::fs::create_dir_all(&cfg.out_dir)
@@ -488,8 +488,10 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let interrupt = Interrupt::on_signals().context("cannot listen for Ctrl-C")?;
     let batch = match resumed {
-        Some(row) => pipeline::resume(&cfg, plan, &store, &progress, &interrupt, row.id).await?,
-        None => pipeline::run(&cfg, plan, &store, &progress, &interrupt).await?,
+        Some(row) => {
+            pipeline::resume(&cfg, plan, checked, &store, &progress, &interrupt, row.id).await?
+        }
+        None => pipeline::run(&cfg, plan, checked, &store, &progress, &interrupt).await?,
     };
     if args.promote {
         assay::promote::promote_best(&store, batch).await?;
@@ -543,7 +545,7 @@ async fn compare(args: CompareArgs) -> Result<ExitCode> {
         }
         None => args.batches.clone(),
     };
-    let store = Store::open(&args.db.db).await?;
+    let store = open_store(&args.db.db).await?;
     let (comparison, samples) = views::comparison(&store, &batches).await?;
     if let Some(path) = &args.svg {
         write_svg(path, &assay::plot::compare_svg(&samples)?)?;
@@ -571,7 +573,7 @@ async fn ladder(args: LadderArgs) -> Result<ExitCode> {
     }
     std::fs::create_dir_all(&cfg.out_dir)
         .with_context(|| format!("cannot create {}", cfg.out_dir.display()))?;
-    let store = Store::open(&args.db.db).await?;
+    let store = open_store(&args.db.db).await?;
     let progress = if args.json {
         Progress::hidden()
     } else {
@@ -660,7 +662,7 @@ async fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let work_dir = args.work_dir.unwrap_or_else(|| args.out.join("work"));
     let work_dir = std::path::absolute(&work_dir)
         .with_context(|| format!("{}: bad path", work_dir.display()))?;
-    let store = Store::open(&args.db.db).await?;
+    let store = open_store(&args.db.db).await?;
     let cfg = ReplayConfig {
         batch: args.batch,
         modes,

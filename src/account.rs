@@ -20,6 +20,10 @@ pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(200);
 /// The phases of a batch, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Phase {
+    /// Before the draw: checking the task's cases against its harness and
+    /// opening its package. The first batch of a task builds the harness's
+    /// dependencies here, into the warm target directory later phases use.
+    Prepare,
     Draw,
     ExtractDedup,
     Probe,
@@ -41,6 +45,23 @@ pub struct PhaseFigures {
     pub peak_busy: f64,
 }
 
+impl PhaseFigures {
+    /// One phase measured in two stretches (`self`, then `later`), as one:
+    /// times add up, the peak is the higher one.
+    pub fn then(self, later: PhaseFigures) -> PhaseFigures {
+        let wall_s = self.wall_s + later.wall_s;
+        let cpu_s = self.cpu_s + later.cpu_s;
+        let avg_busy = if wall_s > 0.0 { cpu_s / wall_s } else { 0.0 };
+        PhaseFigures {
+            phase: self.phase,
+            wall_s,
+            cpu_s,
+            avg_busy,
+            peak_busy: self.peak_busy.max(later.peak_busy).max(avg_busy),
+        }
+    }
+}
+
 /// Measures one phase from `start` to `finish`.
 pub struct PhaseGuard {
     phase: Phase,
@@ -55,7 +76,8 @@ struct Sampler {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 6] = [
+    pub const ALL: [Phase; 7] = [
+        Phase::Prepare,
         Phase::Draw,
         Phase::ExtractDedup,
         Phase::Probe,
@@ -66,6 +88,7 @@ impl Phase {
 
     pub fn as_str(&self) -> &'static str {
         match self {
+            Phase::Prepare => "prepare",
             Phase::Draw => "draw",
             Phase::ExtractDedup => "extract+dedup",
             Phase::Probe => "probe",
@@ -214,5 +237,21 @@ mod tests {
         for p in Phase::ALL {
             assert_eq!(Phase::from_stored(p.as_str()), Some(p));
         }
+    }
+
+    #[test]
+    fn two_stretches_of_a_phase_add_up() {
+        let figures = |wall_s, cpu_s, peak_busy| PhaseFigures {
+            phase: Phase::Prepare,
+            wall_s,
+            cpu_s,
+            avg_busy: cpu_s / wall_s,
+            peak_busy,
+        };
+        let both = figures(3.0, 5.0, 1.9).then(figures(1.0, 0.2, 0.3));
+        assert_eq!(both.phase, Phase::Prepare);
+        assert_eq!((both.wall_s, both.cpu_s), (4.0, 5.2));
+        assert!((both.avg_busy - 1.3).abs() < 1e-9);
+        assert_eq!(both.peak_busy, 1.9);
     }
 }

@@ -41,7 +41,13 @@ pub struct Row {
     pub extract: Option<String>,
     pub extract_detail: Option<String>,
     pub fingerprint: Option<String>,
+    /// The representative under the batch's dedup fingerprint.
     pub dup_of: Option<usize>,
+    pub alpha_fingerprint: Option<String>,
+    /// The first earlier candidate with the same exact / alpha fingerprint,
+    /// whichever fingerprint the batch deduplicated by.
+    pub exact_dup_of: Option<usize>,
+    pub alpha_dup_of: Option<usize>,
     pub probe: Option<String>,
     pub error_file: Option<String>,
     pub score: Option<String>,
@@ -49,6 +55,10 @@ pub struct Row {
     pub total: Option<usize>,
     pub score_wall_ms: Option<f64>,
     pub admitted: bool,
+    /// Admission's decision (`admitted(rank 1)`, `below_min_score`, ...).
+    pub admission: Option<String>,
+    /// Rank among the admitted, 1 the best.
+    pub rank: Option<usize>,
 }
 
 /// A row with the texts, for JSON.
@@ -111,6 +121,9 @@ pub fn rows(replies: &[Drawn], candidates: &[CandidateRow]) -> Vec<FullRow> {
                     }),
                     fingerprint: c.and_then(|c| c.fingerprint.clone()),
                     dup_of: c.and_then(|c| c.dup_of),
+                    alpha_fingerprint: c.and_then(|c| c.alpha_fingerprint.clone()),
+                    exact_dup_of: c.and_then(|c| c.exact_dup_of),
+                    alpha_dup_of: c.and_then(|c| c.alpha_dup_of),
                     probe: c.and_then(|c| c.probe.as_ref().map(ToString::to_string)),
                     error_file: c.and_then(|c| c.error_file.clone()),
                     score: score.map(|s| s.verdict.to_string()),
@@ -118,6 +131,8 @@ pub fn rows(replies: &[Drawn], candidates: &[CandidateRow]) -> Vec<FullRow> {
                     total: score.map(|s| s.total),
                     score_wall_ms: score.map(|s| s.wall.as_secs_f64() * 1e3),
                     admitted: c.is_some_and(|c| c.admitted),
+                    admission: c.and_then(|c| c.admission.clone()),
+                    rank: c.and_then(|c| c.rank),
                 },
                 content: r.content.clone(),
                 reasoning: r.reasoning.clone(),
@@ -189,17 +204,18 @@ mod tests {
         assert_eq!(
             lines[0],
             "candidate_id,pool,model,outcome,error_message,finish_reason,hit_cap,prompt_tokens,\
-             completion_tokens,chunks,ttft_ms,latency_ms,extract,extract_detail,fingerprint,dup_of,probe,error_file,score,\
-             passed,total,score_wall_ms,admitted"
+             completion_tokens,chunks,ttft_ms,latency_ms,extract,extract_detail,fingerprint,dup_of,\
+             alpha_fingerprint,exact_dup_of,alpha_dup_of,probe,error_file,score,\
+             passed,total,score_wall_ms,admitted,admission,rank"
         );
         assert_eq!(
             lines[1],
-            "0,p,\"m, with a comma\",ok,,stop,false,,7,,12.5,,unparsable,line 1: x,,,,,,,,,false"
+            "0,p,\"m, with a comma\",ok,,stop,false,,7,,12.5,,unparsable,line 1: x,,,,,,,,,,,,false,,"
         );
         // A reply that never got a candidate row keeps every verdict empty.
         assert_eq!(
             lines[2],
-            "1,p,\"m, with a comma\",ok,,stop,false,,,,12.5,,,,,,,,,,,,false"
+            "1,p,\"m, with a comma\",ok,,stop,false,,,,12.5,,,,,,,,,,,,,,,false,,"
         );
         assert_eq!(lines.len(), 3);
         assert_eq!(rows[0].content.as_deref(), Some("text\n\"quoted\""));

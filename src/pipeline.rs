@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 
 use crate::account::{Phase, PhaseFigures, PhaseGuard};
 use crate::admit;
+use crate::casecheck;
 use crate::dedup;
 use crate::draw::{DrawEvent, DrawOptions, Drawn, Plan};
 use crate::extract::{self, Extraction};
@@ -73,6 +74,7 @@ pub fn prepare(cfg: &RunConfig, draw: &DrawOptions) -> Result<(Plan, Vec<String>
 pub async fn run(
     cfg: &RunConfig,
     plan: Plan,
+    checked: CheckedCases,
     store: &Store,
     progress: &Progress,
     interrupt: &Interrupt,
@@ -98,8 +100,25 @@ pub async fn run(
         interrupt,
         batch,
         ResumePlan::fresh(),
+        checked.0,
     )
     .await
+}
+
+/// Proof that a task's cases were checked against its harness
+/// ([`check_cases`]), with what the check cost: a batch cannot start
+/// without one, and records the cost as the start of its `prepare` phase.
+#[derive(Debug)]
+pub struct CheckedCases(PhaseFigures);
+
+/// Checks the task's cases against its harness ([`casecheck`]), before a
+/// batch or even a database exists, so bad cases leave nothing behind. A
+/// task's first check builds the harness's dependencies; that CPU is
+/// measured and recorded with the batch, never lost between phases.
+pub async fn check_cases(cfg: &RunConfig) -> Result<CheckedCases> {
+    let guard = PhaseGuard::start(Phase::Prepare);
+    casecheck::check(&cfg.spec, &cfg.work_dir, &cfg.target_dir).await?;
+    Ok(CheckedCases(guard.finish()))
 }
 
 /// Finishes an interrupted or failed batch: takes it over (one process
@@ -108,6 +127,7 @@ pub async fn run(
 pub async fn resume(
     cfg: &RunConfig,
     plan: Plan,
+    checked: CheckedCases,
     store: &Store,
     progress: &Progress,
     interrupt: &Interrupt,
@@ -153,7 +173,10 @@ pub async fn resume(
     let mut stored = ResumePlan::load(store, batch).await?;
     stored.attempt = store.record_resume(batch, &stored.kept()).await?;
     tracing::info!(batch, attempt = stored.attempt, kept = ?stored.kept(), "batch resumed");
-    drive(cfg, &plan, store, progress, interrupt, batch, stored).await
+    drive(
+        cfg, &plan, store, progress, interrupt, batch, stored, checked.0,
+    )
+    .await
 }
 
 /// Runs the stages of an owned batch, and records how it ended.
@@ -165,6 +188,7 @@ async fn drive(
     interrupt: &Interrupt,
     batch: BatchId,
     stored: ResumePlan,
+    prepared: PhaseFigures,
 ) -> Result<BatchId> {
     // Dropping the batch's future cancels everything it has outstanding: the
     // draw task is aborted, cargo and scoring children are killed on drop.
@@ -174,7 +198,7 @@ async fn drive(
         // A batch that has just finished is finished, whatever came in
         // at the same moment.
         biased;
-        done = run_batch(cfg, plan, store, progress, batch, &stored) => Ok(done),
+        done = run_batch(cfg, plan, store, progress, batch, &stored, prepared) => Ok(done),
         signal = interrupt.fired() => Err(signal),
     };
     match ended {
@@ -206,6 +230,7 @@ async fn run_batch(
     progress: &Progress,
     batch: BatchId,
     stored: &ResumePlan,
+    prepared: PhaseFigures,
 ) -> Result<()> {
     let batch_dir = cfg.out_dir.join(format!("batch-{batch}"));
     let errors_dir = batch_dir.join("errors");
@@ -228,7 +253,9 @@ async fn run_batch(
     // Opened before the draw, so waves can build while replies arrive; off
     // the async threads, since another batch may hold its lock for a while
     // and Ctrl-C must still work.
+    let guard = PhaseGuard::start(Phase::Prepare);
     let package = open_package(cfg).await?;
+    record(store, batch, prepared.then(guard.finish())).await?;
     let (tap, drawn_rx) = mpsc::unbounded_channel();
     let (candidates_tx, candidates_rx) = mpsc::unbounded_channel();
     let extracting = tokio::spawn(extract_stream(

@@ -115,15 +115,29 @@ pub async fn run_per_pool(
 ) -> Result<Vec<BatchId>> {
     match schedule {
         Schedule::Sequential => {
+            // Checked before the database is opened, as `assay run` does;
+            // later batches check again, which costs nothing once stamped.
+            let mut checked = Some(pipeline::check_cases(cfg).await?);
             let store = Store::open(db).await?;
             let mut ids = Vec::new();
             for plan in prepared.plans {
-                ids.push(pipeline::run(cfg, plan, &store, progress, &Interrupt::never()).await?);
+                let checked = match checked.take() {
+                    Some(c) => c,
+                    None => pipeline::check_cases(cfg).await?,
+                };
+                ids.push(
+                    pipeline::run(cfg, plan, checked, &store, progress, &Interrupt::never())
+                        .await?,
+                );
             }
             store.close().await;
             Ok(ids)
         }
         Schedule::Concurrent => {
+            // Checked once before anything is opened, and that check goes
+            // with the first batch; the others check again on their threads
+            // (free once stamped).
+            let mut checked = Some(pipeline::check_cases(cfg).await?);
             // Open (and migrate) the database once here: two first opens at
             // the same time would both try to apply the migrations.
             Store::open(db).await?.close().await;
@@ -134,6 +148,7 @@ pub async fn run_per_pool(
                 .plans
                 .into_iter()
                 .map(|plan| {
+                    let checked = checked.take();
                     let cfg = cfg.clone();
                     let db: PathBuf = db.to_path_buf();
                     let progress = progress.clone();
@@ -145,10 +160,15 @@ pub async fn run_per_pool(
                                 .build()
                                 .context("cannot start a runtime for a batch")?;
                             rt.block_on(async {
+                                let checked = match checked {
+                                    Some(c) => c,
+                                    None => pipeline::check_cases(&cfg).await?,
+                                };
                                 let store = Store::open(&db).await?;
                                 let id = pipeline::run(
                                     &cfg,
                                     plan,
+                                    checked,
                                     &store,
                                     &progress,
                                     &Interrupt::never(),
@@ -190,7 +210,9 @@ pub async fn run_ladder(
 ) -> Result<Vec<(usize, BatchId)>> {
     let mut out = Vec::with_capacity(prepared.len());
     for (level, cfg, plan, _) in prepared {
-        let batch = pipeline::run(&cfg, plan, store, progress, &Interrupt::never()).await?;
+        let checked = pipeline::check_cases(&cfg).await?;
+        let batch =
+            pipeline::run(&cfg, plan, checked, store, progress, &Interrupt::never()).await?;
         out.push((level, batch));
     }
     Ok(out)

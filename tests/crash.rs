@@ -220,10 +220,10 @@ fn a_resume_says_what_it_kept() {
     assert!((4..=6).contains(&kept), "replies_kept {kept}");
     assert_eq!(resumes[0]["extracted_kept"], 0);
     assert_eq!(resumes[0]["committed_kept"], false);
-    // The first attempt recorded no phase (it died in draw); the resumed
-    // attempt's six phases start at row 0.
-    assert_eq!(resumes[0]["first_phase"], 0);
-    assert_eq!(summary["phases"].as_array().unwrap().len(), 6);
+    // The first attempt recorded its prepare phase and died in draw; the
+    // resumed attempt's seven phases start at row 1.
+    assert_eq!(resumes[0]["first_phase"], 1);
+    assert_eq!(summary["phases"].as_array().unwrap().len(), 8);
     check_complete(&scratch, 1, "kept");
 
     // A finished batch is not resumed.

@@ -130,6 +130,7 @@ fn check_task(task: &str, spec_path: &str, expected_file: &Path) {
     assert_eq!(
         phases,
         [
+            "prepare",
             "draw",
             "extract+dedup",
             "probe",

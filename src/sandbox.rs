@@ -528,7 +528,7 @@ impl RunConfinement {
 impl Drop for RunConfinement {
     fn drop(&mut self) {
         for cg in self.cgroups.drain(..) {
-            cg.kill_all();
+            cg.kill_all_patiently();
             cg.remove();
         }
     }
@@ -607,10 +607,14 @@ fn drop_privileges(who: RunAs) -> std::io::Result<()> {
 /// Where the unprivileged user `ASSAY_SANDBOX_UID` names (`UID` or
 /// `UID:GID`; the gid defaults to the uid), or 65534.
 fn run_as_from_env() -> Result<RunAs> {
-    let Some(value) = std::env::var_os(RUN_AS_VARIABLE) else {
-        return Ok(DEFAULT_RUN_AS);
-    };
-    let value = value.to_string_lossy();
+    match std::env::var_os(RUN_AS_VARIABLE) {
+        None => Ok(DEFAULT_RUN_AS),
+        Some(value) => parse_run_as(&value.to_string_lossy()),
+    }
+}
+
+/// `UID` or `UID:GID`, numeric and not 0.
+fn parse_run_as(value: &str) -> Result<RunAs> {
     let parse = |s: &str| -> Result<u32> {
         s.trim()
             .parse::<u32>()
@@ -621,7 +625,7 @@ fn run_as_from_env() -> Result<RunAs> {
     let (uid, gid) = match value.split_once(':') {
         Some((u, g)) => (parse(u)?, parse(g)?),
         None => {
-            let uid = parse(&value)?;
+            let uid = parse(value)?;
             (uid, uid)
         }
     };
@@ -1148,26 +1152,44 @@ impl RunCgroup {
             .unwrap_or(0)
     }
 
-    /// SIGKILLs every process in the cgroup until it is empty. `pids.max`
-    /// bounds how many there can be, so this ends; a fork racing the kill
-    /// is caught on the next pass.
-    fn kill_all(&self) {
+    /// SIGKILLs every process in the cgroup, pass after pass for about
+    /// 20 ms, so a fork racing the kill is caught on the next pass. True
+    /// once the cgroup is empty. `pids.max` bounds how many there can be.
+    fn kill_all(&self) -> bool {
+        self.kill_for(std::time::Duration::from_millis(20))
+    }
+
+    /// As [`RunCgroup::kill_all`], for up to two seconds (a killed process
+    /// freeing a lot of memory on a busy machine can take longer than a
+    /// pass), then says so if any is left. For the blocking drop only.
+    fn kill_all_patiently(&self) {
+        if !self.kill_for(std::time::Duration::from_secs(2)) {
+            tracing::warn!("sandbox: processes remain in {}", self.dir.display());
+        }
+    }
+
+    fn kill_for(&self, patience: std::time::Duration) -> bool {
         let procs = self.dir.join("cgroup.procs");
-        for _ in 0..100 {
+        let start = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_micros(200);
+        loop {
             let Ok(text) = std::fs::read_to_string(&procs) else {
-                return;
+                return true;
             };
             let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
             if pids.is_empty() {
-                return;
+                return true;
+            }
+            if start.elapsed() > patience {
+                return false;
             }
             for pid in pids {
                 // SAFETY: kill only sends a signal.
                 unsafe { libc::kill(pid, libc::SIGKILL) };
             }
-            std::thread::sleep(std::time::Duration::from_micros(200));
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(std::time::Duration::from_millis(5));
         }
-        tracing::warn!("sandbox: processes remain in {}", self.dir.display());
     }
 
     fn remove(&self) {
@@ -1218,7 +1240,13 @@ mod tests {
     fn description_names_every_mechanism() {
         let sandbox = Sandbox::probe(8);
         let line = sandbox.describe();
-        for part in ["landlock", "netns", "pids cgroup", "RLIMIT_NPROC"] {
+        for part in [
+            "landlock",
+            "netns",
+            "pids cgroup",
+            "memory cgroup",
+            "RLIMIT_NPROC",
+        ] {
             assert!(line.contains(part), "{line}");
         }
         // Whatever is missing is said, never dropped.
@@ -1227,6 +1255,57 @@ mod tests {
         }
         if !sandbox.netns {
             assert!(sandbox.warnings().iter().any(|w| w.contains("namespace")));
+        }
+        if !sandbox.limits_memory() {
+            assert!(sandbox
+                .warnings()
+                .iter()
+                .any(|w| w.contains("memory cgroup")));
+        }
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 && sandbox.run_uid().is_none() {
+            assert!(sandbox.warnings().iter().any(|w| w.contains("keep root")));
+        }
+        if let Some(uid) = sandbox.run_uid() {
+            assert!(line.contains(&format!("uid {uid}")), "{line}");
+        }
+    }
+
+    #[test]
+    fn the_run_user_is_numeric_and_never_root() {
+        let who = parse_run_as("1234").unwrap();
+        assert_eq!((who.uid, who.gid), (1234, 1234));
+        let who = parse_run_as("1234:99").unwrap();
+        assert_eq!((who.uid, who.gid), (1234, 99));
+        for bad in ["0", "0:5", "5:0", "nobody", "", "1:2:3"] {
+            assert!(parse_run_as(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_private_directory_hides_the_scorer_from_the_run_user() {
+        let who = RunAs {
+            uid: 65534,
+            gid: 65534,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let inner = dir.path().join("batch");
+        std::fs::create_dir(&inner).unwrap();
+        let exe = inner.join("scorer");
+        std::fs::write(&exe, b"").unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        // Unless the temporary directory's owner is 65534 itself.
+        if std::fs::metadata(dir.path()).unwrap().uid() != who.uid {
+            assert_eq!(unreachable_part(&exe, who).as_deref(), Some(dir.path()));
+        }
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o644)).unwrap();
+        if unreachable_part(dir.path(), who).is_none() {
+            // Searchable all the way down, but not executable.
+            assert_eq!(unreachable_part(&exe, who).as_deref(), Some(exe.as_path()));
+            std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+            assert_eq!(unreachable_part(&exe, who), None);
         }
     }
 }

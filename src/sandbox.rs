@@ -963,6 +963,7 @@ impl CgroupRoot {
             if controllers.is_empty() {
                 continue;
             }
+            remove_stale(base);
             match CgroupRoot::make(base.join(&name), 2, &controllers, processes) {
                 Ok(root) => {
                     roots.push(root);
@@ -976,6 +977,7 @@ impl CgroupRoot {
                 continue;
             }
             for base in v1_bases(controller) {
+                remove_stale(&base);
                 match CgroupRoot::make(base.join(&name), 1, &[controller], processes) {
                     Ok(root) => {
                         roots.push(root);
@@ -1061,6 +1063,38 @@ impl CgroupRoot {
 impl Drop for CgroupRoot {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// Removes the cgroups an assay that is gone left in `parent`
+/// (`assay-<pid>-<n>` with no process `<pid>`): a SIGKILL gives it no
+/// chance to remove its own. `rmdir` refuses a cgroup that holds a process
+/// or a child, so only empty ones go, their empty runs first; one whose
+/// pid is alive (ours, another batch's, or a reused pid) is left alone.
+fn remove_stale(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("assay-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if Path::new("/proc").join(pid.to_string()).exists() {
+            continue;
+        }
+        let dir = entry.path();
+        for run in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            if run.file_type().is_ok_and(|t| t.is_dir()) {
+                let _ = std::fs::remove_dir(run.path());
+            }
+        }
+        let _ = std::fs::remove_dir(&dir);
     }
 }
 
@@ -1269,6 +1303,28 @@ mod tests {
         if let Some(uid) = sandbox.run_uid() {
             assert!(line.contains(&format!("uid {uid}")), "{line}");
         }
+    }
+
+    #[test]
+    fn cgroups_of_a_dead_assay_are_removed_and_no_other() {
+        let parent = tempfile::tempdir().unwrap();
+        // Above the kernel's largest pid (2^22), so never a live process.
+        let dead = parent.path().join("assay-4999999-0");
+        std::fs::create_dir_all(dead.join("r3")).unwrap();
+        let alive = parent
+            .path()
+            .join(format!("assay-{}-0", std::process::id()));
+        std::fs::create_dir_all(alive.join("r0")).unwrap();
+        let other = parent.path().join("assay-other");
+        std::fs::create_dir(&other).unwrap();
+        // A cgroup still holding something stays (here: a file, as a
+        // process would keep rmdir from succeeding).
+        let busy = parent.path().join("assay-4999998-1");
+        std::fs::create_dir(&busy).unwrap();
+        std::fs::write(busy.join("cgroup.procs"), "1\n").unwrap();
+        remove_stale(parent.path());
+        assert!(!dead.exists());
+        assert!(alive.join("r0").exists() && other.exists() && busy.exists());
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! own child process (`run_one`) with a wall-time limit, resource limits, its
 //! own process group (killed whole), an empty environment, a fresh temporary
 //! working directory and the confinement of [`crate::sandbox`] (Landlock, a
-//! network namespace, a pids cgroup), so a panic, a loop or an abort costs
+//! network namespace, pids and memory cgroups, an unprivileged uid when
+//! assay is root), so a panic, a loop or an abort costs
 //! that candidate its score and nothing else. Results come back over a
 //! nonce-framed protocol on stdout (see `score/runner_main.rs`). Each child is
 //! reaped with `wait4`, which gives its CPU time for ranking.
@@ -30,6 +31,9 @@ use crate::spec::{Isolation, Limits};
 
 const RUNNER_MAIN: &str = include_str!("score/runner_main.rs");
 
+/// How often a run's memory cgroup is checked for an OOM kill.
+const OOM_WATCH_PERIOD: Duration = Duration::from_millis(50);
+
 /// How one candidate's scoring run ended. The string form is stable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScoreVerdict {
@@ -39,7 +43,8 @@ pub enum ScoreVerdict {
     Timeout { completed: usize, total: usize },
     /// Killed by a signal it raised itself (abort, stack overflow, segfault).
     Crashed { signal: i32 },
-    /// An allocation failed under the address-space limit.
+    /// An allocation failed under the address-space limit, or the run's
+    /// processes together reached its memory cgroup's limit.
     OutOfMemory,
     /// Printed more than the output cap.
     OutputCapExceeded,
@@ -357,7 +362,9 @@ enum End {
     OutputCap,
     /// Killed by a signal it raised itself.
     Signal(i32),
-    /// An allocation failed (Rust's alloc error handler, then abort).
+    /// An allocation failed (Rust's alloc error handler, then abort), or
+    /// the kernel OOM-killed a process of the run at its memory cgroup's
+    /// limit.
     OutOfMemory,
     /// Exited before reporting every case.
     Exited(i32),
@@ -412,7 +419,11 @@ async fn run_child(
         .prefix("assay-run-")
         .tempdir()
         .context("cannot create the run's working directory")?;
-    let mut confinement = sandbox.prepare_run(exe, workdir.path())?;
+    // A path the run's user can execute (a copy when it could not reach
+    // the original); made once per batch.
+    let exe = sandbox.runnable_exe(exe)?;
+    let exe = exe.as_path();
+    let mut confinement = sandbox.prepare_run(exe, workdir.path(), limits.address_space_bytes)?;
     let steps = confinement.child_steps();
     let nonce = nonce()?;
     let mut cmd = std::process::Command::new(exe);
@@ -426,12 +437,19 @@ async fn run_child(
     let rlimits = *limits;
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: the closure only makes async-signal-safe system calls
-    // (prctl, getppid, setrlimit, write, unshare, landlock_restrict_self).
+    // (setrlimit, write, unshare, setgroups, setresgid, setresuid, prctl,
+    // landlock_restrict_self, getppid).
+    //
+    // Order: the rlimits (with hard limits, which the unprivileged user
+    // cannot raise again), then the sandbox's steps (cgroups, netns, the
+    // drop to the unprivileged user, no_new_privs, Landlock; see
+    // `ChildSteps::apply`), then the parent-death signal, last because
+    // changing credentials clears it.
     unsafe {
         cmd.pre_exec(move || {
-            die_with_parent(parent)?;
             apply_rlimits(&rlimits)?;
-            steps.apply()
+            steps.apply()?;
+            die_with_parent(parent)
         });
     }
     let mut child = cmd
@@ -486,9 +504,21 @@ async fn run_child(
     let mut deadline = tokio::time::Instant::now() + budget;
     let mut exited: Option<(i32, Duration)> = None;
     let mut timed_out = false;
+    let mut oom_killed = false;
+    // A v1 memory cgroup kills only the largest process on OOM; the rest
+    // of the run may wait on it forever, so the count is watched.
+    let watch_memory = confinement.watches_memory();
+    let mut oom_watch = tokio::time::interval(OOM_WATCH_PERIOD);
+    oom_watch.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         tokio::select! {
+            _ = oom_watch.tick(), if watch_memory => {
+                if confinement.oom_killed() {
+                    oom_killed = true;
+                    break;
+                }
+            }
             read = stdout.read(&mut buf) => {
                 let n = read.unwrap_or(0);
                 if n == 0 {
@@ -523,13 +553,19 @@ async fn run_child(
     };
     writer.abort();
     let peak_processes = confinement.peak_processes();
+    oom_killed = oom_killed || confinement.oom_killed();
     // Removing the run's cgroup may wait for the kernel to finish reaping;
     // that wait belongs on a blocking thread, not on the runtime's.
     let _ = tokio::task::spawn_blocking(move || drop(confinement)).await;
     let stderr = stderr_task.await.unwrap_or_default();
 
     let signal = libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status));
-    let end = if timed_out {
+    // An OOM kill in the run's memory cgroup decides the verdict whatever
+    // followed it: the SIGKILL it sent, a parent left waiting for the
+    // killed child until the wall limit, or the results it still printed.
+    let end = if oom_killed {
+        End::OutOfMemory
+    } else if timed_out {
         End::Timeout
     } else if signal == Some(libc::SIGXCPU) {
         End::CpuLimit

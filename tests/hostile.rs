@@ -6,8 +6,11 @@
 //! stored row.
 //!
 //! It needs what the sandbox uses on these machines (Landlock, a network
-//! namespace, a pids cgroup: root on a recent kernel) and says so plainly
-//! when one is missing rather than checking weaker verdicts.
+//! namespace, a pids cgroup and, as root, the drop to an unprivileged uid:
+//! root on a recent kernel) and says so plainly when one is missing rather
+//! than checking weaker verdicts. The memory cgroup is the exception: where
+//! the kernel has no memory controller the test checks that the batch says
+//! so (a warning), and the verdict the candidate gets without one.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -28,6 +31,44 @@ const ESCAPES: &[&str] = &[
     "/root/assay-hostile-escape.txt",
     "/work/assay-hostile-escape.txt",
 ];
+
+/// The candidate whose children exceed the memory limit together.
+const MEMORY_TOGETHER: usize = 23;
+
+/// Where assay makes its cgroups: the hierarchies' roots, and this
+/// process's own cgroup in each v1 hierarchy (assay, our child, starts in
+/// the same ones).
+fn cgroup_bases() -> Vec<PathBuf> {
+    let mut bases: Vec<PathBuf> = [
+        "/sys/fs/cgroup",
+        "/sys/fs/cgroup/unified",
+        "/sys/fs/cgroup/pids",
+        "/sys/fs/cgroup/memory",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .collect();
+    for line in std::fs::read_to_string("/proc/self/cgroup")
+        .unwrap_or_default()
+        .lines()
+    {
+        let mut fields = line.splitn(3, ':');
+        let (Some(_), Some(list), Some(path)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        for controller in ["pids", "memory"] {
+            if list.split(',').any(|c| c == controller) {
+                bases.push(
+                    Path::new("/sys/fs/cgroup")
+                        .join(controller)
+                        .join(path.trim_start_matches('/')),
+                );
+            }
+        }
+    }
+    bases
+}
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -124,11 +165,32 @@ fn hostile_candidates_get_their_verdicts_and_change_nothing_outside() {
     // This corpus checks the full sandbox; a machine without it fails here,
     // naming what is missing, instead of passing on weaker verdicts.
     let sandbox = summary["sandbox"].as_str().unwrap_or_default().to_owned();
-    for needed in ["landlock abi", "; netns;", "pids cgroup"] {
+    for needed in ["landlock abi", "; netns;", "; pids cgroup v"] {
         assert!(
             sandbox.contains(needed),
             "this test needs Landlock, a network namespace and a pids cgroup (root on \
              Linux 6.7+, see docs/sandbox.md); the sandbox was: {sandbox}"
+        );
+    }
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root {
+        assert!(
+            sandbox.contains("; uid "),
+            "as root, scoring runs must drop to an unprivileged uid; the sandbox was: {sandbox}"
+        );
+    }
+    let warnings: Vec<&str> = summary["sandbox_warnings"]
+        .as_array()
+        .map(|w| w.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let memory_cgroup = sandbox.contains("; memory cgroup v");
+    if !memory_cgroup {
+        // Never a silent downgrade: the line and a warning say it.
+        assert!(
+            sandbox.contains("no memory cgroup")
+                && warnings.iter().any(|w| w.contains("no memory cgroup")),
+            "no memory cgroup, and no warning about it: {sandbox} {warnings:?}"
         );
     }
 
@@ -143,11 +205,16 @@ fn hostile_candidates_get_their_verdicts_and_change_nothing_outside() {
     assert!(out.status.success());
     let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
     let candidates = shown["candidates"].as_array().unwrap();
-    let expected: Vec<Value> = std::fs::read_to_string(fixture().join("expected.jsonl"))
+    let mut expected: Vec<Value> = std::fs::read_to_string(fixture().join("expected.jsonl"))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    if !memory_cgroup {
+        // Without the controller nothing bounds the children together:
+        // they all hold their memory and the parent waits to the wall limit.
+        expected[MEMORY_TOGETHER]["score"] = "timeout(after 0/10)".into();
+    }
     assert_eq!(candidates.len(), expected.len());
     let mut mismatches = Vec::new();
     for (got, want) in candidates.iter().zip(&expected) {
@@ -170,6 +237,15 @@ fn hostile_candidates_get_their_verdicts_and_change_nothing_outside() {
     // The fork loop did fork, up to the limit (so the limit is what held it).
     let fork_peak = candidates[5]["peak_processes"].as_u64().unwrap();
     assert!(fork_peak > 2, "the fork loop never forked: {fork_peak}");
+    // The memory candidate's children did exist (its verdict came from
+    // their sum, not from one process's address-space limit).
+    let memory_peak = candidates[MEMORY_TOGETHER]["peak_processes"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        memory_peak >= 4,
+        "the memory candidate's children never ran: {memory_peak}"
+    );
 
     // The network candidate reached nothing.
     if let Some(listener) = listener {
@@ -203,17 +279,14 @@ fn hostile_candidates_get_their_verdicts_and_change_nothing_outside() {
             assert_ne!(exe, scorer, "process {:?} still runs", entry.file_name());
         }
     }
-    for root in [
-        "/sys/fs/cgroup/pids",
-        "/sys/fs/cgroup",
-        "/sys/fs/cgroup/unified",
-    ] {
-        if let Ok(entries) = std::fs::read_dir(root) {
+    for root in cgroup_bases() {
+        if let Ok(entries) = std::fs::read_dir(&root) {
             for e in entries.flatten() {
                 let name = e.file_name().to_string_lossy().into_owned();
                 assert!(
                     !name.starts_with(&format!("assay-{assay_pid}-")),
-                    "cgroup {root}/{name} was left behind"
+                    "cgroup {}/{name} was left behind",
+                    root.display()
                 );
             }
         }

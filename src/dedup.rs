@@ -25,6 +25,7 @@ use std::str::FromStr;
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
 
 mod alpha;
+mod lex;
 
 pub use alpha::alpha_fingerprint;
 
@@ -69,17 +70,39 @@ pub struct Grouping {
 
 /// The exact fingerprint of a source file, or `None` if it does not lex.
 pub fn fingerprint(source: &str) -> Option<Fingerprint> {
+    match lex::fingerprint(source) {
+        Ok(fp) => Some(fp),
+        Err(lex::Unknown) => fingerprint_by_token_stream(source),
+    }
+}
+
+/// The exact fingerprint computed through a `proc_macro2::TokenStream`: the
+/// reference the fast lexer is tested against and the path it falls back
+/// to. Public for the benchmark; [`fingerprint`] is the one to call.
+pub fn fingerprint_by_token_stream(source: &str) -> Option<Fingerprint> {
     let tokens: TokenStream = source.parse().ok()?;
     Some(hash_tokens(tokens))
 }
 
+/// The exact fingerprint by the fast lexer alone: `None` where it does not
+/// know (the input may or may not lex) and [`fingerprint`] falls back.
+/// Public for the benchmark, which counts the fallbacks.
+pub fn fingerprint_fast_only(source: &str) -> Option<Fingerprint> {
+    lex::fingerprint(source).ok()
+}
+
 /// Both fingerprints, or `None` if the source does not lex. The source is
-/// lexed once; the alpha fingerprint parses that token stream.
+/// lexed into a token stream once, for the alpha fingerprint; the exact one
+/// takes the fast lexer and reuses that stream only where it falls back.
 pub fn fingerprints(source: &str) -> Option<Fingerprints> {
     let tokens: TokenStream = source.parse().ok()?;
+    let exact = match lex::fingerprint(source) {
+        Ok(fp) => fp,
+        Err(lex::Unknown) => hash_tokens(tokens.clone()),
+    };
     Some(Fingerprints {
-        alpha: alpha::alpha_fingerprint_of(tokens.clone()),
-        exact: hash_tokens(tokens),
+        alpha: alpha::alpha_fingerprint_of(tokens),
+        exact,
     })
 }
 

@@ -1,0 +1,978 @@
+//! The fast path of the exact fingerprint: a hand-written lexer that writes
+//! the fingerprint's encoding straight from the source text, with no
+//! `proc_macro2::TokenStream` in between and no allocation (one reused
+//! buffer per thread).
+//!
+//! It must give exactly the bytes the token-stream path (`super::feed`)
+//! writes for the stream `proc_macro2` lexes from the same text, so the two
+//! paths give the same fingerprint. Every lexical rule below is taken from
+//! proc-macro2's fallback lexer (`src/parse.rs` of proc-macro2 1.0.107, the
+//! version Cargo.lock pins), which is what lexes outside a procedural macro:
+//!
+//! - a punct is `Joint` when the very next character is one of the punct
+//!   characters ``~!@#$%^&*-=+|;:,<.>/?'`` and does not start a comment;
+//! - literals are tried before puncts and identifiers, in proc-macro2's
+//!   order (strings, byte strings, C strings, bytes, chars, floats, ints),
+//!   with its acceptance rules, and print as their source text (suffix
+//!   included);
+//! - `'a` is a `'` punct (always `Joint`) followed by the identifier; `'a'`
+//!   is a char literal;
+//! - `r#foo` prints as `r#foo`;
+//! - doc comments become `#[doc = ".."]` / `#![doc = ".."]` attributes,
+//!   which the fingerprint drops, but which still belong to a run of
+//!   attributes.
+//!
+//! Anything this lexer is not sure of gives [`Unknown`], and the caller
+//! falls back to the token-stream path: every non-ASCII character outside
+//! strings, chars and comments (Unicode identifiers and whitespace need the
+//! XID tables), every input proc-macro2 rejects (unbalanced delimiters,
+//! stray characters, unterminated literals or comments, bad escapes), a doc
+//! comment containing a carriage return, a doc comment between `#` and the
+//! `[` of an attribute, `(/*ERROR*/)`, and nesting deeper than
+//! [`MAX_DEPTH`]. So the fast path never gives a fingerprint the
+//! token-stream path would not give.
+
+use std::cell::RefCell;
+
+use super::{Fingerprint, ORDER_FREE_ATTRIBUTES};
+
+/// "Don't know": the caller must take the token-stream path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Unknown;
+
+type Lexed<T> = Result<T, Unknown>;
+
+/// Deeper nesting falls back (the recursion here is one frame per group).
+const MAX_DEPTH: u32 = 256;
+
+thread_local! {
+    /// The encoding buffer and the stack of attribute hashes, reused across
+    /// calls so that a fingerprint allocates nothing once warm.
+    static SCRATCH: RefCell<(Vec<u8>, Vec<[u8; 32]>)> =
+        RefCell::new((Vec::with_capacity(8192), Vec::with_capacity(64)));
+}
+
+/// The exact fingerprint of `source`, or [`Unknown`].
+pub(super) fn fingerprint(source: &str) -> Lexed<Fingerprint> {
+    SCRATCH.with(|scratch| {
+        let Ok(mut scratch) = scratch.try_borrow_mut() else {
+            // Re-entered (cannot happen today): use fresh buffers.
+            return fingerprint_with(source, &mut Vec::new(), &mut Vec::new());
+        };
+        let (buf, hashes) = &mut *scratch;
+        fingerprint_with(source, buf, hashes)
+    })
+}
+
+fn fingerprint_with(
+    source: &str,
+    buf: &mut Vec<u8>,
+    hashes: &mut Vec<[u8; 32]>,
+) -> Lexed<Fingerprint> {
+    buf.clear();
+    hashes.clear();
+    // proc-macro2 strips one byte order mark at the start.
+    let text = source.strip_prefix('\u{feff}').unwrap_or(source);
+    let mut lexer = Lexer {
+        src: text.as_bytes(),
+        pos: 0,
+        buf,
+        hashes,
+        depth: 0,
+    };
+    lexer.stream(None)?;
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&blake3::hash(lexer.buf).as_bytes()[..16]);
+    Ok(Fingerprint(out))
+}
+
+struct Lexer<'a> {
+    src: &'a [u8],
+    pos: usize,
+    buf: &'a mut Vec<u8>,
+    /// Hashes of the attributes of the runs being read, innermost last.
+    hashes: &'a mut Vec<[u8; 32]>,
+    depth: u32,
+}
+
+/// A literal, punct or identifier: what one call of proc-macro2's
+/// `leaf_token` returns.
+enum Leaf {
+    Ident,
+    Other,
+}
+
+fn is_ident_start(b: u8) -> bool {
+    b.is_ascii_alphabetic() || b == b'_'
+}
+
+fn is_ident_continue(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+fn is_punct_char(b: u8) -> bool {
+    matches!(
+        b,
+        b'~' | b'!'
+            | b'@'
+            | b'#'
+            | b'$'
+            | b'%'
+            | b'^'
+            | b'&'
+            | b'*'
+            | b'-'
+            | b'='
+            | b'+'
+            | b'|'
+            | b';'
+            | b':'
+            | b','
+            | b'<'
+            | b'.'
+            | b'>'
+            | b'/'
+            | b'?'
+            | b'\''
+    )
+}
+
+impl Lexer<'_> {
+    fn at(&self, i: usize) -> Option<u8> {
+        self.src.get(i).copied()
+    }
+
+    fn starts_with(&self, i: usize, s: &[u8]) -> bool {
+        self.src.get(i..).is_some_and(|rest| rest.starts_with(s))
+    }
+
+    /// Reads tokens up to the closing delimiter `close` (or the end of the
+    /// input at the top level), writing their encoding. Returns whether the
+    /// stream's first token is an identifier (an attribute's name).
+    fn stream(&mut self, close: Option<u8>) -> Lexed<bool> {
+        let mut first_is_ident: Option<bool> = None;
+        loop {
+            self.pos = self.skip_trivia(self.pos)?;
+            let Some(b) = self.at(self.pos) else {
+                return match close {
+                    None => Ok(first_is_ident == Some(true)),
+                    Some(_) => Err(Unknown),
+                };
+            };
+            if self.doc_comment_at(self.pos)
+                || (b == b'#' && self.attribute_at(self.pos)?.is_some())
+            {
+                first_is_ident.get_or_insert(false);
+                self.attribute_run()?;
+                continue;
+            }
+            match b {
+                b'(' | b'[' | b'{' => {
+                    if b == b'(' && self.starts_with(self.pos, b"(/*ERROR*/)") {
+                        return Err(Unknown);
+                    }
+                    first_is_ident.get_or_insert(false);
+                    self.group(b)?;
+                }
+                b')' | b']' | b'}' => {
+                    return if close == Some(b) {
+                        self.pos += 1;
+                        Ok(first_is_ident == Some(true))
+                    } else {
+                        Err(Unknown)
+                    };
+                }
+                _ => {
+                    let leaf = self.leaf()?;
+                    first_is_ident.get_or_insert(matches!(leaf, Leaf::Ident));
+                }
+            }
+        }
+    }
+
+    /// A delimited group starting at `self.pos`; returns whether its first
+    /// token is an identifier.
+    fn group(&mut self, open: u8) -> Lexed<bool> {
+        let close = match open {
+            b'(' => b')',
+            b'[' => b']',
+            _ => b'}',
+        };
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Unknown);
+        }
+        self.pos += 1;
+        self.buf.extend_from_slice(&[b'G', open]);
+        let first_is_ident = self.stream(Some(close))?;
+        self.buf.extend_from_slice(&[b'g', close]);
+        self.depth -= 1;
+        Ok(first_is_ident)
+    }
+
+    /// Skips whitespace and comments that are not doc comments, as
+    /// proc-macro2's `skip_whitespace` does; returns the new position. An
+    /// unterminated block comment is left in place (proc-macro2 then fails
+    /// on it).
+    fn skip_trivia(&self, mut i: usize) -> Lexed<usize> {
+        while let Some(b) = self.at(i) {
+            match b {
+                b' ' | 0x09..=0x0d => i += 1,
+                b'/' => match self.at(i + 1) {
+                    Some(b'/') => {
+                        let doc = (self.starts_with(i, b"///") && !self.starts_with(i, b"////"))
+                            || self.starts_with(i, b"//!");
+                        if doc {
+                            return Ok(i);
+                        }
+                        i = self.line_end(i);
+                    }
+                    Some(b'*') => {
+                        if self.starts_with(i, b"/**/") {
+                            i += 4;
+                            continue;
+                        }
+                        let doc = (self.starts_with(i, b"/**") && !self.starts_with(i, b"/***"))
+                            || self.starts_with(i, b"/*!");
+                        if doc {
+                            return Ok(i);
+                        }
+                        i = self.block_comment_end(i)?;
+                    }
+                    _ => return Ok(i),
+                },
+                // Unicode whitespace (and everything else non-ASCII).
+                0x80.. => return Err(Unknown),
+                _ => return Ok(i),
+            }
+        }
+        Ok(i)
+    }
+
+    /// The position of the `\n` ending the line comment at `i`, or the end.
+    fn line_end(&self, i: usize) -> usize {
+        match self.src[i..].iter().position(|&b| b == b'\n') {
+            Some(n) => i + n,
+            None => self.src.len(),
+        }
+    }
+
+    /// The position after the (nested) block comment at `i`, counted the
+    /// way proc-macro2's `block_comment` counts.
+    fn block_comment_end(&self, start: usize) -> Lexed<usize> {
+        let bytes = &self.src[start..];
+        let mut depth = 0usize;
+        let mut i = 0usize;
+        let upper = bytes.len() - 1;
+        while i < upper {
+            if bytes[i] == b'/' && bytes[i + 1] == b'*' {
+                depth += 1;
+                i += 1;
+            } else if bytes[i] == b'*' && bytes[i + 1] == b'/' {
+                depth -= 1;
+                if depth == 0 {
+                    return Ok(start + i + 2);
+                }
+                i += 1;
+            }
+            i += 1;
+        }
+        Err(Unknown)
+    }
+
+    /// Whether a doc comment starts at `i` (after `skip_trivia`, any `//`
+    /// or `/*` left is one, or an unterminated block comment).
+    fn doc_comment_at(&self, i: usize) -> bool {
+        self.at(i) == Some(b'/') && matches!(self.at(i + 1), Some(b'/' | b'*'))
+    }
+
+    /// Skips the doc comment at `self.pos`. Its text is dropped with the
+    /// doc attribute it stands for; proc-macro2 rejects a bare carriage
+    /// return in it, and any carriage return falls back here.
+    fn skip_doc_comment(&mut self) -> Lexed<()> {
+        let i = self.pos;
+        let end = if self.at(i + 1) == Some(b'/') {
+            self.line_end(i)
+        } else {
+            self.block_comment_end(i)?
+        };
+        if self.src[i..end].contains(&b'\r') {
+            return Err(Unknown);
+        }
+        self.pos = end;
+        Ok(())
+    }
+
+    /// When an attribute starts at the `#` at `i`: whether it is an inner
+    /// one (`#!`). The `#`, the optional `!` and the `[` may be separated
+    /// by whitespace and comments, as tokens may.
+    fn attribute_at(&self, i: usize) -> Lexed<Option<bool>> {
+        let mut j = self.skip_trivia(i + 1)?;
+        if self.doc_comment_at(j) {
+            // Its `#` would come between: a different token sequence.
+            return Err(Unknown);
+        }
+        let bang = self.at(j) == Some(b'!');
+        if bang {
+            j = self.skip_trivia(j + 1)?;
+            if self.doc_comment_at(j) {
+                return Err(Unknown);
+            }
+        }
+        Ok((self.at(j) == Some(b'[')).then_some(bang))
+    }
+
+    /// A run of attributes (doc comments included), as `feed_attribute_run`
+    /// hashes it: each attribute other than a doc one is encoded and hashed
+    /// on its own, the hashes are sorted when every attribute of the run is
+    /// order-free, and written as `A` + hash.
+    fn attribute_run(&mut self) -> Lexed<()> {
+        let base = self.hashes.len();
+        let mut order_free = true;
+        loop {
+            self.pos = self.skip_trivia(self.pos)?;
+            if self.doc_comment_at(self.pos) {
+                self.skip_doc_comment()?;
+                continue;
+            }
+            if self.at(self.pos) != Some(b'#') {
+                break;
+            }
+            let Some(bang) = self.attribute_at(self.pos)? else {
+                break;
+            };
+            let start = self.buf.len();
+            self.punct();
+            if bang {
+                self.pos = self.skip_trivia(self.pos)?;
+                self.punct();
+            }
+            self.pos = self.skip_trivia(self.pos)?;
+            let first_is_ident = self.group(b'[')?;
+            // The name is the identifier right after `G[`.
+            let name: &[u8] = if first_is_ident {
+                // `P#j`, maybe `P!j`, `G[`, `I`.
+                let from = start + (if bang { 6 } else { 3 }) + 3;
+                let len = self.buf[from..].iter().position(|&b| b == 0).unwrap_or(0);
+                &self.buf[from..from + len]
+            } else {
+                b""
+            };
+            if name == b"doc" {
+                self.buf.truncate(start);
+                continue;
+            }
+            order_free &= ORDER_FREE_ATTRIBUTES
+                .iter()
+                .any(|free| free.as_bytes() == name);
+            let hash = *blake3::hash(&self.buf[start..]).as_bytes();
+            self.buf.truncate(start);
+            self.hashes.push(hash);
+        }
+        if order_free {
+            self.hashes[base..].sort_unstable();
+        }
+        for hash in &self.hashes[base..] {
+            self.buf.push(b'A');
+            self.buf.extend_from_slice(hash);
+        }
+        self.hashes.truncate(base);
+        Ok(())
+    }
+
+    /// One literal, punct or identifier at `self.pos`, tried in the order
+    /// of proc-macro2's `leaf_token`.
+    fn leaf(&mut self) -> Lexed<Leaf> {
+        let start = self.pos;
+        if let Some(end) = self.literal(start)? {
+            self.buf.push(b'L');
+            self.buf.extend_from_slice(&self.src[start..end]);
+            self.buf.push(0);
+            self.pos = end;
+            return Ok(Leaf::Other);
+        }
+        let b = self.src[start];
+        if b == b'\'' {
+            self.lifetime_quote()?;
+            return Ok(Leaf::Other);
+        }
+        if is_punct_char(b) {
+            // `/` starting a comment never gets here: skip_trivia or the
+            // doc comment check took it, or it is unterminated.
+            if b == b'/' && matches!(self.at(start + 1), Some(b'/' | b'*')) {
+                return Err(Unknown);
+            }
+            self.punct();
+            return Ok(Leaf::Other);
+        }
+        let end = self.ident(start)?;
+        self.buf.push(b'I');
+        self.buf.extend_from_slice(&self.src[start..end]);
+        self.buf.push(0);
+        self.pos = end;
+        Ok(Leaf::Ident)
+    }
+
+    /// The punct character at `self.pos`, with its spacing: `Joint` when
+    /// the next character is a punct character that does not start a
+    /// comment.
+    fn punct(&mut self) {
+        let i = self.pos;
+        let joint = match self.at(i + 1) {
+            Some(b'/') => !matches!(self.at(i + 2), Some(b'/' | b'*')),
+            Some(b) => is_punct_char(b),
+            None => false,
+        };
+        self.buf
+            .extend_from_slice(&[b'P', self.src[i], joint as u8]);
+        self.pos = i + 1;
+    }
+
+    /// A `'` that is not a char literal: a lifetime's quote (always
+    /// `Joint`), when an identifier follows that is not itself followed by
+    /// `'` (nor by `#`, unless it is raw). The identifier is read next as
+    /// an ordinary token.
+    fn lifetime_quote(&mut self) -> Lexed<()> {
+        let rest = self.pos + 1;
+        let (after, _) = self.ident_any(rest)?.ok_or(Unknown)?;
+        match self.at(after) {
+            Some(b'\'') => return Err(Unknown),
+            Some(b'#') if !self.starts_with(rest, b"r#") => return Err(Unknown),
+            _ => {}
+        }
+        self.buf.extend_from_slice(&[b'P', b'\'', 1]);
+        self.pos = rest;
+        Ok(())
+    }
+
+    /// An identifier at `i` that proc-macro2 would read with `ident`: the
+    /// literal prefixes it refuses have already been tried as literals.
+    fn ident(&self, i: usize) -> Lexed<usize> {
+        for prefix in [
+            &b"r\""[..],
+            b"r#\"",
+            b"r##",
+            b"b\"",
+            b"b'",
+            b"br\"",
+            b"br#",
+            b"c\"",
+            b"cr\"",
+            b"cr#",
+        ] {
+            if self.starts_with(i, prefix) {
+                return Err(Unknown);
+            }
+        }
+        Ok(self.ident_any(i)?.ok_or(Unknown)?.0)
+    }
+
+    /// proc-macro2's `ident_any`: an identifier, raw or not. Returns its
+    /// end and whether it is raw, or `None` when there is none.
+    fn ident_any(&self, i: usize) -> Lexed<Option<(usize, bool)>> {
+        let raw = self.starts_with(i, b"r#");
+        let from = if raw { i + 2 } else { i };
+        let Some(end) = self.ident_not_raw(from)? else {
+            return Ok(None);
+        };
+        if raw
+            && matches!(
+                &self.src[from..end],
+                b"_" | b"super" | b"self" | b"Self" | b"crate"
+            )
+        {
+            return Ok(None);
+        }
+        Ok(Some((end, raw)))
+    }
+
+    /// proc-macro2's `ident_not_raw`, ASCII only: the end of the
+    /// identifier at `i`, or `None` when none starts there.
+    fn ident_not_raw(&self, i: usize) -> Lexed<Option<usize>> {
+        match self.at(i) {
+            Some(b) if is_ident_start(b) => {}
+            Some(0x80..) => return Err(Unknown),
+            _ => return Ok(None),
+        }
+        let mut end = i + 1;
+        while let Some(b) = self.at(end) {
+            if is_ident_continue(b) {
+                end += 1;
+            } else if b >= 0x80 {
+                return Err(Unknown);
+            } else {
+                break;
+            }
+        }
+        Ok(Some(end))
+    }
+
+    /// An optional identifier suffix after a literal ending at `i`.
+    fn literal_suffix(&self, i: usize) -> Lexed<usize> {
+        Ok(self.ident_not_raw(i)?.unwrap_or(i))
+    }
+
+    /// proc-macro2's `literal`: the end of the literal at `i`, `None` when
+    /// no literal starts there.
+    fn literal(&self, i: usize) -> Lexed<Option<usize>> {
+        let b = self.src[i];
+        Ok(match b {
+            b'"' => Some(self.cooked_string(i + 1, Cooked::Str).ok_or(Unknown)?),
+            b'r' if matches!(self.at(i + 1), Some(b'"' | b'#')) => {
+                self.raw_string(i + 1, Raw::Str)?
+            }
+            b'b' => match self.at(i + 1) {
+                Some(b'"') => Some(self.cooked_string(i + 2, Cooked::Byte).ok_or(Unknown)?),
+                Some(b'r') if matches!(self.at(i + 2), Some(b'"' | b'#')) => {
+                    Some(self.raw_string(i + 2, Raw::Byte)?.ok_or(Unknown)?)
+                }
+                Some(b'\'') => Some(self.byte(i + 2).ok_or(Unknown)?),
+                _ => None,
+            },
+            b'c' => match self.at(i + 1) {
+                Some(b'"') => Some(self.cooked_string(i + 2, Cooked::C).ok_or(Unknown)?),
+                Some(b'r') if matches!(self.at(i + 2), Some(b'"' | b'#')) => {
+                    Some(self.raw_string(i + 2, Raw::C)?.ok_or(Unknown)?)
+                }
+                _ => None,
+            },
+            b'\'' => self.character(i + 1)?,
+            b'0'..=b'9' => match self.float(i)? {
+                Some(end) => Some(end),
+                None => Some(self.int(i)?.ok_or(Unknown)?),
+            },
+            _ => None,
+        }
+        .map(|end| self.literal_suffix(end))
+        .transpose()?)
+    }
+
+    /// A cooked string, byte string or C string whose body starts at `i`:
+    /// the position after its closing quote (suffix not included), or
+    /// `None` when proc-macro2 rejects it.
+    fn cooked_string(&self, mut i: usize, kind: Cooked) -> Option<usize> {
+        loop {
+            let b = self.at(i)?;
+            i += 1;
+            match b {
+                b'"' => return Some(i),
+                b'\r' => {
+                    if self.at(i)? != b'\n' {
+                        return None;
+                    }
+                    i += 1;
+                }
+                b'\\' => {
+                    let e = self.at(i)?;
+                    i += 1;
+                    match e {
+                        b'x' => {
+                            let (h, l) = (self.at(i)?, self.at(i + 1)?);
+                            i += 2;
+                            let ok = match kind {
+                                Cooked::Str => matches!(h, b'0'..=b'7') && l.is_ascii_hexdigit(),
+                                Cooked::Byte => h.is_ascii_hexdigit() && l.is_ascii_hexdigit(),
+                                Cooked::C => {
+                                    h.is_ascii_hexdigit()
+                                        && l.is_ascii_hexdigit()
+                                        && !(h == b'0' && l == b'0')
+                                }
+                            };
+                            if !ok {
+                                return None;
+                            }
+                        }
+                        b'n' | b'r' | b't' | b'\\' | b'\'' | b'"' => {}
+                        b'0' if kind != Cooked::C => {}
+                        b'u' if kind != Cooked::Byte => {
+                            let (end, value) = self.backslash_u(i)?;
+                            if kind == Cooked::C && value == 0 {
+                                return None;
+                            }
+                            i = end;
+                        }
+                        b'\n' | b'\r' => i = self.trailing_backslash(i, e)?,
+                        _ => return None,
+                    }
+                }
+                0 if kind == Cooked::C => return None,
+                0x80.. if kind == Cooked::Byte => return None,
+                _ => {}
+            }
+        }
+    }
+
+    /// proc-macro2's `backslash_u` after the `u`: the position after the
+    /// `}` and the value, or `None`.
+    fn backslash_u(&self, mut i: usize) -> Option<(usize, u32)> {
+        if self.at(i)? != b'{' {
+            return None;
+        }
+        i += 1;
+        let mut value = 0u32;
+        let mut len = 0;
+        loop {
+            let b = self.at(i)?;
+            i += 1;
+            let digit = match b {
+                b'0'..=b'9' => b - b'0',
+                b'a'..=b'f' => 10 + b - b'a',
+                b'A'..=b'F' => 10 + b - b'A',
+                b'_' if len > 0 => continue,
+                b'}' if len > 0 => return char::from_u32(value).map(|c| (i, c as u32)),
+                _ => return None,
+            };
+            if len == 6 {
+                return None;
+            }
+            value = value * 0x10 + u32::from(digit);
+            len += 1;
+        }
+    }
+
+    /// proc-macro2's `trailing_backslash`: after `\` and a line break
+    /// (`last`, at `i - 1`), the position of the first character that is
+    /// not a space, tab or line break.
+    fn trailing_backslash(&self, mut i: usize, mut last: u8) -> Option<usize> {
+        loop {
+            if last == b'\r' {
+                let b = self.at(i);
+                i += 1;
+                if b != Some(b'\n') {
+                    return None;
+                }
+            }
+            let b = self.at(i)?;
+            match b {
+                b' ' | b'\t' | b'\n' | b'\r' => {
+                    last = b;
+                    i += 1;
+                }
+                _ => return Some(i),
+            }
+        }
+    }
+
+    /// A raw string, byte string or C string whose `#`s start at `i`: the
+    /// position after its closing delimiter, `None` when no raw string
+    /// starts there (only for `r`: the caller then reads an identifier or
+    /// fails), [`Unknown`] when proc-macro2 rejects it.
+    fn raw_string(&self, i: usize, kind: Raw) -> Lexed<Option<usize>> {
+        let hashes = self.src[i..].iter().take_while(|&&b| b == b'#').count();
+        if self.at(i + hashes) != Some(b'"') {
+            return Ok(None);
+        }
+        if hashes > 255 {
+            return Err(Unknown);
+        }
+        let mut j = i + hashes + 1;
+        loop {
+            let b = self.at(j).ok_or(Unknown)?;
+            j += 1;
+            match b {
+                b'"' if self
+                    .src
+                    .get(j..j + hashes)
+                    .is_some_and(|tail| tail.iter().all(|&b| b == b'#')) =>
+                {
+                    return Ok(Some(j + hashes));
+                }
+                b'\r' => {
+                    if self.at(j) != Some(b'\n') {
+                        return Err(Unknown);
+                    }
+                    j += 1;
+                }
+                0 if kind == Raw::C => return Err(Unknown),
+                0x80.. if kind == Raw::Byte => return Err(Unknown),
+                _ => {}
+            }
+        }
+    }
+
+    /// proc-macro2's `byte` after `b'`: the position after the closing
+    /// quote, or `None`.
+    fn byte(&self, mut i: usize) -> Option<usize> {
+        let b = self.at(i)?;
+        i += 1;
+        if b == b'\\' {
+            let e = self.at(i)?;
+            i += 1;
+            match e {
+                b'x' => {
+                    if !(self.at(i)?.is_ascii_hexdigit() && self.at(i + 1)?.is_ascii_hexdigit()) {
+                        return None;
+                    }
+                    i += 2;
+                }
+                b'n' | b'r' | b't' | b'\\' | b'0' | b'\'' | b'"' => {}
+                _ => return None,
+            }
+        } else if b >= 0x80 {
+            // Not a char boundary after one byte.
+            return None;
+        }
+        (self.at(i)? == b'\'').then_some(i + 1)
+    }
+
+    /// proc-macro2's `character` after `'`: the position after the closing
+    /// quote, `None` when this is no char literal (a lifetime, say).
+    fn character(&self, mut i: usize) -> Lexed<Option<usize>> {
+        let Some(b) = self.at(i) else {
+            return Ok(None);
+        };
+        if b == b'\\' {
+            let Some(e) = self.at(i + 1) else {
+                return Ok(None);
+            };
+            i += 2;
+            match e {
+                b'x' => {
+                    let ok = matches!(self.at(i), Some(b'0'..=b'7'))
+                        && self.at(i + 1).is_some_and(|b| b.is_ascii_hexdigit());
+                    if !ok {
+                        return Ok(None);
+                    }
+                    i += 2;
+                }
+                b'u' => match self.backslash_u(i) {
+                    Some((end, _)) => i = end,
+                    None => return Ok(None),
+                },
+                b'n' | b'r' | b't' | b'\\' | b'0' | b'\'' | b'"' => {}
+                _ => return Ok(None),
+            }
+        } else {
+            // One whole character, however many bytes.
+            i += utf8_len(b);
+        }
+        Ok((self.at(i) == Some(b'\'')).then_some(i + 1))
+    }
+
+    /// proc-macro2's `float` (without the suffix): the end of a float at
+    /// `i`, or `None`.
+    fn float(&self, i: usize) -> Lexed<Option<usize>> {
+        let Some(end) = self.float_digits(i)? else {
+            return Ok(None);
+        };
+        self.number_end(end)
+    }
+
+    /// proc-macro2's `int` (without the suffix).
+    fn int(&self, i: usize) -> Lexed<Option<usize>> {
+        let Some(end) = self.digits(i) else {
+            return Ok(None);
+        };
+        self.number_end(end)
+    }
+
+    /// After a number's digits: a suffix may follow, then no identifier
+    /// character (`word_break`). Returns the digits' end (the suffix is
+    /// added by `literal`).
+    fn number_end(&self, end: usize) -> Lexed<Option<usize>> {
+        let after = self.literal_suffix(end)?;
+        match self.at(after) {
+            Some(b) if is_ident_continue(b) => Ok(None),
+            Some(0x80..) => Err(Unknown),
+            _ => Ok(Some(end)),
+        }
+    }
+
+    fn float_digits(&self, start: usize) -> Lexed<Option<usize>> {
+        if !matches!(self.at(start), Some(b'0'..=b'9')) {
+            return Ok(None);
+        }
+        let mut i = start + 1;
+        let mut has_dot = false;
+        let mut has_exp = false;
+        while let Some(b) = self.at(i) {
+            match b {
+                b'0'..=b'9' | b'_' => i += 1,
+                b'.' => {
+                    if has_dot {
+                        break;
+                    }
+                    i += 1;
+                    match self.at(i) {
+                        Some(b'.') => return Ok(None),
+                        Some(b) if is_ident_start(b) => return Ok(None),
+                        Some(0x80..) => return Err(Unknown),
+                        _ => {}
+                    }
+                    has_dot = true;
+                }
+                b'e' | b'E' => {
+                    i += 1;
+                    has_exp = true;
+                    break;
+                }
+                _ => break,
+            }
+        }
+        if !(has_dot || has_exp) {
+            return Ok(None);
+        }
+        if has_exp {
+            let before_exp = has_dot.then_some(i - 1);
+            let mut has_sign = false;
+            let mut has_value = false;
+            while let Some(b) = self.at(i) {
+                match b {
+                    b'+' | b'-' => {
+                        if has_value {
+                            break;
+                        }
+                        if has_sign {
+                            return Ok(before_exp);
+                        }
+                        i += 1;
+                        has_sign = true;
+                    }
+                    b'0'..=b'9' => {
+                        i += 1;
+                        has_value = true;
+                    }
+                    b'_' => i += 1,
+                    _ => break,
+                }
+            }
+            if !has_value {
+                return Ok(before_exp);
+            }
+        }
+        Ok(Some(i))
+    }
+
+    fn digits(&self, start: usize) -> Option<usize> {
+        let (base, mut i) = match self.src.get(start..start + 2) {
+            Some(b"0x") => (16, start + 2),
+            Some(b"0o") => (8, start + 2),
+            Some(b"0b") => (2, start + 2),
+            _ => (10, start),
+        };
+        let mut empty = true;
+        while let Some(b) = self.at(i) {
+            let digit = match b {
+                b'0'..=b'9' => {
+                    if u32::from(b - b'0') >= base {
+                        return None;
+                    }
+                    i += 1;
+                    empty = false;
+                    continue;
+                }
+                b'a'..=b'f' => 10 + b - b'a',
+                b'A'..=b'F' => 10 + b - b'A',
+                b'_' => {
+                    if empty && base == 10 {
+                        return None;
+                    }
+                    i += 1;
+                    continue;
+                }
+                _ => break,
+            };
+            if u32::from(digit) >= base {
+                break;
+            }
+            i += 1;
+            empty = false;
+        }
+        (!empty).then_some(i)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cooked {
+    Str,
+    Byte,
+    C,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Raw {
+    Str,
+    Byte,
+    C,
+}
+
+/// The length of the UTF-8 sequence that starts with `lead` (the source is
+/// a `str`, so it is well formed).
+fn utf8_len(lead: u8) -> usize {
+    match lead {
+        0x00..=0x7f => 1,
+        0xc0..=0xdf => 2,
+        0xe0..=0xef => 3,
+        _ => 4,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{fingerprint, fingerprint_by_token_stream};
+    use super::*;
+    use crate::extract::{extract, Extraction};
+
+    /// What the fast path says about `source`, checked against the
+    /// reference: `Some(true)` when both give the same fingerprint, `None`
+    /// when the fast path falls back. Panics on any disagreement, and when
+    /// the fast path fingerprints what the reference rejects.
+    fn check(source: &str) -> Option<bool> {
+        let reference = fingerprint_by_token_stream(source);
+        match super::fingerprint(source) {
+            Err(Unknown) => None,
+            Ok(fast) => {
+                assert_eq!(
+                    Some(fast),
+                    reference,
+                    "fast path disagrees with the token stream on {source:?}"
+                );
+                Some(true)
+            }
+        }
+    }
+
+    /// Like `check`, and the fast path must not fall back.
+    fn check_fast(source: &str) {
+        assert_eq!(
+            check(source),
+            Some(true),
+            "fast path fell back on {source:?}"
+        );
+    }
+
+    /// The bundled replay corpora: every reply's raw text and every source
+    /// the extractor takes from it.
+    fn corpora() -> (Vec<String>, Vec<String>) {
+        let mut replies = Vec::new();
+        let mut sources = Vec::new();
+        for (task, entry) in [("absolute", "absolute_width"), ("shellwords", "split")] {
+            let path = format!("{}/specs/{task}/replies.jsonl", env!("CARGO_MANIFEST_DIR"));
+            let text = std::fs::read_to_string(&path).expect("bundled corpus");
+            for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                let v: serde_json::Value = serde_json::from_str(line).unwrap();
+                let content = v["content"].as_str();
+                if let Some(c) = content {
+                    replies.push(c.to_string());
+                }
+                if let Extraction::Source(s) = extract(content, v["finish_reason"].as_str(), entry)
+                {
+                    sources.push(s);
+                }
+            }
+        }
+        assert!(sources.len() > 50, "corpora found");
+        (replies, sources)
+    }
+
+    #[test]
+    fn fast_path_matches_the_token_stream_on_the_bundled_corpora() {
+        let (replies, sources) = corpora();
+        for s in &sources {
+            check_fast(s);
+        }
+        for r in &replies {
+            check(r);
+        }
+    }
+}

@@ -370,7 +370,7 @@ fn main() {
     print!("{:<26}", "");
     for c in &corpora {
         print!(
-            "| {:<42}",
+            "| {:<51}",
             format!(
                 "{} ({:.0} B/function)",
                 c.name,

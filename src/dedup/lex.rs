@@ -909,9 +909,11 @@ fn utf8_len(lead: u8) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{fingerprint, fingerprint_by_token_stream};
+    use super::super::{fingerprint as exact, fingerprint_by_token_stream};
     use super::*;
     use crate::extract::{extract, Extraction};
+    use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
+    use std::ops::Range;
 
     /// What the fast path says about `source`, checked against the
     /// reference: `Some(true)` when both give the same fingerprint, `None`
@@ -974,5 +976,454 @@ mod tests {
         for r in &replies {
             check(r);
         }
+    }
+    /// Both paths' fingerprints must agree and be equal (or not) to
+    /// another text's.
+    fn same(a: &str, b: &str) -> bool {
+        check_fast(a);
+        check_fast(b);
+        exact(a).unwrap() == exact(b).unwrap()
+    }
+
+    #[test]
+    fn tricky_lexical_cases_agree_without_falling_back() {
+        for case in [
+            // Strings, raw strings, byte and C strings, with suffixes.
+            r###"fn f() { let _ = ("a\"b", r"raw", r#"a"b"#, r##"x"#y"##, "s"suffix); }"###,
+            r##"fn f() { let _ = (b"\x00\xff", br"x", br#"y"#, c"hi", cr"c", cr#"z"#, b"a"_s); }"##,
+            "fn f() { let _ = \"line \\\n    continued\"; let _ = b\"x\\\n y\"; }",
+            "fn f() { let _ = \"crlf\r\nin string\"; let _ = r\"raw\r\ncrlf\"; }",
+            r#"fn f() { let _ = ("\u{1F600}", "\u{10_FFFF}", c"\u{e9}", "é ü 日本", '\u{0}', "\x7f"); }"#,
+            // Chars, bytes and lifetimes.
+            r"fn f<'a, 'b: 'a>(x: &'a str) -> &'static str { let _ = ('a', '\'', '\\', b'a', b'\'', b'\x7f', 'é', '日'); x }",
+            "fn f() { let _ = '''; let _ = b'''; let _ = 'a'suffix; }",
+            "fn f<'_a>() { 'outer: loop { break 'outer; } let _: &'_ u8; }",
+            "fn f<'r#a>() {} fn g<'r#fn>() { 'b\"x\"; }",
+            "fn f() { m!('r\"x\"); }",
+            // Numbers.
+            "fn f() { let _ = (1., 1..2, 1.e3, 1.0e3, 1e3, 1e, 1.5e+, 1e+3, 1E-3_f32, 1e+-3); }",
+            "fn f() { let _ = (0x1f, 0x1F_u8, 0o17, 0b1010, 0b1f, 1_000u32, 1.0f64, 1.0_f64, 1f32); }",
+            "fn f() { let _ = (1.0.0, x.0.1, 1._x, 2.e, 1e_3, 1e_, 0x1.5, 0xe+1, 1.2.3, 3.max(4)); }",
+            "fn f() { let _ = (1..=2, ..3, 1...2, 0.5, 10.0e10, 1_2.3_4e5_6); }",
+            // Identifiers.
+            "fn f() { let r#type = 1; r#match(r#type); let _ = _; let __x = r#fn; }",
+            "fn f() { let br = 1; let cr = br + crate_x + b_ + r + c; }",
+            // Comments.
+            "fn f() { /* a /* nested */ b */ /**/ /***/ x /* * / */ }",
+            "fn f() { //// not doc\n x //\n /*** not doc */ }",
+            "fn f() { x // comment with \r bare cr\n }",
+            "fn f() {} /* \u{e9} unicode in a comment */ // and \u{65e5}\n",
+            // Doc comments and doc attributes.
+            "/// outer\n/** block */\n//! inner\n/*! inner block */\nfn f() { /// in body\n x }",
+            "#![doc = \"inner\"]\n#[doc(hidden)]\n#[r#doc = \"raw\"]\nfn f() {}",
+            "#[#[doc = \"x\"] foo] fn f() {} #[/// d\n bar] fn g() {}",
+            "fn f() {} ///",
+            // Attributes and attribute-like token sequences.
+            "#[inline] #[must_use] /// d\n #[allow(unused)] #[cfg(test)] fn f() {}",
+            "# [inline] # ! [allow(x)] #!/bin/x\n fn f() { x#[y]; #y; ##[z] }",
+            "#[derive(Debug, Clone)] struct S { #[serde(rename = \"a\")] a: u8 }",
+            "fn f() { quote!(#x #(#y),* #[attr] #![inner]); }",
+            // Punct spacing.
+            "fn f() { a && b; a & &b; a&&b; a&& b; x->y; x- >y; a::b; a: :b; -1; !x; a+=1; a + = 1; }",
+            "fn f() { a+// c\n b; a+/* c */b; a /=b; x<-y; x?; $x @ ~ ^ % |; }",
+            "fn f() { x.. =y; &'a x; #'a: loop {} }",
+            // Byte order mark and shebang-like start.
+            "\u{feff}fn f() {}",
+            "#!/usr/bin/env rustx\nfn main() {}",
+            "",
+            "   \n\t\x0b\x0c  ",
+        ] {
+            check_fast(case);
+        }
+    }
+
+    #[test]
+    fn tricky_cases_fall_back_or_are_rejected() {
+        // The fast path does not know these; the result is the reference's.
+        for case in [
+            "fn caf\u{e9}() {}",
+            "fn f() {\u{a0}}",
+            "fn f() { x\u{200e} }",
+            "fn f() -> u8 { (/*ERROR*/) }",
+            "fn f() { 1\u{301} }",
+            "fn f() { 'caf\u{e9} }",
+            "# /// d\n[x] fn f() {}",
+            "/// with bare \r cr\nfn f() {}",
+        ] {
+            assert_eq!(check(case), None, "{case:?}");
+            assert_eq!(exact(case), fingerprint_by_token_stream(case));
+        }
+        assert!(exact("fn caf\u{e9}() {}").is_some());
+        // Rejected by proc-macro2: never fingerprinted, by either path.
+        for case in [
+            "fn a() {",
+            "fn a() { ( }",
+            ")",
+            "fn a() { \\ }",
+            "fn a() { ` }",
+            "fn a() { \"unterminated }",
+            "fn a() { /* unterminated }",
+            "fn a() { /** unterminated }",
+            "fn a() { 'ab' }",
+            "fn a() { 0b102 }",
+            "fn a() { 0o8 }",
+            "fn a() { 0x }",
+            "fn a() { r##foo }",
+            "fn a() { br#x }",
+            "fn a() { b'\u{e9}' }",
+            "fn a() { b\"\u{e9}\" }",
+            "fn a() { \"\\q\" }",
+            "fn a() { \"\\x80\" }",
+            "fn a() { '\\u{d800}' }",
+            "fn a() { \"\\u{1234567}\" }",
+            "fn a() { c\"\\0\" }",
+            "fn a() { c\"\\x00\" }",
+            "fn a() { \"bare\rcr\" }",
+            "fn a() { r#_ }",
+            "fn a() { r#self }",
+            "fn a() { 'a#b }",
+            "fn a() { ' }",
+            "fn a() { '1 }",
+            "fn a() { \u{0}x }",
+        ] {
+            assert_eq!(fingerprint_by_token_stream(case), None, "{case:?}");
+            assert_eq!(check(case), None, "{case:?}");
+            assert_eq!(exact(case), None, "{case:?}");
+        }
+    }
+
+    #[test]
+    fn what_counts_and_what_does_not() {
+        let base = "pub fn solve(x: u32) -> u32 { let y = x + 1; y * 2 }";
+        assert!(same(
+            base,
+            "pub fn solve(x:u32)->u32{\n  let y=x+1;//c\n  y*2 /* c */}"
+        ));
+        assert!(same(base, &format!("/// doc\n/** doc */\n//! in\n{base}")));
+        assert!(same(
+            &format!("#[inline]\n#[must_use]\n#[allow(unused)]\n{base}"),
+            &format!("#[allow(unused)]\n/// doc between\n#[must_use]\n#[inline]\n{base}"),
+        ));
+        assert!(!same(
+            &format!("#[inline]\n#[my_macro]\n{base}"),
+            &format!("#[my_macro]\n#[inline]\n{base}"),
+        ));
+        assert!(!same("fn f() { a && b }", "fn f() { a & &b }"));
+        assert!(same("fn f() { a && b }", "fn f() { a&&b }"));
+        assert!(!same("fn f() { a - -b }", "fn f() { a --b }"));
+        assert!(!same("fn f() { 'a' }", "fn f() { 'a }"));
+        assert!(!same("fn f() { r#x }", "fn f() { x }"));
+        assert!(!same("fn f() { 1.0 }", "fn f() { 1.00 }"));
+        assert!(!same("fn f() { (b) }", "fn f() { [b] }"));
+        assert!(!same("fn f() { x }", "fn f() { y }"));
+        assert!(!same("fn f() { 1u8 }", "fn f() { 1 }"));
+    }
+
+    /// A token of a lexed file with its byte range. Doc attributes (written
+    /// or from comments) are left out: their contents count for nothing.
+    #[derive(Debug, Clone)]
+    enum Tok {
+        Ident(Range<usize>),
+        Literal(Range<usize>),
+        /// A `Joint` punct followed by another punct.
+        JointPair(Range<usize>),
+        Group(Range<usize>, Delimiter),
+    }
+
+    fn tokens(source: &str) -> Vec<Tok> {
+        fn walk(source: &str, stream: TokenStream, out: &mut Vec<Tok>) {
+            let trees: Vec<TokenTree> = stream.into_iter().collect();
+            for (i, tree) in trees.iter().enumerate() {
+                let range = tree.span().byte_range();
+                match tree {
+                    TokenTree::Group(g) => {
+                        let is_doc = matches!(
+                            g.stream().into_iter().next(),
+                            Some(TokenTree::Ident(id)) if id == "doc"
+                        );
+                        let open = match g.delimiter() {
+                            Delimiter::Parenthesis => "(",
+                            Delimiter::Bracket => "[",
+                            Delimiter::Brace => "{",
+                            Delimiter::None => continue,
+                        };
+                        if is_doc || !source[range.clone()].starts_with(open) {
+                            continue;
+                        }
+                        out.push(Tok::Group(range, g.delimiter()));
+                        walk(source, g.stream(), out);
+                    }
+                    TokenTree::Ident(id) => {
+                        if source[range.clone()] == id.to_string() {
+                            out.push(Tok::Ident(range));
+                        }
+                    }
+                    TokenTree::Literal(l) => {
+                        if source[range.clone()] == l.to_string() {
+                            out.push(Tok::Literal(range));
+                        }
+                    }
+                    TokenTree::Punct(p) => {
+                        let next_is_punct = matches!(trees.get(i + 1), Some(TokenTree::Punct(_)));
+                        if p.spacing() == Spacing::Joint
+                            && p.as_char() != '\''
+                            && next_is_punct
+                            && range.len() == 1
+                        {
+                            out.push(Tok::JointPair(range));
+                        }
+                    }
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(source, source.parse().unwrap(), &mut out);
+        out
+    }
+
+    /// The byte offsets between tokens where whitespace already is: there
+    /// whitespace, comments and doc comments may be added without changing
+    /// any token.
+    fn gaps(source: &str) -> Vec<usize> {
+        fn bounds(stream: TokenStream, out: &mut Vec<(usize, usize)>) {
+            for tree in stream {
+                let r = tree.span().byte_range();
+                if let TokenTree::Group(g) = &tree {
+                    if r.len() >= 2 {
+                        out.push((r.start, r.start + 1));
+                        out.push((r.end - 1, r.end));
+                    }
+                    bounds(g.stream(), out);
+                } else {
+                    out.push((r.start, r.end));
+                }
+            }
+        }
+        let mut b = Vec::new();
+        bounds(source.parse().unwrap(), &mut b);
+        b.sort();
+        b.dedup();
+        let mut at = Vec::new();
+        for w in b.windows(2) {
+            let (end, next) = (w[0].1, w[1].0);
+            if next > end && source[end..next].starts_with(|c: char| c.is_ascii_whitespace()) {
+                at.push(end);
+            }
+        }
+        at
+    }
+
+    fn insert_at(source: &str, at: &[usize], what: &str) -> String {
+        let mut out = String::with_capacity(source.len() + at.len() * what.len());
+        let mut last = 0;
+        for &i in at {
+            out.push_str(&source[last..i]);
+            out.push_str(what);
+            last = i;
+        }
+        out.push_str(&source[last..]);
+        out
+    }
+
+    fn replace(source: &str, range: Range<usize>, with: &str) -> String {
+        format!("{}{}{}", &source[..range.start], with, &source[range.end..])
+    }
+
+    #[test]
+    fn mutations_of_the_corpora_agree_and_count_as_they_should() {
+        let (_, sources) = corpora();
+        let (mut equal, mut differ) = (0, 0);
+        for src in &sources {
+            let original = fingerprint_by_token_stream(src).unwrap();
+            // Variants that must keep the fingerprint.
+            let at = gaps(src);
+            for what in [
+                " \n\t",
+                "/* c /* nested */ */",
+                "// line\n",
+                "/// doc\n",
+                "/** doc */",
+                "\n//! inner\n",
+                "#[doc = \"x\"]",
+            ] {
+                // After a space: `/` then `/* c */` would make `//`.
+                let v = insert_at(src, &at, &format!(" {what}"));
+                assert_eq!(check(&v), Some(true), "{what:?} inserted in {v:?}");
+                assert_eq!(exact(&v).unwrap(), original, "{what:?} inserted in {src:?}");
+                equal += 1;
+            }
+            // Order-free attributes in either order.
+            let a = src.replace("fn ", "#[inline]\n#[must_use]\nfn ");
+            let b = src.replace("fn ", "#[must_use] /// d\n#[inline]\nfn ");
+            assert!(same(&a, &b));
+            assert_ne!(exact(&a).unwrap(), original);
+            equal += 1;
+            // Variants that must change it: every fifth token, changed.
+            for tok in tokens(src).into_iter().step_by(5) {
+                let v = match tok.clone() {
+                    Tok::Ident(r) => replace(src, r.end..r.end, "_x"),
+                    Tok::Literal(r) => {
+                        let lit = &src[r.clone()];
+                        if lit.starts_with(|c: char| c.is_ascii_digit()) {
+                            replace(src, r.start..r.start, "1")
+                        } else if let Some(q) = lit.find('"').filter(|_| !lit.contains('\'')) {
+                            replace(src, r.start + q + 1..r.start + q + 1, "x")
+                        } else {
+                            continue;
+                        }
+                    }
+                    Tok::JointPair(r) => replace(src, r.end..r.end, " "),
+                    Tok::Group(r, Delimiter::Parenthesis) => {
+                        let inner = &src[r.start + 1..r.end - 1];
+                        replace(src, r, &format!("[{inner}]"))
+                    }
+                    Tok::Group(r, _) => {
+                        let inner = &src[r.start + 1..r.end - 1];
+                        replace(src, r, &format!("({inner})"))
+                    }
+                };
+                assert_eq!(check(&v), Some(true), "{tok:?} changed in {v:?}");
+                assert_ne!(exact(&v).unwrap(), original, "{v:?}");
+                differ += 1;
+            }
+        }
+        assert!(
+            equal > 500 && differ > 500,
+            "{equal} equal, {differ} differing variants"
+        );
+    }
+
+    /// A small seeded generator (xorshift64*), so failures reproduce.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    /// Fragments that stress the lexer where it is delicate.
+    const FRAGMENTS: &[&str] = &[
+        "\"",
+        "'",
+        "r#\"",
+        "\"#",
+        "#",
+        "!",
+        "[",
+        "]",
+        "(",
+        ")",
+        "{",
+        "}",
+        "/*",
+        "*/",
+        "//",
+        "///",
+        "//!",
+        "/**",
+        "/*!",
+        "\n",
+        "\r",
+        "\r\n",
+        "\\",
+        "\\u{",
+        "\\x",
+        "'a",
+        "'a'",
+        "1.",
+        "..",
+        "e",
+        "E+",
+        "0x",
+        "0b",
+        "_",
+        "r#",
+        "b'",
+        "b\"",
+        "br",
+        "c\"",
+        "cr#",
+        "#[inline]",
+        "#[doc = \"d\"]",
+        "#![allow(x)]",
+        "\u{e9}",
+        "\u{a0}",
+        "\0",
+        " ",
+        "&&",
+        "->",
+        "1e3",
+        "u8",
+        "$",
+        "@",
+        "`",
+    ];
+
+    fn mutate(rng: &mut Rng, source: &str) -> String {
+        let mut s = source.to_string();
+        for _ in 0..1 + rng.below(3) {
+            let mut at = rng.below(s.len() + 1);
+            while !s.is_char_boundary(at) {
+                at -= 1;
+            }
+            match rng.below(4) {
+                0 => s.insert_str(at, FRAGMENTS[rng.below(FRAGMENTS.len())]),
+                1 => {
+                    let mut end = (at + 1 + rng.below(8)).min(s.len());
+                    while !s.is_char_boundary(end) {
+                        end += 1;
+                    }
+                    s.replace_range(at..end, "");
+                }
+                2 => {
+                    let mut end = (at + 1 + rng.below(40)).min(s.len());
+                    while !s.is_char_boundary(end) {
+                        end += 1;
+                    }
+                    let piece = s[at..end].to_string();
+                    s.insert_str(at, &piece);
+                }
+                _ => {
+                    // A random printable ASCII character.
+                    let c = (32 + rng.below(95)) as u8 as char;
+                    s.insert(at, c);
+                }
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn randomly_mutated_sources_never_disagree() {
+        let (replies, sources) = corpora();
+        let pool: Vec<&String> = sources.iter().chain(replies.iter().take(20)).collect();
+        // More inputs and another seed on demand, for a longer hunt.
+        let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+        let inputs = var("ASSAY_FUZZ_INPUTS").unwrap_or(6000) as usize;
+        let mut rng = Rng(var("ASSAY_FUZZ_SEED").unwrap_or(0x5eed_1234_abcd_ef01));
+        let (mut fast, mut reference) = (0, 0);
+        for _ in 0..inputs {
+            let from = pool[rng.below(pool.len())];
+            let input = mutate(&mut rng, from);
+            if check(&input).is_some() {
+                fast += 1;
+            }
+            if fingerprint_by_token_stream(&input).is_some() {
+                reference += 1;
+            }
+        }
+        eprintln!("{fast} by the fast path, {reference} lexed by the reference, of {inputs}");
+        // Not vacuous: the fast path takes most of what lexes.
+        assert!(
+            reference > inputs / 5 && fast * 10 > reference * 8,
+            "{fast} by the fast path, {reference} lexed by the reference, of {inputs}"
+        );
     }
 }

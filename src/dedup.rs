@@ -7,9 +7,15 @@
 //!   `#[allow(..)]`, `#[derive(..)]`, ...) sorted. Lexing already throws away
 //!   whitespace, comments and formatting, and doc comments arrive as
 //!   `#[doc = "..."]` attributes that are skipped here. Names and literal
-//!   values count. Lexing is several times faster than a full `syn` parse,
-//!   and extraction has already proved the text parses, so no syntax tree is
-//!   built for it.
+//!   values count; so does the spacing of puncts (`a && b` is not
+//!   `a & &b`). No syntax tree is built for it (extraction has already
+//!   proved the text parses). It is computed by a hand-written lexer
+//!   (module `lex`) that writes the encoding straight from the text, with
+//!   no token stream and no allocation; where that lexer is unsure (any
+//!   non-ASCII character outside strings and comments, any input
+//!   `proc_macro2` might reject) it says so and the fingerprint is taken
+//!   from a `proc_macro2` token stream instead (`feed`), which is also the
+//!   reference the fast lexer is tested to match bit for bit.
 //! - The **alpha** fingerprint (module `alpha`) parses the file with `syn`,
 //!   renames every local binding and function parameter by its position of
 //!   binding within its function, then hashes the result like the exact one.
@@ -248,7 +254,11 @@ const ORDER_FREE_ATTRIBUTES: &[&str] = &[
 ];
 
 /// Hashes a token stream. Every token is written with a one-byte tag and a
-/// terminator, so the encoding is unambiguous (`a b` never hashes like `ab`).
+/// terminator, so the encoding is unambiguous (`a b` never hashes like `ab`):
+/// a group as `G` + open delimiter .. `g` + close delimiter, an identifier
+/// as `I` + its text + 0, a punct as `P` + its char + 1 if `Joint`, a
+/// literal as `L` + its text + 0, and an attribute run as `A` + the blake3
+/// hash of each attribute. `lex` writes exactly these bytes.
 fn feed(hasher: &mut Vec<u8>, tokens: TokenStream) {
     let trees: Vec<TokenTree> = tokens.into_iter().collect();
     let mut i = 0;

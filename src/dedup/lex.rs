@@ -1426,4 +1426,46 @@ mod tests {
             "{fast} by the fast path, {reference} lexed by the reference, of {inputs}"
         );
     }
+
+    /// Every `.rs` file in the cargo registry (a few hundred crates on the
+    /// project's machine): a long differential run on real code, kept out
+    /// of the default run. `cargo test --release --lib dedup::lex -- --ignored`
+    #[test]
+    #[ignore]
+    fn every_registry_source_agrees() {
+        fn walk(dir: &std::path::Path, files: &mut Vec<std::path::PathBuf>) {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return;
+            };
+            for e in entries.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, files);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    files.push(p);
+                }
+            }
+        }
+        let home = std::env::var_os("CARGO_HOME")
+            .map(std::path::PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".cargo")))
+            .unwrap();
+        let mut files = Vec::new();
+        walk(&home.join("registry/src"), &mut files);
+        let (mut fast, mut fell_back) = (0, 0);
+        for f in &files {
+            let Ok(text) = std::fs::read_to_string(f) else {
+                continue;
+            };
+            match check(&text) {
+                Some(_) => fast += 1,
+                None => fell_back += 1,
+            }
+        }
+        eprintln!(
+            "{} files: {fast} by the fast path, {fell_back} fell back",
+            files.len()
+        );
+        assert!(fast > 0);
+    }
 }

@@ -516,7 +516,7 @@ impl Lexer<'_> {
     /// no literal starts there.
     fn literal(&self, i: usize) -> Lexed<Option<usize>> {
         let b = self.src[i];
-        Ok(match b {
+        match b {
             b'"' => Some(self.cooked_string(i + 1, Cooked::Str).ok_or(Unknown)?),
             b'r' if matches!(self.at(i + 1), Some(b'"' | b'#')) => {
                 self.raw_string(i + 1, Raw::Str)?
@@ -544,7 +544,7 @@ impl Lexer<'_> {
             _ => None,
         }
         .map(|end| self.literal_suffix(end))
-        .transpose()?)
+        .transpose()
     }
 
     /// A cooked string, byte string or C string whose body starts at `i`:
@@ -1154,7 +1154,7 @@ mod tests {
                         walk(source, g.stream(), out);
                     }
                     TokenTree::Ident(id) => {
-                        if source[range.clone()] == id.to_string() {
+                        if *id == source[range.clone()] {
                             out.push(Tok::Ident(range));
                         }
                     }

@@ -7,9 +7,15 @@
 //!   `#[allow(..)]`, `#[derive(..)]`, ...) sorted. Lexing already throws away
 //!   whitespace, comments and formatting, and doc comments arrive as
 //!   `#[doc = "..."]` attributes that are skipped here. Names and literal
-//!   values count. Lexing is several times faster than a full `syn` parse,
-//!   and extraction has already proved the text parses, so no syntax tree is
-//!   built for it.
+//!   values count; so does the spacing of puncts (`a && b` is not
+//!   `a & &b`). No syntax tree is built for it (extraction has already
+//!   proved the text parses). It is computed by a hand-written lexer
+//!   (module `lex`) that writes the encoding straight from the text, with
+//!   no token stream and no allocation; where that lexer is unsure (any
+//!   non-ASCII character outside strings and comments, any input
+//!   `proc_macro2` might reject) it says so and the fingerprint is taken
+//!   from a `proc_macro2` token stream instead (`feed`), which is also the
+//!   reference the fast lexer is tested to match bit for bit.
 //! - The **alpha** fingerprint (module `alpha`) parses the file with `syn`,
 //!   renames every local binding and function parameter by its position of
 //!   binding within its function, then hashes the result like the exact one.
@@ -25,6 +31,7 @@ use std::str::FromStr;
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
 
 mod alpha;
+mod lex;
 
 pub use alpha::alpha_fingerprint;
 
@@ -69,17 +76,39 @@ pub struct Grouping {
 
 /// The exact fingerprint of a source file, or `None` if it does not lex.
 pub fn fingerprint(source: &str) -> Option<Fingerprint> {
+    match lex::fingerprint(source) {
+        Ok(fp) => Some(fp),
+        Err(lex::Unknown) => fingerprint_by_token_stream(source),
+    }
+}
+
+/// The exact fingerprint computed through a `proc_macro2::TokenStream`: the
+/// reference the fast lexer is tested against and the path it falls back
+/// to. Public for the benchmark; [`fingerprint`] is the one to call.
+pub fn fingerprint_by_token_stream(source: &str) -> Option<Fingerprint> {
     let tokens: TokenStream = source.parse().ok()?;
     Some(hash_tokens(tokens))
 }
 
+/// The exact fingerprint by the fast lexer alone: `None` where it does not
+/// know (the input may or may not lex) and [`fingerprint`] falls back.
+/// Public for the benchmark, which counts the fallbacks.
+pub fn fingerprint_fast_only(source: &str) -> Option<Fingerprint> {
+    lex::fingerprint(source).ok()
+}
+
 /// Both fingerprints, or `None` if the source does not lex. The source is
-/// lexed once; the alpha fingerprint parses that token stream.
+/// lexed into a token stream once, for the alpha fingerprint; the exact one
+/// takes the fast lexer and reuses that stream only where it falls back.
 pub fn fingerprints(source: &str) -> Option<Fingerprints> {
     let tokens: TokenStream = source.parse().ok()?;
+    let exact = match lex::fingerprint(source) {
+        Ok(fp) => fp,
+        Err(lex::Unknown) => hash_tokens(tokens.clone()),
+    };
     Some(Fingerprints {
-        alpha: alpha::alpha_fingerprint_of(tokens.clone()),
-        exact: hash_tokens(tokens),
+        alpha: alpha::alpha_fingerprint_of(tokens),
+        exact,
     })
 }
 
@@ -225,7 +254,11 @@ const ORDER_FREE_ATTRIBUTES: &[&str] = &[
 ];
 
 /// Hashes a token stream. Every token is written with a one-byte tag and a
-/// terminator, so the encoding is unambiguous (`a b` never hashes like `ab`).
+/// terminator, so the encoding is unambiguous (`a b` never hashes like `ab`):
+/// a group as `G` + open delimiter .. `g` + close delimiter, an identifier
+/// as `I` + its text + 0, a punct as `P` + its char + 1 if `Joint`, a
+/// literal as `L` + its text + 0, and an attribute run as `A` + the blake3
+/// hash of each attribute. `lex` writes exactly these bytes.
 fn feed(hasher: &mut Vec<u8>, tokens: TokenStream) {
     let trees: Vec<TokenTree> = tokens.into_iter().collect();
     let mut i = 0;

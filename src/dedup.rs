@@ -10,9 +10,10 @@
 //!   values count. Lexing is several times faster than a full `syn` parse,
 //!   and extraction has already proved the text parses, so no syntax tree is
 //!   built for it.
-//! - The **alpha** fingerprint (module `alpha`) parses the file with `syn`,
-//!   renames every local binding and function parameter by its position of
-//!   binding within its function, then hashes the result like the exact one.
+//! - The **alpha** fingerprint (module `alpha`) renames every local binding
+//!   and function parameter by its position of binding within its function,
+//!   on the token stream (a `syn` tree only for files it cannot follow), then
+//!   hashes the result like the exact one.
 //!   `fn f(a: u32) -> u32 { a + 1 }` and `fn f(x: u32) -> u32 { x + 1 }`
 //!   share it. Items, fields, methods, paths and literals keep their names.
 //!
@@ -55,7 +56,8 @@ pub enum DedupBy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fingerprints {
     pub exact: Fingerprint,
-    /// `None` only if `syn` cannot parse what the lexer accepted.
+    /// `None` only if the file needs the `syn` renamer and `syn` cannot
+    /// parse what the lexer accepted.
     pub alpha: Option<Fingerprint>,
 }
 
@@ -74,7 +76,7 @@ pub fn fingerprint(source: &str) -> Option<Fingerprint> {
 }
 
 /// Both fingerprints, or `None` if the source does not lex. The source is
-/// lexed once; the alpha fingerprint parses that token stream.
+/// lexed once; the alpha fingerprint renames that token stream.
 pub fn fingerprints(source: &str) -> Option<Fingerprints> {
     let tokens: TokenStream = source.parse().ok()?;
     Some(Fingerprints {

@@ -52,7 +52,10 @@ type R<T> = Result<T, Unsupported>;
 /// The token renamer's fingerprint of a lexed file.
 pub(super) fn fingerprint(tokens: TokenStream) -> Result<Fingerprint, Flat> {
     let mut flat = Flat::default();
-    if flatten(tokens, &mut flat).is_err() {
+    // Flattening always completes, so the fallback gets the whole file.
+    let mut supported = true;
+    flatten(tokens, &mut flat, &mut supported);
+    if !supported {
         return Err(flat);
     }
     let marks = match Pass::run(&flat) {
@@ -116,6 +119,8 @@ impl Flat {
                         out.push(' ');
                     }
                 }
+                // An invisible group's delimiters have no spelling.
+                Kind::Open | Kind::Close if t.ch == '\0' => {}
                 Kind::Open | Kind::Close => {
                     out.push(t.ch);
                     out.push(' ');
@@ -126,7 +131,10 @@ impl Flat {
     }
 }
 
-fn flatten(stream: TokenStream, flat: &mut Flat) -> R<()> {
+/// Flattens `stream` into `flat`; clears `supported` for what the pass
+/// cannot take (raw identifiers, invisible groups) but goes on, so the
+/// fallback can rebuild the whole source.
+fn flatten(stream: TokenStream, flat: &mut Flat, supported: &mut bool) {
     for tree in stream {
         match tree {
             TokenTree::Group(g) => {
@@ -134,7 +142,10 @@ fn flatten(stream: TokenStream, flat: &mut Flat) -> R<()> {
                     Delimiter::Parenthesis => ('(', ')'),
                     Delimiter::Brace => ('{', '}'),
                     Delimiter::Bracket => ('[', ']'),
-                    Delimiter::None => return Err(Unsupported),
+                    Delimiter::None => {
+                        *supported = false;
+                        ('\0', '\0')
+                    }
                 };
                 let at = flat.toks.len();
                 flat.toks.push(Tok {
@@ -149,7 +160,7 @@ fn flatten(stream: TokenStream, flat: &mut Flat) -> R<()> {
                 // so iterating it moves the tokens instead of cloning them.
                 let inner = g.stream();
                 drop(g);
-                flatten(inner, flat)?;
+                flatten(inner, flat, supported);
                 let close_at = flat.toks.len() as u32;
                 flat.toks[at].mate = close_at;
                 flat.toks.push(Tok {
@@ -166,7 +177,7 @@ fn flatten(stream: TokenStream, flat: &mut Flat) -> R<()> {
                 let _ = write!(flat.text, "{ident}");
                 // `r#x` and `x` are one name; the pass compares spellings.
                 if flat.text[start..].starts_with("r#") {
-                    return Err(Unsupported);
+                    *supported = false;
                 }
                 flat.toks.push(Tok {
                     kind: Kind::Ident,
@@ -199,7 +210,6 @@ fn flatten(stream: TokenStream, flat: &mut Flat) -> R<()> {
             }
         }
     }
-    Ok(())
 }
 
 /// What the pass decided for one token.
@@ -557,14 +567,20 @@ impl<'a> Pass<'a> {
                             || self.is_ident(i + 1, "extern")
                     }
                     "extern" => {
-                        if self
+                        // `extern "C" fn`; `extern "C" { .. }` and
+                        // `extern crate` are items of their own.
+                        let abi = self
                             .toks
                             .get(i + 1)
-                            .is_some_and(|t| t.kind == Kind::Literal)
-                        {
+                            .is_some_and(|t| t.kind == Kind::Literal);
+                        let next = if abi { i + 2 } else { i + 1 };
+                        let qualifies = self.is_ident(next, "fn")
+                            || self.is_ident(next, "unsafe")
+                            || self.is_ident(next, "safe");
+                        if qualifies && abi {
                             i += 1;
                         }
-                        !self.is_ident(i + 1, "crate") && !self.is_open(i + 1, '{')
+                        qualifies
                     }
                     _ => false,
                 },
@@ -1694,6 +1710,37 @@ impl<'a> Pass<'a> {
                 None => out.push_str(name),
             }
             rest = &rest[end..];
+            if closes && rest.starts_with(':') {
+                // Named width and precision arguments (`{x:>w$.p$}`) are
+                // uses of locals too.
+                let spec_end = rest.find('}').unwrap_or(rest.len());
+                let spec = &rest[..spec_end];
+                let mut k = 0;
+                while k < spec.len() {
+                    let run = spec[k..]
+                        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .map_or(spec.len(), |n| k + n);
+                    let name = &spec[k..run];
+                    let named = run > k
+                        && spec[run..].starts_with('$')
+                        && !name.starts_with(|c: char| c.is_ascii_digit());
+                    match self.lookup(name).filter(|_| named) {
+                        Some(pos) => {
+                            let _ = write!(out, "__assay_local_{pos}");
+                            changed = true;
+                        }
+                        None => out.push_str(name),
+                    }
+                    if run < spec.len() {
+                        let c = spec[run..].chars().next().expect("not at the end");
+                        out.push(c);
+                        k = run + c.len_utf8();
+                    } else {
+                        k = run;
+                    }
+                }
+                rest = &rest[spec_end..];
+            }
         }
         out.push_str(rest);
         changed.then_some(out)

@@ -1020,10 +1020,9 @@ impl<'a> Pass<'a> {
             if i >= close {
                 break;
             }
-            if self.is_pair(i, '.', '.') {
-                i = self.expr(i + 2, close, Ctx::ITEM)?;
-            } else if matches!(self.toks[i].kind, Kind::Ident | Kind::Literal)
-                && self.is_colon(i + 1)
+            // `..base` or `field: value`: two tokens, then an expression.
+            if self.is_pair(i, '.', '.')
+                || matches!(self.toks[i].kind, Kind::Ident | Kind::Literal) && self.is_colon(i + 1)
             {
                 i = self.expr(i + 2, close, Ctx::ITEM)?;
             } else if self.toks[i].kind == Kind::Ident
@@ -1132,6 +1131,7 @@ impl<'a> Pass<'a> {
         if eq >= end || !self.is_eq(eq) {
             return Err(Unsupported);
         }
+        // In a condition the scrutinee stops at `&&`, `||` or the block.
         let stop = self.expr(
             eq + 1,
             end,
@@ -1139,12 +1139,7 @@ impl<'a> Pass<'a> {
                 stop_and_or: true,
                 ..Ctx::COND
             },
-        );
-        // In a condition the scrutinee stops at `&&`, `||` or the block.
-        let stop = match stop {
-            Ok(s) => s,
-            Err(e) => return Err(e),
-        };
+        )?;
         let mut pending = Vec::new();
         self.pattern(i + 1, eq, &mut pending)?;
         self.bind_all(&pending);

@@ -16,9 +16,10 @@
 //!   `proc_macro2` might reject) it says so and the fingerprint is taken
 //!   from a `proc_macro2` token stream instead (`feed`), which is also the
 //!   reference the fast lexer is tested to match bit for bit.
-//! - The **alpha** fingerprint (module `alpha`) parses the file with `syn`,
-//!   renames every local binding and function parameter by its position of
-//!   binding within its function, then hashes the result like the exact one.
+//! - The **alpha** fingerprint (module `alpha`) renames every local binding
+//!   and function parameter by its position of binding within its function,
+//!   on the token stream (a `syn` tree only for files it cannot follow), then
+//!   hashes the result like the exact one.
 //!   `fn f(a: u32) -> u32 { a + 1 }` and `fn f(x: u32) -> u32 { x + 1 }`
 //!   share it. Items, fields, methods, paths and literals keep their names.
 //!
@@ -62,7 +63,8 @@ pub enum DedupBy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fingerprints {
     pub exact: Fingerprint,
-    /// `None` only if `syn` cannot parse what the lexer accepted.
+    /// `None` only if the file needs the `syn` renamer and `syn` cannot
+    /// parse what the lexer accepted.
     pub alpha: Option<Fingerprint>,
 }
 
@@ -98,8 +100,9 @@ pub fn fingerprint_fast_only(source: &str) -> Option<Fingerprint> {
 }
 
 /// Both fingerprints, or `None` if the source does not lex. The source is
-/// lexed into a token stream once, for the alpha fingerprint; the exact one
-/// takes the fast lexer and reuses that stream only where it falls back.
+/// lexed into a token stream once, which the alpha fingerprint renames; the
+/// exact one takes the fast lexer and reuses that stream only where it falls
+/// back.
 pub fn fingerprints(source: &str) -> Option<Fingerprints> {
     let tokens: TokenStream = source.parse().ok()?;
     let exact = match lex::fingerprint(source) {

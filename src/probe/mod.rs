@@ -192,27 +192,43 @@ pub async fn probe(
             .filter(|(idx, _)| failed.iter().any(|(f, _)| f == idx))
             .copied()
             .collect();
-        for (idx, why) in &failed {
+        // One warning per kind of failure, naming its candidates: a killed
+        // wave of 32 is one event, not 32.
+        let mut kinds: Vec<ProbeFailure> = Vec::new();
+        for (_, why) in &failed {
+            if !kinds.contains(why) {
+                kinds.push(*why);
+            }
+        }
+        for kind in kinds {
+            let idxs: Vec<usize> = failed
+                .iter()
+                .filter(|(_, why)| *why == kind)
+                .map(|(idx, _)| *idx)
+                .collect();
             let said = outcome
                 .probed
                 .iter()
-                .find(|p| p.idx == *idx)
+                .find(|p| p.idx == idxs[0])
                 .map(|p| last_line(&p.diagnostics))
                 .unwrap_or_default();
             tracing::warn!(
-                candidate = idx,
-                failure = why.as_str(),
+                failure = kind.as_str(),
+                candidates = ?idxs,
                 said,
                 attempt,
                 of = MAX_RETRIES,
                 "probe build failed for a reason that can be transient; probing again"
             );
-            outcome.stats.retries.push(ProbeRetry {
+        }
+        outcome
+            .stats
+            .retries
+            .extend(failed.iter().map(|(idx, why)| ProbeRetry {
                 idx: *idx,
                 after: *why,
                 attempt,
-            });
-        }
+            }));
         let retry = probe_once(package, mode, &again, &mut |_| {}).await?;
         outcome.stats.absorb(&retry.stats);
         for p in retry.probed {

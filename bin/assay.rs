@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use assay::draw::DrawOptions;
 use assay::interrupt::{Interrupt, Interrupted};
 use assay::pipeline::{self, RunConfig};
+use assay::probe::stream::WavePolicy;
 use assay::probe::ProbeMode;
 use assay::progress::Progress;
 use assay::replay::ReplayConfig;
@@ -172,6 +173,11 @@ struct ReplayArgs {
     /// The warm work directory.
     #[arg(long, env = "ASSAY_WORK_DIR")]
     work_dir: Option<PathBuf>,
+    /// Seconds one cargo build may run before it is killed and its
+    /// unfinished candidates are probe_failure(timeout) [default: the
+    /// spec's [probe] build_timeout_s, else 600].
+    #[arg(long, value_name = "SECS")]
+    build_timeout: Option<f64>,
 }
 
 #[derive(Args)]
@@ -232,6 +238,19 @@ struct RunArgs {
     /// Probe mode: wide, serial or fast (experimental).
     #[arg(long, env = "ASSAY_PROBE", default_value = "wide")]
     probe: String,
+    /// Streaming probe: start a wave once this many candidates wait
+    /// [default: the spec's [probe] wave_size, else 32].
+    #[arg(long, value_name = "N")]
+    wave_size: Option<usize>,
+    /// Streaming probe: start a wave once the oldest candidate has waited
+    /// this many seconds [default: the spec's [probe] wave_wait_ms, else 3].
+    #[arg(long, value_name = "SECS")]
+    wave_wait: Option<f64>,
+    /// Seconds one cargo build (probe or scorer) may run before it is
+    /// killed and its unfinished candidates are probe_failure(timeout)
+    /// [default: the spec's [probe] build_timeout_s, else 600].
+    #[arg(long, value_name = "SECS")]
+    build_timeout: Option<f64>,
 }
 
 /// An error that is the user's input, not a failure of the run.
@@ -382,7 +401,29 @@ async fn open_store(path: &std::path::Path) -> Result<Store> {
     Ok(store)
 }
 
+/// A flag's value checked by the library's rule, or a usage error naming
+/// the flag.
+fn checked<T, U>(
+    flag: &str,
+    value: Option<T>,
+    check: impl FnOnce(T) -> Result<U, String>,
+) -> Result<Option<U>> {
+    match value {
+        Some(v) => Ok(Some(
+            check(v).map_err(|e| UsageError(format!("{flag}: {e}")))?,
+        )),
+        None => Ok(None),
+    }
+}
+
 async fn run(args: RunArgs) -> Result<ExitCode> {
+    let wave_size = checked("--wave-size", args.wave_size, WavePolicy::check_size)?;
+    let wave_wait = checked("--wave-wait", args.wave_wait, WavePolicy::check_wait)?;
+    let build_timeout = checked(
+        "--build-timeout",
+        args.build_timeout,
+        assay::probe::check_build_timeout,
+    )?;
     // A resumed batch says which spec, how many and where its outputs are.
     let resumed = match args.resume {
         Some(batch) => {
@@ -436,11 +477,13 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         .probe
         .parse()
         .map_err(|e: String| UsageError(format!("--probe: {e}")))?;
+    let mut probe = pipeline::ProbeSettings::for_spec(&spec);
+    probe.mode = mode;
+    probe.waves.size = wave_size.unwrap_or(probe.waves.size);
+    probe.waves.wait = wave_wait.unwrap_or(probe.waves.wait);
+    probe.build_timeout = build_timeout.unwrap_or(probe.build_timeout);
     let cfg = RunConfig {
-        probe: pipeline::ProbeSettings {
-            mode,
-            ..Default::default()
-        },
+        probe,
         n,
         target_dir: work_dir.join("target"),
         work_dir,
@@ -619,7 +662,7 @@ fn sweep_config(spec: &std::path::Path, n: Option<usize>, args: &SweepArgs) -> R
     let work_dir = std::path::absolute(&work_dir)
         .with_context(|| format!("{}: bad path", work_dir.display()))?;
     Ok(RunConfig {
-        probe: pipeline::ProbeSettings::default(),
+        probe: pipeline::ProbeSettings::for_spec(&spec),
         n,
         target_dir: work_dir.join("target"),
         work_dir,
@@ -659,11 +702,17 @@ async fn replay(args: ReplayArgs) -> Result<ExitCode> {
     if args.runs == 0 {
         return Err(UsageError("--runs: must be at least 1".into()).into());
     }
+    let build_timeout = checked(
+        "--build-timeout",
+        args.build_timeout,
+        assay::probe::check_build_timeout,
+    )?;
     let work_dir = args.work_dir.unwrap_or_else(|| args.out.join("work"));
     let work_dir = std::path::absolute(&work_dir)
         .with_context(|| format!("{}: bad path", work_dir.display()))?;
     let store = open_store(&args.db.db).await?;
     let cfg = ReplayConfig {
+        build_timeout,
         batch: args.batch,
         modes,
         runs: args.runs,
@@ -692,6 +741,11 @@ async fn summary(store: &Store, batch: BatchId) -> Result<Summary> {
     let phases = store.phases(batch).await?;
     let mut summary = Summary::new(&row, &candidates, phases);
     summary.resumes = store.resumes(batch).await?;
+    summary.probe_run = store
+        .probe_runs(batch)
+        .await?
+        .into_iter()
+        .find(|r| r.origin == "batch");
     summary.promotions = store
         .promotions(batch)
         .await?

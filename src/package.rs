@@ -59,8 +59,10 @@ pub const TOOLCHAIN_VAR: &str = "ASSAY_TOOLCHAIN";
 /// The name of the scoring binary's target.
 pub const SCORER: &str = "assay_scorer";
 
-/// How long one nested cargo build may run before it is killed (its whole
-/// process group) and its unfinished targets become `probe_failure(timeout)`.
+/// How long one nested cargo build may run, unless the package is told
+/// otherwise ([`Package::set_build_timeout`], from `--build-timeout` or the
+/// spec's `[probe] build_timeout_s`), before it is killed (its whole process
+/// group) and its unfinished targets become `probe_failure(timeout)`.
 pub const BUILD_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// A task's generated package, locked for the caller's use.
@@ -69,6 +71,7 @@ pub struct Package {
     dir: PathBuf,
     target_dir: PathBuf,
     toolchain: Option<String>,
+    build_timeout: Duration,
     harness_crate: String,
     harness_dir: PathBuf,
     entry: String,
@@ -101,7 +104,7 @@ pub struct BuildReport {
     pub success: bool,
     /// The signal that ended cargo, if one did.
     pub signal: Option<i32>,
-    /// Killed at [`BUILD_TIMEOUT`].
+    /// Killed at the package's build time limit.
     pub timed_out: bool,
     /// cargo's own stderr, for infrastructure failures.
     pub stderr: String,
@@ -201,6 +204,7 @@ impl Package {
                 format!("cannot resolve target directory {}", target_dir.display())
             })?,
             toolchain,
+            build_timeout: BUILD_TIMEOUT,
             harness_crate: spec.harness.crate_name.clone(),
             harness_dir: spec.harness.dir.clone(),
             entry: spec.entry.clone(),
@@ -222,6 +226,11 @@ impl Package {
     /// The toolchain asked for, `None` for rustup's default.
     pub fn toolchain(&self) -> Option<&str> {
         self.toolchain.as_deref()
+    }
+
+    /// Sets how long each later build may run before it is killed.
+    pub fn set_build_timeout(&mut self, limit: Duration) {
+        self.build_timeout = limit;
     }
 
     /// Clears the previous batch's sources and writes a manifest with no
@@ -357,6 +366,12 @@ fn main() {{}}
         tracing::debug!(?profile, args = selection.len(), "cargo build");
         let mut child = cmd.spawn().context("cannot start cargo")?;
         let pgid = child.id();
+        if crate::testpoint::take_kill_next_build() {
+            if let Some(pgid) = pgid {
+                // SAFETY: signalling a process group we created.
+                unsafe { libc::kill(-(pgid as i32), libc::SIGKILL) };
+            }
+        }
         let stdout = child.stdout.take().expect("piped stdout");
         let mut stderr = child.stderr.take().expect("piped stderr");
         let stderr_task = tokio::spawn(async move {
@@ -377,7 +392,7 @@ fn main() {{}}
             }
             anyhow::Ok(())
         };
-        match tokio::time::timeout(BUILD_TIMEOUT, reading).await {
+        match tokio::time::timeout(self.build_timeout, reading).await {
             Ok(read) => read?,
             Err(_) => {
                 report.timed_out = true;
@@ -515,7 +530,14 @@ pub fn default_toolchain() -> Option<String> {
 /// environment of [`nested_env`], the toolchain pinned when one is given.
 /// Anything that confines nested builds further wraps this function.
 pub fn scrubbed_cargo(toolchain: Option<&str>) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new("cargo");
+    scrubbed_command("cargo", toolchain)
+}
+
+/// `program` (`cargo`, `rustc`) in the environment nested cargo gets, so
+/// that rustup resolves the same toolchain for it; the probe asks the
+/// toolchain's versions this way.
+pub fn scrubbed_command(program: &str, toolchain: Option<&str>) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(program);
     cmd.env_clear();
     cmd.envs(nested_env(std::env::vars_os(), toolchain));
     cmd

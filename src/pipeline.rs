@@ -12,6 +12,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use tokio::sync::mpsc;
@@ -51,11 +52,38 @@ pub struct RunConfig {
     pub probe: ProbeSettings,
 }
 
-/// The probe's mode and its streaming waves.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// The probe's mode, its streaming waves and each build's time limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ProbeSettings {
     pub mode: ProbeMode,
     pub waves: WavePolicy,
+    /// How long one nested cargo build (probe or scorer) may run.
+    pub build_timeout: Duration,
+}
+
+impl Default for ProbeSettings {
+    fn default() -> ProbeSettings {
+        ProbeSettings {
+            mode: ProbeMode::default(),
+            waves: WavePolicy::default(),
+            build_timeout: crate::package::BUILD_TIMEOUT,
+        }
+    }
+}
+
+impl ProbeSettings {
+    /// The defaults, with what the spec's `[probe]` table sets.
+    pub fn for_spec(spec: &Spec) -> ProbeSettings {
+        let default = ProbeSettings::default();
+        ProbeSettings {
+            mode: default.mode,
+            waves: WavePolicy {
+                size: spec.probe.wave_size.unwrap_or(default.waves.size),
+                wait: spec.probe.wave_wait.unwrap_or(default.waves.wait),
+            },
+            build_timeout: spec.probe.build_timeout.unwrap_or(default.build_timeout),
+        }
+    }
 }
 
 /// Checks what can be checked before anything is written: a batch that
@@ -256,6 +284,14 @@ async fn run_batch(
     let guard = PhaseGuard::start(Phase::Prepare);
     let package = open_package(cfg).await?;
     record(store, batch, prepared.then(guard.finish())).await?;
+    // Asked while the draw runs; a toolchain that cannot say what it is
+    // leaves the run's record empty, not the batch failed.
+    let asking_toolchain = async {
+        probe::toolchain(&package)
+            .await
+            .inspect_err(|e| tracing::warn!("cannot ask the probe's toolchain its version: {e:#}"))
+            .ok()
+    };
     let (tap, drawn_rx) = mpsc::unbounded_channel();
     let (candidates_tx, candidates_rx) = mpsc::unbounded_channel();
     let extracting = tokio::spawn(extract_stream(
@@ -270,7 +306,8 @@ async fn run_batch(
         (replies, guard.finish(), PhaseGuard::start(Phase::Probe))
     };
     let streaming = stream_probe(&package, cfg.probe, candidates_rx, progress);
-    let ((replies, draw_figures, tail), streamed) = tokio::join!(drawing, streaming);
+    let ((replies, draw_figures, tail), streamed, toolchain) =
+        tokio::join!(drawing, streaming, asking_toolchain);
     let replies = replies?;
     extracting.await.context("the extraction task panicked")?;
     let (streamed, mut stats) = streamed?;
@@ -302,6 +339,7 @@ async fn run_batch(
             &errors_dir,
             &figures,
             &stats,
+            toolchain.as_ref(),
             stored.probe_run,
         )
         .await?;
@@ -370,9 +408,12 @@ async fn open_package(cfg: &RunConfig) -> Result<Package> {
         cfg.work_dir.clone(),
         cfg.target_dir.clone(),
     );
-    tokio::task::spawn_blocking(move || Package::open(&spec, &work_dir, &target_dir))
-        .await
-        .context("opening the package panicked")?
+    let mut package =
+        tokio::task::spawn_blocking(move || Package::open(&spec, &work_dir, &target_dir))
+            .await
+            .context("opening the package panicked")??;
+    package.set_build_timeout(cfg.probe.build_timeout);
+    Ok(package)
 }
 
 /// Aborts a spawned task when dropped, so cancelling the batch cancels the
@@ -640,6 +681,7 @@ async fn store_probe(
     errors_dir: &Path,
     figures: &PhaseFigures,
     stats: &ProbeStats,
+    toolchain: Option<&probe::Toolchain>,
     resumed_run: Option<i64>,
 ) -> Result<()> {
     // A resume adds its verdicts to the batch's own run, which is where the
@@ -674,6 +716,7 @@ async fn store_probe(
                 probe: stats,
                 origin: "batch",
                 work_dir: None,
+                toolchain,
             },
         )
         .await?;

@@ -6,10 +6,13 @@
 //! batch phase (wall, CPU-s, average and peak busy CPUs) and stored as a
 //! probe run of the batch with origin `replay`, so runs can be compared
 //! later. The dependencies are built once, untimed, before the first run, so
-//! the figures measure candidates, not crates.io.
+//! the figures measure candidates, not crates.io. The toolchain is asked
+//! once and recorded with every run, so a difference from the stored
+//! verdicts can be told apart from a compiler upgrade.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -17,7 +20,7 @@ use serde::Serialize;
 use crate::account::{Phase, PhaseGuard};
 use crate::extract::Extraction;
 use crate::package::{Package, Profile};
-use crate::probe::{self, ProbeMode, Probed};
+use crate::probe::{self, ProbeMode, Probed, Toolchain};
 use crate::spec::Spec;
 use crate::store::{BatchId, ProbeRunStats, Store};
 
@@ -32,6 +35,9 @@ pub struct ReplayConfig {
     pub work_dir: PathBuf,
     /// Use a new, empty work directory instead of the warm one.
     pub fresh: bool,
+    /// How long one cargo build may run (`--build-timeout`); `None`: the
+    /// spec's `[probe] build_timeout_s`, else the default.
+    pub build_timeout: Option<Duration>,
 }
 
 /// Everything a replay found.
@@ -45,6 +51,8 @@ pub struct ReplayReport {
     pub work_dir: &'static str,
     /// Dependency units the untimed warm-up build rebuilt (0 when warm).
     pub warm_up_rebuilt: usize,
+    /// What the probe's toolchain says it is; `None` if it could not say.
+    pub toolchain: Option<Toolchain>,
     pub runs: Vec<ModeRun>,
     /// Candidates whose verdict is not the same in every run and the stored one.
     pub differences: Vec<Difference>,
@@ -66,6 +74,8 @@ pub struct ModeRun {
     pub passes: usize,
     pub fallbacks: usize,
     pub deps_rebuilt: usize,
+    /// Candidates probed again after a failure that can be transient.
+    pub retries: usize,
 }
 
 /// A candidate whose verdicts disagree.
@@ -105,7 +115,16 @@ pub async fn replay(store: &Store, cfg: &ReplayConfig) -> Result<ReplayReport> {
     } else {
         cfg.work_dir.clone()
     };
-    let package = Package::open(&spec, &work_dir, &work_dir.join("target"))?;
+    let mut package = Package::open(&spec, &work_dir, &work_dir.join("target"))?;
+    package.set_build_timeout(
+        cfg.build_timeout
+            .or(spec.probe.build_timeout)
+            .unwrap_or(crate::package::BUILD_TIMEOUT),
+    );
+    let toolchain = probe::toolchain(&package)
+        .await
+        .inspect_err(|e| tracing::warn!("cannot ask the probe's toolchain its version: {e:#}"))
+        .ok();
     let warm = package.warm_up(Profile::Probe).await?;
     if !warm.success {
         anyhow::bail!(
@@ -139,6 +158,7 @@ pub async fn replay(store: &Store, cfg: &ReplayConfig) -> Result<ReplayReport> {
                         probe: &outcome.stats,
                         origin: "replay",
                         work_dir: Some(origin_dir),
+                        toolchain: toolchain.as_ref(),
                     },
                 )
                 .await?;
@@ -164,6 +184,7 @@ pub async fn replay(store: &Store, cfg: &ReplayConfig) -> Result<ReplayReport> {
                 passes: outcome.stats.passes,
                 fallbacks: outcome.stats.fallbacks,
                 deps_rebuilt: outcome.stats.deps_rebuilt.len(),
+                retries: outcome.stats.retries.len(),
             });
         }
     }
@@ -188,6 +209,7 @@ pub async fn replay(store: &Store, cfg: &ReplayConfig) -> Result<ReplayReport> {
         candidates: sources.len(),
         work_dir: origin_dir,
         warm_up_rebuilt: warm.deps_rebuilt.len(),
+        toolchain,
         runs,
         differences,
     })
@@ -205,12 +227,16 @@ impl ReplayReport {
             "replay of batch {}  task {}  {} unique candidates  {} work dir (warm-up rebuilt {})\n",
             self.batch_id, self.task, self.candidates, self.work_dir, self.warm_up_rebuilt
         );
+        match &self.toolchain {
+            Some(t) => out.push_str(&format!("toolchain: {}\n", t.summary())),
+            None => out.push_str("toolchain: unknown (it could not be asked)\n"),
+        }
         out.push_str(
-            "mode    run  wall (s)   CPU-s  avg busy  peak busy  compiled  builds  passes  fallbacks\n",
+            "mode    run  wall (s)   CPU-s  avg busy  peak busy  compiled  builds  passes  fallbacks  retries\n",
         );
         for r in &self.runs {
             out.push_str(&format!(
-                "{:<6} {:>4} {:>9.2} {:>7.2} {:>9.1} {:>10.1} {:>9} {:>7} {:>7} {:>10}\n",
+                "{:<6} {:>4} {:>9.2} {:>7.2} {:>9.1} {:>10.1} {:>9} {:>7} {:>7} {:>10} {:>8}\n",
                 r.mode.as_str(),
                 r.run,
                 r.wall_s,
@@ -221,6 +247,7 @@ impl ReplayReport {
                 r.builds,
                 r.passes,
                 r.fallbacks,
+                r.retries,
             ));
         }
         if self.differences.is_empty() {

@@ -9,8 +9,9 @@ use serde::Serialize;
 
 use crate::account::PhaseFigures;
 use crate::dedup::DedupBy;
+use crate::probe::Toolchain;
 use crate::score::ScoreVerdict;
-use crate::store::{BatchRow, CandidateRow, ResumeRow};
+use crate::store::{BatchRow, CandidateRow, ProbeRunRow, ResumeRow};
 
 /// The summary of one batch (`assay run --json`, `assay show --json`).
 #[derive(Debug, Clone, Serialize)]
@@ -45,6 +46,10 @@ pub struct Summary {
     pub sandbox_warnings: Vec<String>,
     /// Promotions made from this batch (filled by the caller from the store).
     pub promotions: Vec<Promotion>,
+    /// The batch's own probe run (not a replay's): mode, waves, builds,
+    /// retries, toolchain. Filled by the caller from the store; `None`
+    /// before the batch probed.
+    pub probe_run: Option<ProbeRunRow>,
 }
 
 /// A group of candidates with one fingerprint.
@@ -173,6 +178,7 @@ impl Summary {
                 .map(|w| w.lines().map(str::to_owned).collect())
                 .unwrap_or_default(),
             promotions: Vec::new(),
+            probe_run: None,
         }
     }
 
@@ -221,6 +227,9 @@ impl Summary {
                 self.replies,
             ));
         }
+        if let Some(run) = &self.probe_run {
+            out.push_str(&probe_run_lines(run));
+        }
         let other = match self.dedup_by.as_str() {
             "alpha" => "exact",
             _ => "alpha",
@@ -258,6 +267,44 @@ impl Summary {
         }
         out
     }
+}
+
+/// Two lines on a batch's probe run: what it did, and which toolchain did
+/// it. Figures an older assay did not record are left out, or `unknown`.
+pub fn probe_run_lines(run: &ProbeRunRow) -> String {
+    let mut what = vec![run.mode.clone()];
+    let count =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    if let Some(waves) = run.waves {
+        what.push(count(waves, "wave", "waves"));
+    }
+    if let Some(builds) = run.builds {
+        what.push(count(builds, "build", "builds"));
+    }
+    match run.retries.as_deref() {
+        Some([]) => what.push("no retries".to_owned()),
+        Some(retries) => {
+            let list: Vec<String> = retries
+                .iter()
+                .map(|r| format!("c{} after {}", r.idx, r.after.as_str()))
+                .collect();
+            what.push(format!(
+                "{} ({})",
+                count(retries.len(), "retry", "retries"),
+                list.join(", ")
+            ));
+        }
+        None => {}
+    }
+    let toolchain = match (&run.rustc_version, &run.cargo_version) {
+        (Some(rustc), Some(cargo)) => Toolchain {
+            rustc: rustc.clone(),
+            cargo: cargo.clone(),
+        }
+        .summary(),
+        _ => "unknown".to_owned(),
+    };
+    format!("probe: {}\ntoolchain: {toolchain}\n", what.join(", "))
 }
 
 /// `c0 x3, c2 x2`, or `none`.
@@ -485,6 +532,69 @@ mod tests {
         );
         assert!(lines[4].starts_with("draw"));
         assert_eq!(lines.len(), 5);
+    }
+
+    fn run_row() -> ProbeRunRow {
+        ProbeRunRow {
+            id: 1,
+            mode: "wide".into(),
+            origin: "batch".into(),
+            work_dir: None,
+            started_at: "T".into(),
+            wall_s: Some(1.0),
+            cpu_s: Some(1.0),
+            avg_busy: Some(1.0),
+            peak_busy: Some(1.0),
+            builds: Some(3),
+            passes: Some(0),
+            fallbacks: Some(0),
+            waves: Some(1),
+            deps_fresh: Some(4),
+            deps_rebuilt: Some(vec![]),
+            rustc_version: Some(
+                "rustc 1.95.0 (59807616e 2026-04-14)\nhost: x86_64-unknown-linux-gnu".into(),
+            ),
+            cargo_version: Some("cargo 1.95.0 (f2d3ce0bd 2026-03-21)".into()),
+            retries: Some(vec![
+                crate::probe::ProbeRetry {
+                    idx: 0,
+                    after: crate::probe::ProbeFailure::Killed,
+                    attempt: 1,
+                },
+                crate::probe::ProbeRetry {
+                    idx: 2,
+                    after: crate::probe::ProbeFailure::CargoFailed,
+                    attempt: 1,
+                },
+            ]),
+            compiled: 2,
+            probed: 3,
+        }
+    }
+
+    #[test]
+    fn a_probe_run_shows_its_retries_and_toolchain() {
+        assert_eq!(
+            probe_run_lines(&run_row()),
+            "probe: wide, 1 wave, 3 builds, 2 retries (c0 after killed, c2 after cargo_failed)\n\
+             toolchain: rustc 1.95.0 (59807616e 2026-04-14) x86_64-unknown-linux-gnu, \
+             cargo 1.95.0 (f2d3ce0bd 2026-03-21)\n"
+        );
+        let quiet = ProbeRunRow {
+            retries: Some(vec![]),
+            ..run_row()
+        };
+        assert!(probe_run_lines(&quiet).starts_with("probe: wide, 1 wave, 3 builds, no retries\n"));
+        // Recorded before migration 0006 (retries, toolchain) and 0003 (the rest).
+        let old = ProbeRunRow {
+            waves: None,
+            builds: None,
+            retries: None,
+            rustc_version: None,
+            cargo_version: None,
+            ..run_row()
+        };
+        assert_eq!(probe_run_lines(&old), "probe: wide\ntoolchain: unknown\n");
     }
 
     #[test]

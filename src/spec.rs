@@ -31,6 +31,21 @@ pub struct Spec {
     pub limits: Limits,
     /// Which fingerprint groups candidates (`[dedup] by`, default exact).
     pub dedup_by: crate::dedup::DedupBy,
+    /// The task's own probe settings (`[probe]`); flags override them.
+    pub probe: ProbeSpec,
+}
+
+/// What a task may set about its probe (`[probe]`, every key optional):
+/// a task with a heavy harness may need longer builds, one whose pools
+/// answer slowly smaller or shorter waves. `None`: the default.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ProbeSpec {
+    /// `build_timeout_s`: how long one nested cargo build may run.
+    pub build_timeout: Option<Duration>,
+    /// `wave_size`: a streaming wave starts once this many candidates wait.
+    pub wave_size: Option<usize>,
+    /// `wave_wait_ms`: or once the oldest has waited this long.
+    pub wave_wait: Option<Duration>,
 }
 
 /// The harness crate a task's candidates are compiled against.
@@ -174,7 +189,7 @@ impl Spec {
             file: file.clone(),
             source,
         })?;
-        Validator { file, dir }.validate(raw)
+        Validator { file, dir, text }.validate(raw)
     }
 }
 
@@ -192,6 +207,17 @@ struct RawSpec {
     limits: RawLimits,
     #[serde(default)]
     dedup: RawDedup,
+    #[serde(default)]
+    probe: RawProbe,
+}
+
+/// Spanned, so that an out-of-range value's error names its line.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProbe {
+    build_timeout_s: Option<toml::Spanned<u64>>,
+    wave_size: Option<toml::Spanned<usize>>,
+    wave_wait_ms: Option<toml::Spanned<u64>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -234,6 +260,8 @@ struct RawLimits {
 struct Validator {
     file: PathBuf,
     dir: PathBuf,
+    /// The spec's text, for the lines of values found out of range.
+    text: String,
 }
 
 impl Validator {
@@ -283,6 +311,7 @@ impl Validator {
         if raw.limits.memory_mb.is_some_and(|m| m < 16) {
             return Err(self.invalid("limits.memory_mb", "must be at least 16"));
         }
+        let probe = self.probe(&raw.probe)?;
         let prompt_path = self.file_at("prompt", &raw.prompt)?;
         let cases_path = self.file_at("cases", &raw.cases)?;
         let committed_path = self.file_at("committed", &raw.committed)?;
@@ -351,6 +380,7 @@ impl Validator {
                 memory_bytes: raw.limits.memory_mb.unwrap_or(1024) << 20,
             },
             dedup_by,
+            probe,
             name: raw.name,
             entry: raw.entry,
             path: self.file,
@@ -414,6 +444,51 @@ impl Validator {
                     "does not exist"
                 },
             })
+        }
+    }
+
+    /// The `[probe]` table, held to the same bounds as the flags.
+    fn probe(&self, raw: &RawProbe) -> Result<ProbeSpec, SpecError> {
+        use crate::probe::{check_build_timeout, stream::WavePolicy};
+        let at = |key, value: &toml::Spanned<u64>, check: fn(f64) -> Result<Duration, String>| {
+            check(*value.get_ref() as f64).map_err(|m| self.invalid_at(key, value.span().start, m))
+        };
+        let build_timeout = match &raw.build_timeout_s {
+            Some(v) => Some(at("probe.build_timeout_s", v, check_build_timeout)?),
+            None => None,
+        };
+        let wave_wait = match &raw.wave_wait_ms {
+            Some(v) => Some(at("probe.wave_wait_ms", v, |ms| {
+                WavePolicy::check_wait(ms / 1000.0).map_err(|_| {
+                    format!(
+                        "must be between 1 and {}",
+                        crate::probe::stream::MAX_WAVE_WAIT.as_millis()
+                    )
+                })
+            })?),
+            None => None,
+        };
+        let wave_size = match &raw.wave_size {
+            Some(v) => Some(
+                WavePolicy::check_size(*v.get_ref())
+                    .map_err(|m| self.invalid_at("probe.wave_size", v.span().start, m))?,
+            ),
+            None => None,
+        };
+        Ok(ProbeSpec {
+            build_timeout,
+            wave_size,
+            wave_wait,
+        })
+    }
+
+    /// An invalid value whose place in the file is known.
+    fn invalid_at(&self, key: &'static str, offset: usize, message: String) -> SpecError {
+        SpecError::Invalid {
+            file: self.file.clone(),
+            line: Some(line_of(&self.text, offset)),
+            key,
+            message,
         }
     }
 
@@ -592,6 +667,28 @@ wall_ms = 100
         assert_eq!(spec.limits.case_wall, Duration::from_millis(7));
         assert_eq!(spec.limits.processes, 4);
         assert_eq!(spec.limits.memory_bytes, 64 << 20);
+        assert_eq!(spec.probe, ProbeSpec::default());
+    }
+
+    #[test]
+    fn the_probe_table_loads() {
+        let spec = load(&format!(
+            "{GOOD}
+[probe]
+build_timeout_s = 900
+wave_size = 8
+wave_wait_ms = 500
+"
+        ))
+        .unwrap();
+        assert_eq!(
+            spec.probe,
+            ProbeSpec {
+                build_timeout: Some(Duration::from_secs(900)),
+                wave_size: Some(8),
+                wave_wait: Some(Duration::from_millis(500)),
+            }
+        );
     }
 
     /// Each bad spec and a fragment its one-line error must contain.
@@ -646,6 +743,22 @@ wall_ms = 100
             (
                 &GOOD.replace("wall_ms = 100", "wall_ms = 100\nisolation = \"fork\""),
                 "`limits.isolation`: unknown isolation `fork`",
+            ),
+            (
+                &format!("{GOOD}\n[probe]\nbuild_timeout_s = 0\n"),
+                "spec.toml:19: `probe.build_timeout_s`: must be between 1 and 86400 seconds",
+            ),
+            (
+                &format!("{GOOD}\n[probe]\nwave_size = 0\n"),
+                "spec.toml:19: `probe.wave_size`: must be between 1 and 100000",
+            ),
+            (
+                &format!("{GOOD}\n[probe]\nwave_size = 4\nwave_wait_ms = 0\n"),
+                "spec.toml:20: `probe.wave_wait_ms`: must be between 1 and 3600000",
+            ),
+            (
+                &format!("{GOOD}\n[probe]\nwaves = 4\n"),
+                "spec.toml:19: unknown field `waves`",
             ),
         ];
         for (text, want) in cases {

@@ -151,6 +151,8 @@ pub struct ProbeRunStats<'a> {
     pub origin: &'a str,
     /// Replay: `warm` or `fresh`.
     pub work_dir: Option<&'a str>,
+    /// The toolchain the run built with, if it could be asked.
+    pub toolchain: Option<&'a crate::probe::Toolchain>,
 }
 
 /// One stored probe verdict.
@@ -162,7 +164,8 @@ pub struct ProbeVerdictRow {
     pub diagnostics: String,
 }
 
-/// A stored probe run. `None` figures predate migration 0003.
+/// A stored probe run. `None` figures predate migration 0003; `None`
+/// toolchain and retries predate migration 0006.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ProbeRunRow {
     pub id: i64,
@@ -180,6 +183,11 @@ pub struct ProbeRunRow {
     pub waves: Option<usize>,
     pub deps_fresh: Option<usize>,
     pub deps_rebuilt: Option<Vec<String>>,
+    /// `rustc -vV` and `cargo -V` of the toolchain the run built with.
+    pub rustc_version: Option<String>,
+    pub cargo_version: Option<String>,
+    /// Candidates probed again after a failure that can be transient.
+    pub retries: Option<Vec<crate::probe::ProbeRetry>>,
     pub compiled: usize,
     pub probed: usize,
 }
@@ -529,7 +537,8 @@ impl Store {
     ) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE probe_runs SET avg_busy = ?, peak_busy = ?, builds = ?, passes = ?, fallbacks = ?,
-                    waves = ?, deps_fresh = ?, deps_rebuilt = ?, origin = ?, work_dir = ?
+                    waves = ?, deps_fresh = ?, deps_rebuilt = ?, origin = ?, work_dir = ?,
+                    rustc_version = ?, cargo_version = ?, retries = ?
              WHERE id = ?",
         )
         .bind(stats.avg_busy)
@@ -542,6 +551,9 @@ impl Store {
         .bind(serde_json::to_string(&stats.probe.deps_rebuilt).unwrap_or_default())
         .bind(stats.origin)
         .bind(stats.work_dir)
+        .bind(stats.toolchain.map(|t| t.rustc.as_str()))
+        .bind(stats.toolchain.map(|t| t.cargo.as_str()))
+        .bind(serde_json::to_string(&stats.probe.retries).unwrap_or_default())
         .bind(run)
         .execute(&self.pool)
         .await
@@ -554,6 +566,7 @@ impl Store {
         let rows = sqlx::query(
             "SELECT id, mode, origin, work_dir, started_at, wall_s, cpu_s, avg_busy, peak_busy,
                     builds, passes, fallbacks, waves, deps_fresh, deps_rebuilt,
+                    rustc_version, cargo_version, retries,
                     (SELECT COUNT(*) FROM probe_verdicts v WHERE v.probe_run_id = r.id AND v.verdict = 'compiled') AS compiled,
                     (SELECT COUNT(*) FROM probe_verdicts v WHERE v.probe_run_id = r.id) AS probed
              FROM probe_runs r WHERE batch_id = ? ORDER BY id",
@@ -565,6 +578,7 @@ impl Store {
         rows.iter()
             .map(|r| {
                 let rebuilt: Option<String> = r.get("deps_rebuilt");
+                let retries: Option<String> = r.get("retries");
                 Ok(ProbeRunRow {
                     id: r.get("id"),
                     mode: r.get("mode"),
@@ -584,6 +598,15 @@ impl Store {
                         Some(text) => Some(
                             serde_json::from_str(&text)
                                 .map_err(|_| self.bad(batch, -1, "deps_rebuilt", &text))?,
+                        ),
+                        None => None,
+                    },
+                    rustc_version: r.get("rustc_version"),
+                    cargo_version: r.get("cargo_version"),
+                    retries: match retries {
+                        Some(text) => Some(
+                            serde_json::from_str(&text)
+                                .map_err(|_| self.bad(batch, -1, "retries", &text))?,
                         ),
                         None => None,
                     },

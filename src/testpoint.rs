@@ -9,11 +9,15 @@
 //!   known point.
 //! - `stall`: block the thread forever, the way a stage stuck in a system
 //!   call would; only a second Ctrl-C (or a kill) ends the process.
+//! - `kill`: go on, but SIGKILL the next nested cargo build's process group
+//!   as soon as it starts, the way the OOM killer would (only at points
+//!   before a build: `probe.build`).
 //!
 //! Unset, a point costs one comparison against a value read once. The names
 //! are listed in docs/crash-safety.md; they are not part of the interface.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -24,7 +28,11 @@ pub const VAR: &str = "ASSAY_TEST_POINT";
 enum Action {
     Pause,
     Stall,
+    Kill,
 }
+
+/// Set by a `kill` point; taken by the next nested cargo build.
+static KILL_NEXT_BUILD: AtomicBool = AtomicBool::new(false);
 
 #[derive(Debug)]
 struct Armed {
@@ -46,6 +54,7 @@ fn parse(value: &str) -> Option<Armed> {
     let action = match action {
         "pause" => Action::Pause,
         "stall" => Action::Stall,
+        "kill" => Action::Kill,
         _ => return None,
     };
     let (name, nth) = match point.split_once('#') {
@@ -76,6 +85,7 @@ fn announce(action: Action, name: &str, nth: usize) {
     let word = match action {
         Action::Pause => "pause",
         Action::Stall => "stall",
+        Action::Kill => "kill",
     };
     eprintln!("assay-test: {word} at {name}#{nth}");
 }
@@ -87,16 +97,26 @@ pub async fn reached(name: &str) {
         match action {
             Action::Pause => std::future::pending::<()>().await,
             Action::Stall => stall(),
+            Action::Kill => KILL_NEXT_BUILD.store(true, Ordering::SeqCst),
         }
     }
 }
 
-/// Passes the point `name` in code that cannot wait (a callback): both
-/// actions block the thread.
+/// Whether a `kill` point asked for the build about to start to be killed;
+/// asks only once.
+pub fn take_kill_next_build() -> bool {
+    KILL_NEXT_BUILD.swap(false, Ordering::SeqCst)
+}
+
+/// Passes the point `name` in code that cannot wait (a callback): `pause`
+/// and `stall` block the thread.
 pub fn reached_blocking(name: &str) {
     if let Some((action, nth)) = matched(name) {
         announce(action, name, nth);
-        stall();
+        match action {
+            Action::Pause | Action::Stall => stall(),
+            Action::Kill => KILL_NEXT_BUILD.store(true, Ordering::SeqCst),
+        }
     }
 }
 
@@ -121,6 +141,11 @@ mod tests {
         assert_eq!(
             (a.action, a.name.as_str(), a.nth),
             (Action::Stall, "persist", 1)
+        );
+        let a = parse("kill@probe.build#2").unwrap();
+        assert_eq!(
+            (a.action, a.name.as_str(), a.nth),
+            (Action::Kill, "probe.build", 2)
         );
         for bad in ["", "persist", "explode@persist", "pause@x#y"] {
             assert!(parse(bad).is_none(), "{bad}");

@@ -51,6 +51,7 @@ fn a_schema1_database_is_migrated_forward_and_keeps_its_batches() {
     });
     assert_eq!(versions.first(), Some(&1));
     assert!(versions.contains(&5), "{versions:?}");
+    assert!(versions.contains(&6), "{versions:?}");
     assert_eq!(integrity, "ok");
 
     // The finished batch reads back as the tiny corpus's expected verdicts.
@@ -119,4 +120,43 @@ fn a_batch_killed_under_schema1_is_resumed_under_the_current_one() {
             .unwrap()
     });
     assert_eq!(replies, [(0, 1), (1, 1), (2, 1), (3, 1)]);
+}
+
+/// Migration 0006: a probe run stored before it has no toolchain and no
+/// retries (NULL, shown as unknown), and a batch run after it on the same
+/// database records both.
+#[test]
+fn old_probe_runs_have_no_toolchain_and_new_ones_do() {
+    let scratch = with_schema1_db();
+    let shown = scratch.json(&["show", "1", "--json"]);
+    let old = &shown["probe_run"];
+    assert_eq!(old["origin"], "batch", "{shown}");
+    assert_eq!(old["rustc_version"], serde_json::Value::Null, "{old}");
+    assert_eq!(old["cargo_version"], serde_json::Value::Null, "{old}");
+    assert_eq!(old["retries"], serde_json::Value::Null, "{old}");
+    let text = scratch.assay_ok(&["show", "1"]);
+    assert!(text.lines().any(|l| l == "toolchain: unknown"), "{text}");
+
+    let out = scratch.path().join("assay-out").display().to_string();
+    let summary = scratch.json(&["run", &tiny(), "--out", &out, "--json"]);
+    let new = &summary["probe_run"];
+    assert!(
+        new["rustc_version"].as_str().unwrap().starts_with("rustc "),
+        "{new}"
+    );
+    assert!(
+        new["cargo_version"].as_str().unwrap().starts_with("cargo "),
+        "{new}"
+    );
+    assert_eq!(new["retries"], serde_json::json!([]), "{new}");
+    let nulls: Vec<(i64, bool)> = scratch.sql(async |db| {
+        sqlx::query_as("SELECT batch_id, rustc_version IS NULL FROM probe_runs ORDER BY id")
+            .fetch_all(db)
+            .await
+            .unwrap()
+    });
+    let new_batch = summary["batch_id"].as_i64().unwrap();
+    for (batch, null) in nulls {
+        assert_eq!(null, batch != new_batch, "batch {batch}");
+    }
 }

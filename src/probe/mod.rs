@@ -24,20 +24,43 @@
 //! Every mode runs `cargo build` (not `check`): post-monomorphization errors
 //! and symbol clashes appear only at code generation and link time.
 //! [`stream`] runs any mode in waves while the draw is still running.
+//!
+//! A build that fails for a reason that can be transient (cargo or rustc
+//! killed by a signal, cargo failing without a word about the target: a
+//! lock or I/O error) gives its candidates no answer, so [`probe`] probes
+//! those candidates again, at most [`MAX_RETRIES`] times; compile errors,
+//! a full disk, a timeout and an internal compiler error would only fail
+//! again, and are never retried. Each retry is logged and kept in
+//! [`ProbeStats::retries`]. [`toolchain`] asks the probe's own toolchain
+//! what it is, so every probe run records it.
 
 mod fast;
 mod serial;
 pub mod stream;
+mod toolchain;
 mod wide;
 
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
 use anyhow::Result;
 
 use crate::package::{BuildReport, Package};
+use crate::testpoint;
 
 pub use fast::{floor as fast_floor, needs_own_crate};
+pub use toolchain::{toolchain, Toolchain};
+
+/// How many times a candidate whose probe failed for a reason that can be
+/// transient is probed again. Two: one more failure after a retry is
+/// already unlikely to be chance, and a build that always dies should not
+/// triple a batch's probe.
+pub const MAX_RETRIES: usize = 2;
+
+/// The longest per-build time limit a flag or spec may set (a day): past
+/// it, a stuck build is not worth waiting for.
+pub const MAX_BUILD_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
 /// What the probe found for one candidate. The string form is stable and is
 /// what the store keeps.
@@ -64,7 +87,8 @@ pub enum ProbeFailure {
     /// cargo, rustc or the linker was killed by a signal (the OOM killer,
     /// a Ctrl-C, an operator).
     Killed,
-    /// The build ran past [`crate::package::BUILD_TIMEOUT`] and was killed.
+    /// The build ran past its time limit (`--build-timeout`, default
+    /// [`crate::package::BUILD_TIMEOUT`]) and was killed.
     Timeout,
     /// rustc hit an internal compiler error on this candidate.
     CompilerCrashed,
@@ -118,10 +142,26 @@ pub struct ProbeStats {
     pub deps_rebuilt: Vec<String>,
     /// Streaming: the waves the candidates were probed in.
     pub waves: usize,
+    /// Candidates probed again after a failure that can be transient, in
+    /// the order it happened.
+    pub retries: Vec<ProbeRetry>,
 }
 
-/// Probes `candidates` (batch index, source) in `mode`. Calls `on_progress`
-/// with the number of candidates that have a verdict so far.
+/// One candidate probed again.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProbeRetry {
+    /// The candidate's batch index.
+    pub idx: usize,
+    /// What the failed attempt said.
+    pub after: ProbeFailure,
+    /// 1 for the first retry.
+    pub attempt: usize,
+}
+
+/// Probes `candidates` (batch index, source) in `mode`, probing again the
+/// candidates whose build failed for a reason that can be transient (see
+/// [`ProbeFailure::is_spurious`]). Calls `on_progress` with the number of
+/// candidates that have a verdict so far.
 pub async fn probe(
     package: &Package,
     mode: ProbeMode,
@@ -131,11 +171,119 @@ pub async fn probe(
     if candidates.is_empty() {
         return Ok(ProbeOutcome::default());
     }
-    match mode {
-        ProbeMode::Wide => wide::probe(package, candidates, &mut on_progress).await,
-        ProbeMode::Serial => serial::probe(package, candidates, &mut on_progress).await,
-        ProbeMode::Fast => fast::probe(package, candidates, &mut on_progress).await,
+    // Tests arm `kill@probe.build` here to have this probe's first cargo
+    // killed, the way the OOM killer would.
+    testpoint::reached("probe.build").await;
+    let mut outcome = probe_once(package, mode, candidates, &mut on_progress).await?;
+    for attempt in 1..=MAX_RETRIES {
+        let failed: Vec<(usize, ProbeFailure)> = outcome
+            .probed
+            .iter()
+            .filter_map(|p| match p.verdict {
+                ProbeVerdict::ProbeFailure(why) if why.is_spurious() => Some((p.idx, why)),
+                _ => None,
+            })
+            .collect();
+        if failed.is_empty() {
+            break;
+        }
+        let again: Vec<(usize, &str)> = candidates
+            .iter()
+            .filter(|(idx, _)| failed.iter().any(|(f, _)| f == idx))
+            .copied()
+            .collect();
+        // One warning per kind of failure, naming its candidates: a killed
+        // wave of 32 is one event, not 32.
+        let mut kinds: Vec<ProbeFailure> = Vec::new();
+        for (_, why) in &failed {
+            if !kinds.contains(why) {
+                kinds.push(*why);
+            }
+        }
+        for kind in kinds {
+            let idxs: Vec<usize> = failed
+                .iter()
+                .filter(|(_, why)| *why == kind)
+                .map(|(idx, _)| *idx)
+                .collect();
+            let said = outcome
+                .probed
+                .iter()
+                .find(|p| p.idx == idxs[0])
+                .map(|p| last_line(&p.diagnostics))
+                .unwrap_or_default();
+            tracing::warn!(
+                failure = kind.as_str(),
+                candidates = ?idxs,
+                said,
+                attempt,
+                of = MAX_RETRIES,
+                "probe build failed for a reason that can be transient; probing again"
+            );
+        }
+        outcome
+            .stats
+            .retries
+            .extend(failed.iter().map(|(idx, why)| ProbeRetry {
+                idx: *idx,
+                after: *why,
+                attempt,
+            }));
+        let retry = probe_once(package, mode, &again, &mut |_| {}).await?;
+        outcome.stats.absorb(&retry.stats);
+        for p in retry.probed {
+            if let Some(slot) = outcome.probed.iter_mut().find(|q| q.idx == p.idx) {
+                *slot = p;
+            }
+        }
     }
+    if !outcome.stats.retries.is_empty() {
+        on_progress(candidates.len());
+    }
+    Ok(outcome)
+}
+
+/// One probe of `candidates` in `mode`, without retries.
+async fn probe_once(
+    package: &Package,
+    mode: ProbeMode,
+    candidates: &[(usize, &str)],
+    on_progress: &mut impl FnMut(usize),
+) -> Result<ProbeOutcome> {
+    match mode {
+        ProbeMode::Wide => wide::probe(package, candidates, on_progress).await,
+        ProbeMode::Serial => serial::probe(package, candidates, on_progress).await,
+        ProbeMode::Fast => fast::probe(package, candidates, on_progress).await,
+    }
+}
+
+/// Checks a per-build time limit given by a person, in (possibly
+/// fractional) seconds; the error says why, for the caller to put after the
+/// flag's or key's name.
+pub fn check_build_timeout(secs: f64) -> Result<Duration, String> {
+    checked_secs(secs, Duration::from_secs(1), MAX_BUILD_TIMEOUT)
+}
+
+/// `secs` as a duration if it lies in `min..=max` (NaN and infinities do
+/// not).
+fn checked_secs(secs: f64, min: Duration, max: Duration) -> Result<Duration, String> {
+    if secs >= min.as_secs_f64() && secs <= max.as_secs_f64() {
+        Ok(Duration::from_secs_f64(secs))
+    } else {
+        Err(format!(
+            "must be between {} and {} seconds",
+            min.as_secs_f64(),
+            max.as_secs_f64()
+        ))
+    }
+}
+
+/// The last non-blank line of `text`, for a log line.
+fn last_line(text: &str) -> &str {
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default()
 }
 
 impl ProbeVerdict {
@@ -195,6 +343,7 @@ impl ProbeStats {
         self.deps_fresh += other.deps_fresh;
         self.deps_rebuilt.extend(other.deps_rebuilt.iter().cloned());
         self.waves += other.waves;
+        self.retries.extend(other.retries.iter().cloned());
     }
 }
 
@@ -267,6 +416,18 @@ impl ProbeFailure {
         ProbeFailure::CargoFailed,
     ];
 
+    /// Whether another try could answer: the build was killed (the OOM
+    /// killer, an operator) or cargo failed without saying anything about
+    /// the target (a lock or I/O error, cargo itself crashing). A full
+    /// disk stays full, a timeout would time out again, and an internal
+    /// compiler error is the compiler's answer to this source.
+    pub fn is_spurious(&self) -> bool {
+        match self {
+            ProbeFailure::Killed | ProbeFailure::CargoFailed => true,
+            ProbeFailure::DiskFull | ProbeFailure::Timeout | ProbeFailure::CompilerCrashed => false,
+        }
+    }
+
     pub fn as_str(&self) -> &'static str {
         match self {
             ProbeFailure::DiskFull => "disk_full",
@@ -275,6 +436,22 @@ impl ProbeFailure {
             ProbeFailure::CompilerCrashed => "compiler_crashed",
             ProbeFailure::CargoFailed => "cargo_failed",
         }
+    }
+}
+
+impl serde::Serialize for ProbeFailure {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ProbeFailure {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        ProbeFailure::ALL
+            .into_iter()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown probe failure `{s}`")))
     }
 }
 
@@ -431,6 +608,48 @@ mod tests {
             },
         );
         check(ice, ProbeFailure::CompilerCrashed);
+    }
+
+    #[test]
+    fn only_failures_that_can_be_transient_are_retried() {
+        let spurious: Vec<&str> = ProbeFailure::ALL
+            .into_iter()
+            .filter(ProbeFailure::is_spurious)
+            .map(|f| f.as_str())
+            .collect();
+        assert_eq!(spurious, ["killed", "cargo_failed"]);
+    }
+
+    #[test]
+    fn retries_round_trip_through_json() {
+        let retries = vec![ProbeRetry {
+            idx: 3,
+            after: ProbeFailure::Killed,
+            attempt: 1,
+        }];
+        let text = serde_json::to_string(&retries).unwrap();
+        assert_eq!(text, r#"[{"idx":3,"after":"killed","attempt":1}]"#);
+        assert_eq!(
+            serde_json::from_str::<Vec<ProbeRetry>>(&text).unwrap(),
+            retries
+        );
+        assert!(
+            serde_json::from_str::<ProbeRetry>(r#"{"idx":3,"after":"gremlins","attempt":1}"#)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn build_timeouts_out_of_range_are_refused() {
+        assert_eq!(check_build_timeout(600.0), Ok(Duration::from_secs(600)));
+        assert_eq!(check_build_timeout(1.5), Ok(Duration::from_millis(1500)));
+        for bad in [0.0, 0.5, -3.0, 86_401.0, f64::NAN, f64::INFINITY] {
+            assert_eq!(
+                check_build_timeout(bad),
+                Err("must be between 1 and 86400 seconds".to_owned()),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -54,6 +54,33 @@ impl Default for WavePolicy {
     }
 }
 
+/// The largest wave size a flag or spec may ask for: beyond it a wave
+/// waits for its timer or the end of the draw anyway, so a bigger number
+/// is a typo, not a wish.
+pub const MAX_WAVE_SIZE: usize = 100_000;
+
+/// The longest a candidate may be asked to wait for its wave.
+pub const MAX_WAVE_WAIT: Duration = Duration::from_secs(3600);
+
+impl WavePolicy {
+    /// Checks a wave size given by a person; the error says why, for the
+    /// caller to put after the flag's or key's name.
+    pub fn check_size(size: usize) -> Result<usize, String> {
+        if (1..=MAX_WAVE_SIZE).contains(&size) {
+            Ok(size)
+        } else {
+            Err(format!("must be between 1 and {MAX_WAVE_SIZE}"))
+        }
+    }
+
+    /// Checks a wave wait given in (possibly fractional) seconds. Zero is
+    /// refused: every candidate would be a wave of its own, each paying
+    /// cargo's start-up.
+    pub fn check_wait(secs: f64) -> Result<Duration, String> {
+        super::checked_secs(secs, Duration::from_millis(1), MAX_WAVE_WAIT)
+    }
+}
+
 impl Waves {
     pub fn new(rx: mpsc::UnboundedReceiver<StreamCandidate>, policy: WavePolicy) -> Waves {
         Waves {
@@ -138,6 +165,24 @@ mod tests {
 
     fn idxs(wave: Option<Vec<StreamCandidate>>) -> Vec<usize> {
         wave.expect("a wave").iter().map(|c| c.idx).collect()
+    }
+
+    #[test]
+    fn wave_sizes_and_waits_out_of_range_are_refused() {
+        assert_eq!(WavePolicy::check_size(1), Ok(1));
+        assert_eq!(WavePolicy::check_size(MAX_WAVE_SIZE), Ok(MAX_WAVE_SIZE));
+        for bad in [0, MAX_WAVE_SIZE + 1] {
+            assert_eq!(
+                WavePolicy::check_size(bad),
+                Err("must be between 1 and 100000".to_owned())
+            );
+        }
+        assert_eq!(WavePolicy::check_wait(0.25), Ok(Duration::from_millis(250)));
+        assert_eq!(WavePolicy::check_wait(3600.0), Ok(MAX_WAVE_WAIT));
+        for bad in [0.0, -1.0, 3600.5, f64::NAN, f64::INFINITY] {
+            let err = WavePolicy::check_wait(bad).unwrap_err();
+            assert!(err.starts_with("must be between"), "{bad}: {err}");
+        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -1,0 +1,296 @@
+//! The probe's operational edges, end to end: a build killed under the
+//! probe is retried and the batch ends with the right verdicts; a build
+//! that runs past `--build-timeout` is a timeout and is not retried; the
+//! toolchain is recorded on every probe run and shown; the probe's flags
+//! refuse zero and absurd values in one line naming the flag. Every run
+//! shares the warm work directory of tests/e2e.rs.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use common::{repo, tiny, Scratch};
+
+fn expected_tiny() -> Vec<Value> {
+    std::fs::read_to_string(repo().join("tests/fixtures/tiny/expected.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Every candidate of a shown batch has the tiny corpus's expected probe
+/// and score verdicts.
+fn assert_tiny_verdicts(shown: &Value) {
+    let candidates = shown["candidates"].as_array().unwrap();
+    let expected = expected_tiny();
+    assert_eq!(candidates.len(), expected.len(), "{shown}");
+    for (got, want) in candidates.iter().zip(&expected) {
+        for field in ["probe", "score"] {
+            assert_eq!(
+                got[field], want[field],
+                "candidate {} ({}): {field}",
+                want["idx"], want["why"]
+            );
+        }
+    }
+}
+
+/// The first cargo build of the probe is SIGKILLed (a test point, the way
+/// the OOM killer would): its candidates are probed again, the batch ends
+/// with the verdicts an undisturbed batch gets, and the retries are
+/// recorded with the probe run, logged and shown.
+#[test]
+fn a_killed_probe_build_is_retried_and_the_verdicts_are_right() {
+    let scratch = Scratch::new();
+    let out = scratch
+        .command(&["run", &tiny(), "--json"])
+        .env("ASSAY_TEST_POINT", "kill@probe.build")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("assay-test: kill at probe.build#1"),
+        "{stderr}"
+    );
+    let warned: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains("probing again"))
+        .collect();
+    assert_eq!(
+        warned.len(),
+        1,
+        "one warning for the killed build: {stderr}"
+    );
+    assert!(warned[0].contains("\"killed\""), "{}", warned[0]);
+
+    let shown = scratch.json(&["show", "1", "--json"]);
+    assert_tiny_verdicts(&shown);
+    let run = &shown["probe_run"];
+    let retries = run["retries"].as_array().unwrap();
+    assert!(!retries.is_empty(), "{run}");
+    for r in retries {
+        assert_eq!(r["after"], "killed", "{run}");
+        assert_eq!(r["attempt"], 1, "one retry was enough: {run}");
+        let idx = r["idx"].as_u64().unwrap() as usize;
+        // Only unique, extracted candidates are probed.
+        assert!(
+            expected_tiny()[idx]["probe"].is_string(),
+            "candidate {idx} was never probed: {run}"
+        );
+    }
+    // The killed build, then at least the retry.
+    assert!(run["builds"].as_u64().unwrap() >= 2, "{run}");
+
+    let text = scratch.assay_ok(&["show", "1"]);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("probe: wide"))
+        .unwrap_or_else(|| panic!("no probe line: {text}"));
+    assert!(line.contains(" after killed"), "{line}");
+}
+
+/// Without the test point, nothing is retried and the run says so.
+#[test]
+fn an_undisturbed_batch_records_no_retries_and_its_toolchain() {
+    let scratch = Scratch::new();
+    scratch.assay_ok(&["run", &tiny(), "--json"]);
+    let shown = scratch.json(&["show", "1", "--json"]);
+    assert_tiny_verdicts(&shown);
+    let run = &shown["probe_run"];
+    assert_eq!(run["retries"], serde_json::json!([]), "{run}");
+    assert_eq!(run["origin"], "batch");
+    let rustc = run["rustc_version"].as_str().unwrap();
+    assert!(rustc.starts_with("rustc "), "{rustc}");
+    assert!(
+        rustc.contains("\nhost: ") && rustc.contains("\nrelease: "),
+        "{rustc}"
+    );
+    let cargo = run["cargo_version"].as_str().unwrap();
+    assert!(cargo.starts_with("cargo "), "{cargo}");
+
+    let text = scratch.assay_ok(&["show", "1"]);
+    let release = rustc.lines().next().unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("toolchain: ") && l.contains(release) && l.contains(cargo)),
+        "{text}"
+    );
+
+    // A replay records the same toolchain with its runs, and says it.
+    let replay = scratch.json(&["replay", "1", "--modes", "wide", "--json"]);
+    assert_eq!(replay["toolchain"]["rustc"], rustc, "{replay}");
+    assert_eq!(replay["toolchain"]["cargo"], cargo, "{replay}");
+    assert_eq!(replay["runs"][0]["retries"], 0, "{replay}");
+    let stored: Vec<(Option<String>, Option<String>)> = scratch.sql(async |db| {
+        sqlx::query_as("SELECT rustc_version, cargo_version FROM probe_runs ORDER BY id")
+            .fetch_all(db)
+            .await
+            .unwrap()
+    });
+    assert_eq!(stored.len(), 2);
+    for (r, c) in stored {
+        assert_eq!(r.as_deref(), Some(rustc));
+        assert_eq!(c.as_deref(), Some(cargo));
+    }
+}
+
+/// A task with tiny's harness whose replies are tiny's correct candidate
+/// and one whose constant takes forever to evaluate.
+fn spinning_task(scratch: &Scratch) -> PathBuf {
+    let tiny = PathBuf::from(tiny());
+    let dir = scratch.path().join("spin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let abs = |name: &str| tiny.join(name).display().to_string();
+    std::fs::write(
+        dir.join("spec.toml"),
+        format!(
+            "name = \"tiny-spin\"\nprompt = {:?}\nharness = {:?}\nentry = \"double\"\n\
+             cases = {:?}\ncommitted = {:?}\n\n[draw]\nn = 2\nreplay = \"replies.jsonl\"\n\n\
+             [admit]\nmin_score = 0.9\n\n[limits]\nwall_ms = 1000\n",
+            abs("prompt.md"),
+            abs("harness"),
+            abs("cases.jsonl"),
+            abs("committed.rs"),
+        ),
+    )
+    .unwrap();
+    let reply = |code: &str| {
+        serde_json::json!({
+            "content": format!("```rust\n{code}\n```"),
+            "finish_reason": "stop",
+            "usage": {"prompt_tokens": 20, "completion_tokens": 15},
+            "model": "tiny-model",
+        })
+        .to_string()
+    };
+    let spin = "#![allow(long_running_const_eval)]\n\
+                const SPIN: u64 = {\n    let mut i: u64 = 0;\n    \
+                while i < u64::MAX {\n        i += 1;\n    }\n    2\n};\n\
+                pub fn double(x: u64) -> u64 {\n    x * SPIN\n}";
+    std::fs::write(
+        dir.join("replies.jsonl"),
+        format!(
+            "{}\n{}\n",
+            reply("pub fn double(x: u64) -> u64 { x * 2 }"),
+            reply(spin)
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+/// `--build-timeout` reaches the probe: the candidate whose build never
+/// ends is `probe_failure(timeout)` after the limit instead of ten
+/// minutes, is not retried (it would time out again), and the batch goes
+/// on to score the other.
+#[test]
+fn a_build_past_the_time_limit_is_a_timeout_and_is_not_retried() {
+    let scratch = Scratch::new();
+    // Batch 1 warms the harness's score profile, so that the scorer of
+    // batch 2 builds well within the short limit.
+    scratch.assay_ok(&["run", &tiny(), "--json"]);
+    let task = spinning_task(&scratch);
+    let out = scratch
+        .command(&[
+            "run",
+            &task.display().to_string(),
+            "--build-timeout",
+            "15",
+            "--wave-size",
+            "2",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("probing again"), "{stderr}");
+    let shown = scratch.json(&["show", "2", "--json"]);
+    let candidates = shown["candidates"].as_array().unwrap();
+    assert_eq!(candidates[1]["probe"], "probe_failure(timeout)", "{shown}");
+    assert_eq!(candidates[0]["probe"], "compiled", "{shown}");
+    assert_eq!(candidates[0]["score"], "scored(10/10)", "{shown}");
+    assert_eq!(shown["probe_run"]["retries"], serde_json::json!([]));
+    let errors =
+        std::fs::read_to_string(Path::new(candidates[1]["error_file"].as_str().unwrap())).unwrap();
+    assert!(errors.contains("killed at its time limit"), "{errors}");
+}
+
+/// Runs `assay args` and checks the refusal: exit 2, one line holding
+/// `want`, nothing on stdout.
+fn refused(scratch: &Scratch, args: &[&str], want: &str) {
+    let out = scratch.assay(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    assert!(err.contains(want), "{args:?}: {err:?} lacks {want:?}");
+    assert!(out.stdout.is_empty(), "{args:?}: printed to stdout");
+}
+
+#[test]
+fn zero_or_absurd_probe_flags_are_refused_naming_the_flag() {
+    let scratch = Scratch::new();
+    let tiny = tiny();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", &tiny, "--wave-size", "0"],
+            "--wave-size: must be between 1 and 100000",
+        ),
+        (
+            &["run", &tiny, "--wave-size", "1000000"],
+            "--wave-size: must be between 1 and 100000",
+        ),
+        (
+            &["run", &tiny, "--wave-wait", "0"],
+            "--wave-wait: must be between 0.001 and 3600 seconds",
+        ),
+        (
+            &["run", &tiny, "--wave-wait=-2"],
+            "--wave-wait: must be between",
+        ),
+        (
+            &["run", &tiny, "--build-timeout", "0"],
+            "--build-timeout: must be between 1 and 86400 seconds",
+        ),
+        (
+            &["run", &tiny, "--build-timeout", "1e9"],
+            "--build-timeout: must be between 1 and 86400 seconds",
+        ),
+        (
+            &["run", &tiny, "--build-timeout", "inf"],
+            "--build-timeout: must be between 1 and 86400 seconds",
+        ),
+        (
+            &["replay", "1", "--build-timeout", "0"],
+            "--build-timeout: must be between 1 and 86400 seconds",
+        ),
+    ];
+    for (args, want) in cases {
+        refused(&scratch, args, want);
+    }
+    assert!(!scratch.db().exists(), "a database was created");
+    assert!(!scratch.path().join("assay-out").exists());
+}
+
+/// A spec's `[probe]` value out of range is bad input naming file, line
+/// and key, before anything is written.
+#[test]
+fn a_spec_probe_value_out_of_range_is_refused() {
+    let scratch = Scratch::new();
+    let task = spinning_task(&scratch);
+    let spec = task.join("spec.toml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, format!("{text}\n[probe]\nwave_size = 0\n")).unwrap();
+    let line = text.lines().count() + 3;
+    refused(
+        &scratch,
+        &["run", &task.display().to_string()],
+        &format!("spec.toml:{line}: `probe.wave_size`: must be between 1 and 100000"),
+    );
+    assert!(!scratch.db().exists(), "a database was created");
+}

@@ -38,6 +38,7 @@ use anyhow::Result;
 use crate::package::{BuildReport, Package};
 
 pub use fast::{floor as fast_floor, needs_own_crate};
+pub use wide::{needs_link, probe_with as probe_wide_with, Scheme as WideScheme};
 
 /// What the probe found for one candidate. The string form is stable and is
 /// what the store keeps.
@@ -110,6 +111,7 @@ pub struct ProbeStats {
     pub passes: usize,
     /// Fast mode: candidates probed by `wide` instead, because sharing a
     /// crate could change their verdict or a pass could not be attributed.
+    /// Wide mode: unlinked targets built again as binaries.
     pub fallbacks: usize,
     /// Dependency units cargo found fresh, summed over builds.
     pub deps_fresh: usize,

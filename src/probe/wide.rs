@@ -365,8 +365,16 @@ pub(crate) fn allocated_bytes(rlib: &Path) -> std::io::Result<u64> {
             .and_then(|s| s.trim().parse().ok())
             .ok_or_else(|| bad("bad ar member size"))?;
         let member = body.get(..size).ok_or_else(|| bad("truncated ar member"))?;
+        // The symbol table (`/`, `/SYM64/`) and the long names (`//`) hold
+        // no code; every other member (objects, `lib.rmeta`) must be ELF,
+        // or the archive is laid out in a way not read here.
+        let special = header.starts_with(b"/ ")
+            || header.starts_with(b"//")
+            || header.starts_with(b"/SYM64/");
         if member.starts_with(b"\x7fELF") {
             total += elf_allocated(member).ok_or_else(|| bad("bad ELF object"))?;
+        } else if !special {
+            return Err(bad("an archive member that is not ELF"));
         }
         // Members are 2-byte aligned.
         rest = body.get(size + size % 2..).unwrap_or(&[]);
@@ -464,27 +472,38 @@ mod tests {
         }
     }
 
-    /// An archive of one ELF64 object with three sections: `.text` (alloc,
-    /// 0x40), `.bss` (alloc, 3 GiB) and `.comment` (not alloc, 0x10).
-    fn archive(bss: u64) -> Vec<u8> {
+    /// An ELF64 object with these (flags, size) sections.
+    fn elf(sections: &[(u64, u64)]) -> Vec<u8> {
         let mut elf = vec![0u8; 64];
         elf[..4].copy_from_slice(b"\x7fELF");
         elf[4] = 2;
         elf[5] = 1;
         elf[0x28..0x30].copy_from_slice(&64u64.to_le_bytes());
         elf[0x3A..0x3C].copy_from_slice(&64u16.to_le_bytes());
-        elf[0x3C..0x3E].copy_from_slice(&3u16.to_le_bytes());
-        for (flags, size) in [(0x6u64, 0x40u64), (0x3, bss), (0x30, 0x10)] {
+        elf[0x3C..0x3E].copy_from_slice(&(sections.len() as u16).to_le_bytes());
+        for (flags, size) in sections {
             let mut sh = [0u8; 64];
             sh[8..16].copy_from_slice(&flags.to_le_bytes());
             sh[0x20..0x28].copy_from_slice(&size.to_le_bytes());
             elf.extend_from_slice(&sh);
         }
+        elf
+    }
+
+    /// An rlib as rustc writes one: the long-names member, `lib.rmeta`
+    /// (ELF, nothing allocated) and one object with `.text` (alloc, 0x40),
+    /// `.bss` (alloc, `bss`) and `.comment` (not alloc, 0x10).
+    fn archive(bss: u64) -> Vec<u8> {
         let mut ar = b"!<arch>\n".to_vec();
-        let meta = b"rust metadata";
-        for (name, body) in [("lib.rmeta/", &meta[..]), ("c0.o/", &elf[..])] {
+        let names = b"c0-0123456789abcdef.c0.0123456789abcdef-cgu.0.rcgu.o/\n".to_vec();
+        let members = [
+            ("//", names),
+            ("lib.rmeta/", elf(&[(0x0, 0x400)])),
+            ("/0", elf(&[(0x6, 0x40), (0x3, bss), (0x30, 0x10)])),
+        ];
+        for (name, body) in members {
             ar.extend_from_slice(format!("{name:<16}{:<32}{:<10}`\n", 0, body.len()).as_bytes());
-            ar.extend_from_slice(body);
+            ar.extend_from_slice(&body);
             if body.len() % 2 == 1 {
                 ar.push(b'\n');
             }
@@ -501,6 +520,12 @@ mod tests {
         std::fs::write(&path, archive(8)).unwrap();
         assert_eq!(allocated_bytes(&path).unwrap(), 0x48);
         std::fs::write(&path, b"not an archive").unwrap();
+        assert!(allocated_bytes(&path).is_err());
+        // A BSD-style member (`#1/NN`, its name before its data) is not read.
+        let mut bsd = b"!<arch>\n".to_vec();
+        bsd.extend_from_slice(format!("{:<16}{:<32}{:<10}`\n", "#1/4", 0, 8).as_bytes());
+        bsd.extend_from_slice(b"c0.o\x7fELF");
+        std::fs::write(&path, bsd).unwrap();
         assert!(allocated_bytes(&path).is_err());
     }
 

@@ -124,6 +124,7 @@ pub async fn probe_with(
     let names = write_modules(package, candidates)?;
     let mut bins = Vec::new();
     let mut libs = Vec::new();
+    let mut is_bin = Vec::with_capacity(candidates.len());
     for ((idx, source), name) in candidates.iter().zip(&names) {
         let linked = match scheme {
             Scheme::Linked => true,
@@ -133,6 +134,7 @@ pub async fn probe_with(
                 })
                 .is_some(),
         };
+        is_bin.push(linked);
         if linked {
             write_bin_root(package, *idx, name)?;
             bins.push(name.clone());
@@ -158,7 +160,7 @@ pub async fn probe_with(
     let mut probed = Vec::with_capacity(candidates.len());
     let mut relink = Vec::new();
     for (pos, ((idx, _), name)) in candidates.iter().zip(&names).enumerate() {
-        if bins.contains(name) {
+        if is_bin[pos] {
             probed.push(Some(target_verdict(*idx, &report, name)));
             continue;
         }
@@ -202,9 +204,10 @@ pub async fn probe_with(
 /// that proves the failure came before code generation.
 fn must_relink(verdict: &Probed, report: &BuildReport, name: &str) -> bool {
     match &verdict.verdict {
-        ProbeVerdict::Compiled => report.built.get(name).map_or(true, |rlib| {
-            !allocated_bytes(rlib).is_ok_and(|n| n < ALLOC_LIMIT)
-        }),
+        ProbeVerdict::Compiled => !report
+            .built
+            .get(name)
+            .is_some_and(|rlib| allocated_bytes(rlib).is_ok_and(|n| n < ALLOC_LIMIT)),
         ProbeVerdict::CompileError { .. } => !report.diagnostics.get(name).is_some_and(|d| {
             d.messages.iter().filter(|m| m.is_error()).any(|m| {
                 m.code

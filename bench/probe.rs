@@ -1,5 +1,7 @@
 //! Probe benchmark: serial, wide and fast side by side, with the one-rustc
-//! floor, on N generated candidates of the bundled `absolute` task.
+//! floor, on N generated candidates of the bundled `absolute` task. `wide-L`
+//! is wide with every candidate a linked binary (the scheme before unlinked
+//! targets), so the table shows what building unlinked saves.
 //!
 //! `cargo bench --bench probe` (environment: `ASSAY_BENCH_NS=32,200,1000`,
 //! `ASSAY_BENCH_SERIAL_MAX=200`, `ASSAY_BENCH_SERIAL_SAMPLE=100`). Serial
@@ -22,7 +24,7 @@ use std::time::Instant;
 
 use assay::account::process_cpu_seconds;
 use assay::package::{Package, Profile};
-use assay::probe::{self, ProbeMode, ProbeVerdict};
+use assay::probe::{self, ProbeMode, ProbeOutcome, ProbeVerdict, WideScheme};
 use assay::spec::Spec;
 
 fn main() {
@@ -55,6 +57,7 @@ fn main() {
 
             let (serial_n, scale) = if n > serial_max { (serial_sample.min(n), n as f64 / serial_sample.min(n) as f64) } else { (n, 1.0) };
             let serial = measure(&package, ProbeMode::Serial, &sources[..serial_n]).await;
+            let linked = measure_linked(&package, &sources).await;
             let wide = measure(&package, ProbeMode::Wide, &sources).await;
             let fast = measure(&package, ProbeMode::Fast, &sources).await;
             let good: Vec<(usize, &str)> = sources
@@ -67,32 +70,74 @@ fn main() {
 
             let note = if scale > 1.0 { format!("measured on {serial_n}, scaled x{scale:.0}") } else { String::new() };
             row(n, "serial", serial.wall * scale, serial.cpu * scale, &serial, &note);
-            row(n, "wide", wide.wall, wide.cpu, &wide, "");
+            row(n, "wide-L", linked.wall, linked.cpu, &linked, "every candidate linked (before)");
+            row(n, "wide", wide.wall, wide.cpu, &wide, &format!("{} linked again after an unlinked build", wide.fallbacks));
             row(n, "fast", fast.wall, fast.cpu, &fast, &format!("{} passes, {} fallbacks", fast.passes, fast.fallbacks));
             row(n, "floor", floor.wall, floor.cpu, &floor, &format!("one rustc over the {} that compile", good.len()));
 
             let mut differ = 0;
             for (i, w) in wide.verdicts.iter().enumerate() {
-                if fast.verdicts[i] != *w || serial.verdicts.get(i).is_some_and(|s| s != w) {
+                if fast.verdicts[i] != *w || linked.verdicts[i] != *w || serial.verdicts.get(i).is_some_and(|s| s != w) {
                     differ += 1;
-                    eprintln!("candidate {i}: wide {w}, fast {}, serial {:?}", fast.verdicts[i], serial.verdicts.get(i).map(|v| v.to_string()));
+                    eprintln!("candidate {i}: wide {w}, wide-L {}, fast {}, serial {:?}", linked.verdicts[i], fast.verdicts[i], serial.verdicts.get(i).map(|v| v.to_string()));
                 }
             }
             let failed = wide.verdicts.iter().filter(|v| !v.compiled()).count();
             println!(
                 "{n:>5} verdicts: {differ} differ between modes; {failed} failed in wide ({expected_fail} generated to fail)"
             );
-            ratios.push((n, wide.wall / (serial.wall * scale), fast.wall / floor.wall, fast.wall / wide.wall, wide.cpu / (serial.cpu * scale)));
+            ratios.push(Ratios {
+                n,
+                wide_serial: wide.wall / (serial.wall * scale),
+                linked_serial: linked.wall / (serial.wall * scale),
+                fast_floor: fast.wall / floor.wall,
+                fast_wide: fast.wall / wide.wall,
+                wide_serial_cpu: wide.cpu / (serial.cpu * scale),
+                linked_serial_cpu: linked.cpu / (serial.cpu * scale),
+                fast_floor_cpu: fast.cpu / floor.cpu,
+            });
         }
     });
     println!();
     println!(
-        "{:>5} {:>12} {:>11} {:>10} {:>16}",
-        "N", "wide/serial", "fast/floor", "fast/wide", "wide/serial CPU"
+        "{:>5} {:>12} {:>14} {:>11} {:>10} {:>10} {:>12} {:>10}",
+        "N",
+        "wide/serial",
+        "wide-L/serial",
+        "fast/floor",
+        "fast/wide",
+        "CPU: wide",
+        "CPU: wide-L",
+        "CPU: fast"
     );
-    for (n, ws, ff, fw, wsc) in ratios {
-        println!("{n:>5} {ws:>12.2} {ff:>11.2} {fw:>10.2} {wsc:>16.2}");
+    println!(
+        "{:>5} {:>12} {:>14} {:>11} {:>10} {:>10} {:>12} {:>10}",
+        "", "", "", "", "", "/serial", "/serial", "/floor"
+    );
+    for r in ratios {
+        println!(
+            "{:>5} {:>12.2} {:>14.2} {:>11.2} {:>10.2} {:>10.2} {:>12.2} {:>10.2}",
+            r.n,
+            r.wide_serial,
+            r.linked_serial,
+            r.fast_floor,
+            r.fast_wide,
+            r.wide_serial_cpu,
+            r.linked_serial_cpu,
+            r.fast_floor_cpu
+        );
     }
+}
+
+struct Ratios {
+    n: usize,
+    wide_serial: f64,
+    linked_serial: f64,
+    fast_floor: f64,
+    fast_wide: f64,
+    wide_serial_cpu: f64,
+    linked_serial_cpu: f64,
+    fast_floor_cpu: f64,
 }
 
 struct Measured {
@@ -110,6 +155,20 @@ async fn measure(package: &Package, mode: ProbeMode, sources: &[(usize, &str)]) 
     let out = probe::probe(package, mode, sources, |_| {})
         .await
         .expect("probe runs");
+    measured(mode.as_str(), out, t0, cpu0)
+}
+
+/// Wide with every candidate a linked binary.
+async fn measure_linked(package: &Package, sources: &[(usize, &str)]) -> Measured {
+    let cpu0 = process_cpu_seconds();
+    let t0 = Instant::now();
+    let out = probe::probe_wide_with(package, sources, WideScheme::Linked, &mut |_| {})
+        .await
+        .expect("probe runs");
+    measured("wide-L", out, t0, cpu0)
+}
+
+fn measured(mode: &str, out: ProbeOutcome, t0: Instant, cpu0: f64) -> Measured {
     let wall = t0.elapsed().as_secs_f64();
     let cpu = process_cpu_seconds() - cpu0;
     assert!(

@@ -89,7 +89,8 @@ pub enum ModuleKey {
 /// What one cargo build said, per target.
 #[derive(Debug, Default)]
 pub struct BuildReport {
-    /// Targets that produced an executable, with its path.
+    /// Targets that produced an executable, with its path; for our
+    /// unlinked targets (examples of crate type `rlib`), the rlib's path.
     pub built: BTreeMap<String, PathBuf>,
     /// Rendered diagnostics and error codes per target of our package.
     pub diagnostics: BTreeMap<String, TargetDiagnostics>,
@@ -282,14 +283,37 @@ impl Package {
         write(&self.dir.join(format!("cands/{name}.main.rs")), text)
     }
 
+    /// Writes an unlinked target's root file (`cands/c3.lib.rs`), beside
+    /// the module files as [`Package::write_bin`] does.
+    pub fn write_lib_root(&self, name: &str, text: &str) -> Result<()> {
+        write(&self.dir.join(format!("cands/{name}.lib.rs")), text)
+    }
+
     /// Rewrites the manifest with these binary targets.
     pub fn set_bins<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Result<()> {
+        self.set_targets(names, [])
+    }
+
+    /// Rewrites the manifest with these binary targets (root
+    /// `cands/NAME.main.rs`) and these unlinked targets (root
+    /// `cands/NAME.lib.rs`): examples of crate type `rlib`, which rustc
+    /// compiles through code generation into an rlib but never links.
+    pub fn set_targets<'a, 'b>(
+        &self,
+        bins: impl IntoIterator<Item = &'a str>,
+        libs: impl IntoIterator<Item = &'b str>,
+    ) -> Result<()> {
         let base = std::fs::read_to_string(self.dir.join("Cargo.base.toml"))
             .context("cannot read the generated base manifest")?;
         let mut manifest = base;
-        for name in names {
+        for name in bins {
             manifest.push_str(&format!(
                 "\n[[bin]]\nname = \"{name}\"\npath = \"cands/{name}.main.rs\"\ntest = false\nbench = false\ndoc = false\n"
+            ));
+        }
+        for name in libs {
+            manifest.push_str(&format!(
+                "\n[[example]]\nname = \"{name}\"\npath = \"cands/{name}.lib.rs\"\ncrate-type = [\"rlib\"]\ntest = false\nbench = false\ndoc = false\n"
             ));
         }
         write(&self.dir.join("Cargo.toml"), &manifest)
@@ -321,10 +345,26 @@ fn main() {{}}
         bins: &[String],
         on_built: impl FnMut(&str),
     ) -> Result<BuildReport> {
-        let mut args = Vec::with_capacity(bins.len() * 2);
+        self.build_targets(profile, bins, &[], on_built).await
+    }
+
+    /// [`Package::build`] of binaries and unlinked targets (see
+    /// [`Package::set_targets`]) in one cargo build.
+    pub async fn build_targets(
+        &self,
+        profile: Profile,
+        bins: &[String],
+        libs: &[String],
+        on_built: impl FnMut(&str),
+    ) -> Result<BuildReport> {
+        let mut args = Vec::with_capacity((bins.len() + libs.len()) * 2);
         for bin in bins {
             args.push("--bin".to_owned());
             args.push(bin.clone());
+        }
+        for lib in libs {
+            args.push("--example".to_owned());
+            args.push(lib.clone());
         }
         self.run_cargo(profile, &args, on_built).await
     }
@@ -438,11 +478,24 @@ fn main() {{}}
                         ));
                     }
                 }
-                if let Some(exe) = artifact.executable {
+                // Ours and unlinked: the rlib is the artifact.
+                let rlib = || {
+                    artifact
+                        .filenames
+                        .iter()
+                        .find(|f| f.extension() == Some("rlib"))
+                        .cloned()
+                };
+                let output = match artifact.executable.clone() {
+                    Some(exe) => Some(exe),
+                    None if ours && artifact.target.is_example() => rlib(),
+                    None => None,
+                };
+                if let Some(path) = output {
                     on_built(&artifact.target.name);
                     report
                         .built
-                        .insert(artifact.target.name.clone(), exe.into_std_path_buf());
+                        .insert(artifact.target.name.clone(), path.into_std_path_buf());
                 }
             }
             Message::CompilerMessage(msg) => {

@@ -79,9 +79,11 @@ fn replay_json(scratch: &Scratch, batch: &str, modes: &str) -> (Option<i32>, Val
 }
 
 /// Each edge case gets its expected verdict in the batch, and the same
-/// verdict again in wide, serial and fast.
-#[test]
-fn edge_corpus_gets_the_same_verdicts_in_every_mode() {
+/// verdict again in wide, serial and fast; wide (unlinked where it can be)
+/// stores exactly the diagnostics serial (every candidate a linked binary,
+/// alone) stores.
+#[tokio::test]
+async fn edge_corpus_gets_the_same_verdicts_in_every_mode() {
     let scratch = Scratch::new();
     let fixture = repo().join("tests/fixtures/edge");
     let batch = scratch.run_batch(&fixture);
@@ -109,10 +111,71 @@ fn edge_corpus_gets_the_same_verdicts_in_every_mode() {
     assert_eq!(code, Some(0), "{report}");
     let fast = &report["runs"][2];
     assert_eq!(fast["mode"], "fast");
-    // Symbols, exported macros, crate-level attributes and root paths are
-    // probed alone; the rest shared one crate.
-    assert_eq!(fast["fallbacks"], 9, "{report}");
+    // Symbols, exported macros, crate-level attributes, extern blocks and
+    // root paths are probed alone; the rest shared one crate.
+    assert_eq!(fast["fallbacks"], 12, "{report}");
     assert!(fast["passes"].as_u64().unwrap() >= 2, "{report}");
+    // Wide links again the unlinked targets whose failure could come from
+    // code generation: the post-monomorphization errors (1, and 15, which
+    // only an rlib meets) and the lint raised to an error (10, whose code
+    // is not an error code of rustc's front end).
+    let wide = &report["runs"][0];
+    assert_eq!(wide["mode"], "wide");
+    assert_eq!(wide["fallbacks"], 3, "{report}");
+    assert_eq!(wide["builds"], 2, "{report}");
+
+    let store = scratch.store().await;
+    let batch: i64 = batch.parse().unwrap();
+    let runs = store.probe_runs(batch).await.unwrap();
+    let run_of = |mode: &str| {
+        runs.iter()
+            .find(|r| r.mode == mode && r.origin == "replay")
+            .unwrap()
+            .id
+    };
+    let wide_rows = store.probe_verdicts(batch, run_of("wide")).await.unwrap();
+    let serial_rows = store.probe_verdicts(batch, run_of("serial")).await.unwrap();
+    assert_eq!(wide_rows.len(), expected.len());
+    for (w, s) in wide_rows.iter().zip(&serial_rows) {
+        assert_eq!(w.idx, s.idx);
+        assert_eq!(w.verdict, s.verdict, "candidate {}", w.idx);
+        assert_eq!(w.warnings, s.warnings, "candidate {}", w.idx);
+        assert_eq!(
+            without_temp_dirs(&w.diagnostics),
+            without_temp_dirs(&s.diagnostics),
+            "candidate {}",
+            w.idx
+        );
+    }
+    let dead_post_mono = wide_rows.iter().find(|r| r.idx == 15).unwrap();
+    assert!(dead_post_mono.warnings >= 1, "{dead_post_mono:?}");
+    assert!(
+        dead_post_mono.diagnostics.contains("never constructed"),
+        "{dead_post_mono:?}"
+    );
+}
+
+/// A linker's message names rustc's temporary directory
+/// (`deps/rustcylKUNu/symbols.o`), different in every build.
+fn without_temp_dirs(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("/rustc") {
+        let (head, tail) = rest.split_at(at + "/rustc".len());
+        out.push_str(head);
+        let name: String = tail
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        if name.len() == 6 && tail[6..].starts_with('/') {
+            out.push_str("XXXXXX");
+            rest = &tail[6..];
+        } else {
+            rest = tail;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 #[tokio::test]

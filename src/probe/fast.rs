@@ -282,6 +282,9 @@ pub(super) async fn probe(
         let done = verdicts.len();
         let wide = super::wide::probe(package, &subset, &mut |n| on_progress(done + n)).await?;
         stats.absorb(&wide.stats);
+        // Counted once: wide's own fallbacks (targets it linked after an
+        // unlinked build) are part of probing these candidates alone.
+        stats.fallbacks = alone.len();
         for (pos, probed) in alone.iter().zip(wide.probed) {
             verdicts.insert(*pos, probed);
         }

@@ -10,9 +10,12 @@
 //! modes answer it, and the replay tool (`assay replay`) checks that they
 //! agree:
 //!
-//! - [`ProbeMode::Wide`] (default, `wide`): one binary target per candidate,
-//!   one `cargo build --keep-going`; cargo's JSON messages say which targets
-//!   produced an executable and which errors belong to which target.
+//! - [`ProbeMode::Wide`] (default, `wide`): one target per candidate, one
+//!   `cargo build --keep-going`; cargo's JSON messages say which targets
+//!   produced an artifact and which errors belong to which target. A
+//!   candidate that cannot fail only at link time is built unlinked (an
+//!   `rlib` example, code generation without the linker) and linked only
+//!   when that build cannot settle its verdict (see `wide`).
 //! - [`ProbeMode::Serial`] (`serial`): one `cargo build` per candidate, one
 //!   after the other, as the old pipeline's probe did; kept for comparison.
 //! - [`ProbeMode::Fast`] (`fast`, experimental): every candidate a module of
@@ -22,7 +25,8 @@
 //!   `fast::needs_own_crate`).
 //!
 //! Every mode runs `cargo build` (not `check`): post-monomorphization errors
-//! and symbol clashes appear only at code generation and link time.
+//! and symbol clashes appear only at code generation and link time; wide
+//! skips the link only where no link can fail.
 //! [`stream`] runs any mode in waves while the draw is still running.
 //!
 //! A build that fails for a reason that can be transient (cargo or rustc
@@ -51,6 +55,7 @@ use crate::testpoint;
 
 pub use fast::{floor as fast_floor, needs_own_crate};
 pub use toolchain::{toolchain, Toolchain};
+pub use wide::{needs_link, probe_with as probe_wide_with, Scheme as WideScheme};
 
 /// How many times a candidate whose probe failed for a reason that can be
 /// transient is probed again. Two: one more failure after a retry is
@@ -134,6 +139,7 @@ pub struct ProbeStats {
     pub passes: usize,
     /// Fast mode: candidates probed by `wide` instead, because sharing a
     /// crate could change their verdict or a pass could not be attributed.
+    /// Wide mode: unlinked targets built again as binaries.
     pub fallbacks: usize,
     /// Dependency units cargo found fresh, summed over builds.
     pub deps_fresh: usize,

@@ -1,35 +1,236 @@
-//! Wide mode: one binary target per candidate, one `cargo build
-//! --keep-going`. cargo schedules the targets over every core, and a
-//! failing target stops nothing else.
+//! Wide mode: one target per candidate, one `cargo build --keep-going`.
+//! cargo schedules the targets over every core, and a failing target stops
+//! nothing else.
+//!
+//! Linking a candidate's binary against `std` costs about as much CPU as
+//! compiling it (docs/benchmarks.md), and almost nothing in a candidate can
+//! make the link fail. So a candidate is built *unlinked* when it can be:
+//! as an example of crate type `rlib` whose root hands the entry to
+//! `black_box` from a `pub`, never-inlined `main`. rustc still runs code
+//! generation from that `main`, so every post-monomorphization error the
+//! binary would meet is met; only the linker does not run. Three things
+//! keep the verdict exactly the binary's:
+//!
+//! - A candidate whose tokens could make a link fail is linked as before
+//!   ([`needs_link`]: symbol and linkage attributes such as `#[no_mangle]`,
+//!   `#[export_name]`, `#[link_section]`, `#[used]`, extern blocks and ABIs,
+//!   inline and global assembly, crate-level attributes, and anything that
+//!   does not lex).
+//! - A library generates code for more than a binary does: every method of
+//!   a private trait impl is a code generation root of an rlib, never of a
+//!   binary. So an unlinked target that fails is built again as a binary,
+//!   unless its errors carry a code only rustc's front end emits
+//!   ([`FRONT_END_CODES`]): rustc starts code generation only when analysis
+//!   gave no error, so such a failure happened before any difference
+//!   between the two crate types and its diagnostics are the binary's. An
+//!   unlinked target that built is a binary that builds: the binary's code
+//!   generation roots are a subset of the rlib's.
+//! - The one link failure no token shows is size: objects past the reach
+//!   of 32-bit relocations (a 3 GiB static) do not link. An unlinked target
+//!   whose allocated sections reach [`ALLOC_LIMIT`] is built again as a
+//!   binary.
+
+use std::path::Path;
 
 use anyhow::Result;
+use proc_macro2::{Delimiter, TokenStream, TokenTree};
 
-use super::{target_verdict, ProbeOutcome, ProbeStats};
-use crate::package::{ModuleKey, Package, Profile};
+use super::{target_verdict, ProbeOutcome, ProbeStats, ProbeVerdict, Probed};
+use crate::package::{BuildReport, ModuleKey, Package, Profile};
+
+/// Attribute names that act on symbols, linkage or sections: a candidate
+/// using one may build alone and still fail to link (or link and clash).
+const LINK_ATTRS: &[&str] = &[
+    "no_mangle",
+    "export_name",
+    "link_section",
+    "link_name",
+    "link",
+    "link_ordinal",
+    "no_link",
+    "used",
+    "linkage",
+    "naked",
+    "global_allocator",
+    "panic_handler",
+    "alloc_error_handler",
+    "lang",
+    "thread_local",
+    "rustc_std_internal_symbol",
+];
+
+/// Inner attributes that act on the module alone, so need no link.
+const MODULE_LEVEL_INNER_ATTRS: &[&str] = &[
+    "allow", "warn", "deny", "forbid", "expect", "doc", "rustfmt", "clippy",
+];
+
+/// Crates `extern crate` may name without linking anything a binary of
+/// the package does not link already.
+const LINKED_ANYWAY: &[&str] = &["std", "core", "alloc"];
+
+/// Error codes that only rustc's front end (parsing, name resolution, type
+/// and trait checking, borrow checking, match checking, privacy,
+/// coherence, const checking) emits, never code generation. One of them in
+/// a failed build means analysis failed, so code generation never started.
+/// A code not listed only costs a second build.
+pub(crate) const FRONT_END_CODES: &[&str] = &[
+    "E0004", "E0005", "E0015", "E0023", "E0026", "E0027", "E0040", "E0046", "E0049", "E0050",
+    "E0053", "E0054", "E0057", "E0060", "E0061", "E0063", "E0069", "E0070", "E0072", "E0106",
+    "E0107", "E0117", "E0119", "E0124", "E0133", "E0184", "E0191", "E0200", "E0201", "E0204",
+    "E0207", "E0220", "E0223", "E0229", "E0252", "E0255", "E0261", "E0262", "E0263", "E0267",
+    "E0268", "E0271", "E0277", "E0282", "E0283", "E0308", "E0364", "E0365", "E0369", "E0373",
+    "E0381", "E0382", "E0384", "E0392", "E0403", "E0404", "E0405", "E0407", "E0412", "E0415",
+    "E0416", "E0422", "E0423", "E0424", "E0425", "E0426", "E0428", "E0429", "E0430", "E0432",
+    "E0433", "E0434", "E0435", "E0437", "E0438", "E0446", "E0449", "E0451", "E0463", "E0493",
+    "E0499", "E0500", "E0501", "E0502", "E0503", "E0505", "E0506", "E0507", "E0508", "E0509",
+    "E0515", "E0520", "E0532", "E0554", "E0559", "E0560", "E0562", "E0565", "E0571", "E0572",
+    "E0581", "E0582", "E0592", "E0594", "E0596", "E0597", "E0599", "E0600", "E0603", "E0604",
+    "E0605", "E0606", "E0607", "E0608", "E0609", "E0610", "E0614", "E0615", "E0616", "E0618",
+    "E0620", "E0624", "E0658", "E0689", "E0700", "E0703", "E0716", "E0728", "E0746", "E0747",
+    "E0764", "E0765", "E0766", "E0767", "E0782", "E0790",
+];
+
+/// An unlinked target whose objects allocate this much (code, data, bss,
+/// thread-locals) is built again as a binary: past 2 GiB the x86-64 small
+/// code model's 32-bit relocations cannot reach, and the link fails.
+pub(crate) const ALLOC_LIMIT: u64 = 1 << 30;
+
+/// How a candidate is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// Unlinked where [`needs_link`] allows, linked binaries otherwise (the
+    /// default).
+    Unlinked,
+    /// Every candidate a linked binary (the scheme before unlinked targets;
+    /// kept for the benchmark).
+    Linked,
+}
 
 pub(super) async fn probe(
     package: &Package,
     candidates: &[(usize, &str)],
     on_progress: &mut impl FnMut(usize),
 ) -> Result<ProbeOutcome> {
-    let bins = write_targets(package, candidates)?;
-    package.set_bins(bins.iter().map(String::as_str))?;
+    probe_with(package, candidates, Scheme::Unlinked, on_progress).await
+}
+
+/// Wide mode with the scheme chosen (the benchmark compares them).
+pub async fn probe_with(
+    package: &Package,
+    candidates: &[(usize, &str)],
+    scheme: Scheme,
+    on_progress: &mut impl FnMut(usize),
+) -> Result<ProbeOutcome> {
+    let names = write_modules(package, candidates)?;
+    let mut bins = Vec::new();
+    let mut libs = Vec::new();
+    let mut is_bin = Vec::with_capacity(candidates.len());
+    for ((idx, source), name) in candidates.iter().zip(&names) {
+        let linked = match scheme {
+            Scheme::Linked => true,
+            Scheme::Unlinked => needs_link(source)
+                .inspect(|why| {
+                    tracing::debug!(candidate = idx, why, "wide probe: linked");
+                })
+                .is_some(),
+        };
+        is_bin.push(linked);
+        if linked {
+            write_bin_root(package, *idx, name)?;
+            bins.push(name.clone());
+        } else {
+            write_lib_root(package, *idx, name)?;
+            libs.push(name.clone());
+        }
+    }
+    package.set_targets(
+        bins.iter().map(String::as_str),
+        libs.iter().map(String::as_str),
+    )?;
     let mut done = 0;
     let report = package
-        .build(Profile::Probe, &bins, |_| {
+        .build_targets(Profile::Probe, &bins, &libs, |_| {
             done += 1;
             on_progress(done);
         })
         .await?;
     let mut stats = ProbeStats::default();
     stats.add_build(&report);
-    let probed = candidates
-        .iter()
-        .zip(&bins)
-        .map(|((idx, _), name)| target_verdict(*idx, &report, name))
-        .collect();
+
+    let mut probed = Vec::with_capacity(candidates.len());
+    let mut relink = Vec::new();
+    for (pos, ((idx, _), name)) in candidates.iter().zip(&names).enumerate() {
+        if is_bin[pos] {
+            probed.push(Some(target_verdict(*idx, &report, name)));
+            continue;
+        }
+        let verdict = target_verdict(*idx, &report, name);
+        if must_relink(&verdict, &report, name) {
+            tracing::debug!(
+                candidate = idx,
+                "wide probe: unlinked target inconclusive, linking"
+            );
+            relink.push(pos);
+            probed.push(None);
+        } else {
+            probed.push(Some(verdict));
+        }
+    }
+    if !relink.is_empty() {
+        let again: Vec<String> = relink.iter().map(|&pos| names[pos].clone()).collect();
+        for &pos in &relink {
+            write_bin_root(package, candidates[pos].0, &names[pos])?;
+        }
+        package.set_bins(again.iter().map(String::as_str))?;
+        let report = package.build(Profile::Probe, &again, |_| {}).await?;
+        stats.add_build(&report);
+        stats.fallbacks += relink.len();
+        for &pos in &relink {
+            probed[pos] = Some(target_verdict(candidates[pos].0, &report, &names[pos]));
+        }
+    }
     on_progress(candidates.len());
-    Ok(ProbeOutcome { probed, stats })
+    Ok(ProbeOutcome {
+        probed: probed
+            .into_iter()
+            .map(|p| p.expect("every candidate has a verdict"))
+            .collect(),
+        stats,
+    })
+}
+
+/// Whether an unlinked target's verdict could differ from its binary's: it
+/// built but is too big to be sure it links, or it failed without an error
+/// that proves the failure came before code generation.
+fn must_relink(verdict: &Probed, report: &BuildReport, name: &str) -> bool {
+    match &verdict.verdict {
+        ProbeVerdict::Compiled => !report
+            .built
+            .get(name)
+            .is_some_and(|rlib| allocated_bytes(rlib).is_ok_and(|n| n < ALLOC_LIMIT)),
+        ProbeVerdict::CompileError { .. } => !report.diagnostics.get(name).is_some_and(|d| {
+            d.messages.iter().filter(|m| m.is_error()).any(|m| {
+                m.code
+                    .as_deref()
+                    .is_some_and(|c| FRONT_END_CODES.contains(&c))
+            })
+        }),
+        ProbeVerdict::ProbeFailure(super::ProbeFailure::CompilerCrashed) => true,
+        // The harness failed, or the build itself: the binary would say the same.
+        ProbeVerdict::DependencyFailure | ProbeVerdict::ProbeFailure(_) => false,
+    }
+}
+
+/// Writes each candidate's module; returns the target names, in the
+/// candidates' order.
+fn write_modules(package: &Package, candidates: &[(usize, &str)]) -> Result<Vec<String>> {
+    let mut names = Vec::with_capacity(candidates.len());
+    for (idx, source) in candidates {
+        let key = ModuleKey::Candidate(*idx);
+        package.write_module(&key, source)?;
+        names.push(key.name());
+    }
+    Ok(names)
 }
 
 /// Writes each candidate's module and its own binary root; returns the
@@ -38,20 +239,307 @@ pub(super) fn write_targets(
     package: &Package,
     candidates: &[(usize, &str)],
 ) -> Result<Vec<String>> {
-    let mut bins = Vec::with_capacity(candidates.len());
-    for (idx, source) in candidates {
-        let key = ModuleKey::Candidate(*idx);
-        package.write_module(&key, source)?;
-        let name = key.name();
-        package.write_bin(
-            &name,
-            &format!(
-                "// Probe target for candidate {idx}; generated by assay.\n\
-                 #[path = \"{name}.rs\"]\nmod candidate;\n\n\
-                 fn main() {{\n    std::hint::black_box(candidate::__ASSAY_ENTRY);\n}}\n",
-            ),
-        )?;
-        bins.push(name);
+    let names = write_modules(package, candidates)?;
+    for ((idx, _), name) in candidates.iter().zip(&names) {
+        write_bin_root(package, *idx, name)?;
     }
-    Ok(bins)
+    Ok(names)
+}
+
+fn write_bin_root(package: &Package, idx: usize, name: &str) -> Result<()> {
+    package.write_bin(
+        name,
+        &format!(
+            "// Probe target for candidate {idx}; generated by assay.\n\
+             #[path = \"{name}.rs\"]\nmod candidate;\n\n\
+             fn main() {{\n    std::hint::black_box(candidate::__ASSAY_ENTRY);\n}}\n",
+        ),
+    )
+}
+
+/// The unlinked root: the binary's, line for line, but its `main` is a
+/// `pub` function, never inlined, so it is a code generation root of the
+/// rlib and reaches the entry exactly as the binary's `main` does.
+fn write_lib_root(package: &Package, idx: usize, name: &str) -> Result<()> {
+    package.write_lib_root(
+        name,
+        &format!(
+            "// Probe target for candidate {idx}; generated by assay.\n\
+             #[path = \"{name}.rs\"]\nmod candidate;\n\n\
+             #[inline(never)] pub fn main() {{\n    std::hint::black_box(candidate::__ASSAY_ENTRY);\n}}\n",
+        ),
+    )
+}
+
+/// Why a candidate must be linked to get the verdict it gets alone, or
+/// `None` when its tokens contain nothing that can fail only at link time.
+/// Conservative: a false alarm costs only the link.
+pub fn needs_link(source: &str) -> Option<&'static str> {
+    match source.parse::<TokenStream>() {
+        Ok(tokens) => scan(tokens, true),
+        Err(_) => Some("does not lex"),
+    }
+}
+
+fn scan(tokens: TokenStream, file_level: bool) -> Option<&'static str> {
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    let punct =
+        |i: usize, c: char| matches!(tokens.get(i), Some(TokenTree::Punct(p)) if p.as_char() == c);
+    let ident = |i: usize| match tokens.get(i) {
+        Some(TokenTree::Ident(id)) => Some(id.to_string()),
+        _ => None,
+    };
+    for (i, token) in tokens.iter().enumerate() {
+        match token {
+            TokenTree::Punct(p) if p.as_char() == '#' => {
+                let inner = punct(i + 1, '!');
+                let at = if inner { i + 2 } else { i + 1 };
+                let Some(TokenTree::Group(group)) = tokens.get(at) else {
+                    continue;
+                };
+                if group.delimiter() != Delimiter::Bracket {
+                    continue;
+                }
+                if inner && file_level && !is_module_level(group.stream()) {
+                    return Some("crate-level attribute");
+                }
+                if names_any(group.stream(), LINK_ATTRS) {
+                    return Some("symbol or linkage attribute");
+                }
+            }
+            TokenTree::Ident(id) => match id.to_string().as_str() {
+                "extern" => {
+                    let harmless = ident(i + 1).as_deref() == Some("crate")
+                        && ident(i + 2).is_some_and(|c| LINKED_ANYWAY.contains(&c.as_str()));
+                    if !harmless {
+                        return Some("extern block, ABI or crate");
+                    }
+                }
+                "asm" | "global_asm" | "naked_asm" | "llvm_asm" if punct(i + 1, '!') => {
+                    return Some("assembly");
+                }
+                _ => {}
+            },
+            TokenTree::Group(group) => {
+                if let Some(why) = scan(group.stream(), false) {
+                    return Some(why);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn is_module_level(attr: TokenStream) -> bool {
+    match attr.into_iter().next() {
+        Some(TokenTree::Ident(ident)) => {
+            MODULE_LEVEL_INNER_ATTRS.contains(&ident.to_string().as_str())
+        }
+        _ => false,
+    }
+}
+
+/// Whether an attribute names one of `names` anywhere inside it
+/// (`no_mangle`, `unsafe(no_mangle)`, `cfg_attr(x, export_name = "f")`).
+fn names_any(attr: TokenStream, names: &[&str]) -> bool {
+    attr.into_iter().any(|t| match t {
+        TokenTree::Ident(ident) => names.contains(&ident.to_string().as_str()),
+        TokenTree::Group(group) => names_any(group.stream(), names),
+        _ => false,
+    })
+}
+
+/// The bytes an rlib's object files allocate at run time (sections with
+/// `SHF_ALLOC`: code, read-only data, data, bss, thread-locals), summed.
+/// Reads the `ar` archive and each ELF64 member's section headers; an
+/// archive it cannot read is an error, which the caller treats as too big.
+pub(crate) fn allocated_bytes(rlib: &Path) -> std::io::Result<u64> {
+    let bytes = std::fs::read(rlib)?;
+    let bad = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned());
+    let mut rest = bytes
+        .strip_prefix(b"!<arch>\n".as_slice())
+        .ok_or_else(|| bad("not an ar archive"))?;
+    let mut total = 0u64;
+    while rest.len() >= 60 {
+        let (header, body) = rest.split_at(60);
+        let size: usize = std::str::from_utf8(&header[48..58])
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .ok_or_else(|| bad("bad ar member size"))?;
+        let member = body.get(..size).ok_or_else(|| bad("truncated ar member"))?;
+        // The symbol table (`/`, `/SYM64/`) and the long names (`//`) hold
+        // no code; every other member (objects, `lib.rmeta`) must be ELF,
+        // or the archive is laid out in a way not read here.
+        let special = header.starts_with(b"/ ")
+            || header.starts_with(b"//")
+            || header.starts_with(b"/SYM64/");
+        if member.starts_with(b"\x7fELF") {
+            total += elf_allocated(member).ok_or_else(|| bad("bad ELF object"))?;
+        } else if !special {
+            return Err(bad("an archive member that is not ELF"));
+        }
+        // Members are 2-byte aligned.
+        rest = body.get(size + size % 2..).unwrap_or(&[]);
+    }
+    Ok(total)
+}
+
+/// An ELF64 little-endian object's `SHF_ALLOC` section sizes, summed.
+fn elf_allocated(elf: &[u8]) -> Option<u64> {
+    const SHF_ALLOC: u64 = 0x2;
+    if elf.get(4) != Some(&2) || elf.get(5) != Some(&1) {
+        return None; // not ELF64 little-endian: unknown, so not small
+    }
+    let u16_at = |at: usize| Some(u16::from_le_bytes(elf.get(at..at + 2)?.try_into().ok()?));
+    let u64_at = |at: usize| Some(u64::from_le_bytes(elf.get(at..at + 8)?.try_into().ok()?));
+    let shoff = usize::try_from(u64_at(0x28)?).ok()?;
+    let shentsize = usize::from(u16_at(0x3A)?);
+    let shnum = usize::from(u16_at(0x3C)?);
+    let mut total = 0u64;
+    for k in 0..shnum {
+        let sh = shoff + k * shentsize;
+        if u64_at(sh + 8)? & SHF_ALLOC != 0 {
+            total = total.saturating_add(u64_at(sh + 0x20)?);
+        }
+    }
+    Some(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidates_that_can_fail_only_at_link_time_are_linked() {
+        let cases: &[(&str, Option<&str>)] = &[
+            ("pub fn f(x: u64) -> u64 { x * 2 }", None),
+            ("#![allow(dead_code)]\nfn f() {}", None),
+            (
+                "#[derive(Debug)] struct S; impl Drop for S { fn drop(&mut self) {} }",
+                None,
+            ),
+            (
+                "static T: [u8; 3] = [1, 2, 3]; fn f() -> &'static str { \"\" }",
+                None,
+            ),
+            ("extern crate alloc; use alloc::vec::Vec;", None),
+            ("fn f() { let used = 1; let link = used; }", None),
+            ("use super::*; fn f() { crate::g() }", None),
+            ("#![no_std]\nfn f() {}", Some("crate-level attribute")),
+            (
+                "#[no_mangle] pub fn f() {}",
+                Some("symbol or linkage attribute"),
+            ),
+            (
+                "#[unsafe(no_mangle)] pub fn f() {}",
+                Some("symbol or linkage attribute"),
+            ),
+            (
+                "mod m { #[export_name = \"g\"] fn f() {} }",
+                Some("symbol or linkage attribute"),
+            ),
+            (
+                "#[cfg_attr(all(), link_section = \".x\")] static X: u8 = 0;",
+                Some("symbol or linkage attribute"),
+            ),
+            (
+                "#[used] static KEEP: u8 = 0;",
+                Some("symbol or linkage attribute"),
+            ),
+            (
+                "extern \"C\" { fn abs(x: i32) -> i32; }",
+                Some("extern block, ABI or crate"),
+            ),
+            (
+                "pub extern \"C\" fn f() {}",
+                Some("extern block, ABI or crate"),
+            ),
+            (
+                "type F = unsafe extern fn();",
+                Some("extern block, ABI or crate"),
+            ),
+            (
+                "extern crate proc_macro;",
+                Some("extern block, ABI or crate"),
+            ),
+            (
+                "fn f() { unsafe { std::arch::asm!(\"nop\") } }",
+                Some("assembly"),
+            ),
+            ("std::arch::global_asm!(\".globl x\");", Some("assembly")),
+            ("fn f() { \"unterminated }", Some("does not lex")),
+        ];
+        for (source, want) in cases {
+            assert_eq!(needs_link(source), *want, "{source}");
+        }
+    }
+
+    /// An ELF64 object with these (flags, size) sections.
+    fn elf(sections: &[(u64, u64)]) -> Vec<u8> {
+        let mut elf = vec![0u8; 64];
+        elf[..4].copy_from_slice(b"\x7fELF");
+        elf[4] = 2;
+        elf[5] = 1;
+        elf[0x28..0x30].copy_from_slice(&64u64.to_le_bytes());
+        elf[0x3A..0x3C].copy_from_slice(&64u16.to_le_bytes());
+        elf[0x3C..0x3E].copy_from_slice(&(sections.len() as u16).to_le_bytes());
+        for (flags, size) in sections {
+            let mut sh = [0u8; 64];
+            sh[8..16].copy_from_slice(&flags.to_le_bytes());
+            sh[0x20..0x28].copy_from_slice(&size.to_le_bytes());
+            elf.extend_from_slice(&sh);
+        }
+        elf
+    }
+
+    /// An rlib as rustc writes one: the long-names member, `lib.rmeta`
+    /// (ELF, nothing allocated) and one object with `.text` (alloc, 0x40),
+    /// `.bss` (alloc, `bss`) and `.comment` (not alloc, 0x10).
+    fn archive(bss: u64) -> Vec<u8> {
+        let mut ar = b"!<arch>\n".to_vec();
+        let names = b"c0-0123456789abcdef.c0.0123456789abcdef-cgu.0.rcgu.o/\n".to_vec();
+        let members = [
+            ("//", names),
+            ("lib.rmeta/", elf(&[(0x0, 0x400)])),
+            ("/0", elf(&[(0x6, 0x40), (0x3, bss), (0x30, 0x10)])),
+        ];
+        for (name, body) in members {
+            ar.extend_from_slice(format!("{name:<16}{:<32}{:<10}`\n", 0, body.len()).as_bytes());
+            ar.extend_from_slice(&body);
+            if body.len() % 2 == 1 {
+                ar.push(b'\n');
+            }
+        }
+        ar
+    }
+
+    #[test]
+    fn allocated_bytes_sum_alloc_sections_of_every_object() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("libc0.rlib");
+        std::fs::write(&path, archive(3 << 30)).unwrap();
+        assert_eq!(allocated_bytes(&path).unwrap(), 0x40 + (3 << 30));
+        std::fs::write(&path, archive(8)).unwrap();
+        assert_eq!(allocated_bytes(&path).unwrap(), 0x48);
+        std::fs::write(&path, b"not an archive").unwrap();
+        assert!(allocated_bytes(&path).is_err());
+        // A BSD-style member (`#1/NN`, its name before its data) is not read.
+        let mut bsd = b"!<arch>\n".to_vec();
+        bsd.extend_from_slice(format!("{:<16}{:<32}{:<10}`\n", "#1/4", 0, 8).as_bytes());
+        bsd.extend_from_slice(b"c0.o\x7fELF");
+        std::fs::write(&path, bsd).unwrap();
+        assert!(allocated_bytes(&path).is_err());
+    }
+
+    #[test]
+    fn only_front_end_codes_settle_an_unlinked_failure() {
+        for post_mono in ["E0080", "E0275", "E0391", "E0511"] {
+            assert!(!FRONT_END_CODES.contains(&post_mono), "{post_mono}");
+        }
+        assert!(
+            FRONT_END_CODES.windows(2).all(|w| w[0] < w[1]),
+            "sorted, unique"
+        );
+    }
 }

@@ -20,8 +20,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use anyhow::Result;
-use proc_macro2::{Delimiter, TokenStream, TokenTree};
+use proc_macro2::{Delimiter, TokenTree};
 
+use super::scan::{self, Found};
 use super::{ProbeOutcome, ProbeStats, ProbeVerdict, Probed};
 use crate::package::{CompilerDiag, ModuleKey, Package, Profile};
 
@@ -50,93 +51,27 @@ const GLOBAL_ATTRS: &[&str] = &[
     "lang",
 ];
 
-/// Inner attributes that act on the module alone, the same as crate root or not.
-const MODULE_LEVEL_INNER_ATTRS: &[&str] = &[
-    "allow", "warn", "deny", "forbid", "expect", "doc", "rustfmt", "clippy",
-];
-
 /// Why a candidate must be built in a crate of its own to get the verdict
 /// it would get alone, or `None` when sharing a crate cannot change it.
 /// Conservative: a false alarm costs only speed.
 pub fn needs_own_crate(source: &str) -> Option<&'static str> {
-    match source.parse::<TokenStream>() {
-        Ok(tokens) => scan(tokens, true),
-        Err(_) => Some("does not lex"),
-    }
-}
-
-fn scan(tokens: TokenStream, file_level: bool) -> Option<&'static str> {
-    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
-    let punct =
-        |i: usize, c: char| matches!(tokens.get(i), Some(TokenTree::Punct(p)) if p.as_char() == c);
-    for (i, token) in tokens.iter().enumerate() {
-        match token {
-            TokenTree::Punct(p) if p.as_char() == '#' => {
-                let inner = punct(i + 1, '!');
-                let at = if inner { i + 2 } else { i + 1 };
-                let Some(TokenTree::Group(group)) = tokens.get(at) else {
-                    continue;
-                };
-                if group.delimiter() != Delimiter::Bracket {
-                    continue;
-                }
-                if inner && file_level && !is_module_level(group.stream()) {
-                    return Some("crate-level attribute");
-                }
-                if attr_is_global(group.stream()) {
-                    return Some("global symbol or exported macro");
-                }
-            }
-            TokenTree::Ident(ident) => {
-                let name = ident.to_string();
-                match name.as_str() {
-                    "crate" | "super" if punct(i + 1, ':') && punct(i + 2, ':') => {
-                        return Some("path through the crate root");
-                    }
-                    "extern" => {
-                        let at = if matches!(tokens.get(i + 1), Some(TokenTree::Literal(_))) {
-                            i + 2
-                        } else {
-                            i + 1
-                        };
-                        if matches!(tokens.get(at), Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Brace)
-                        {
-                            return Some("extern block");
-                        }
-                    }
-                    "global_asm" | "naked_asm" if punct(i + 1, '!') => {
-                        return Some("global assembly");
-                    }
-                    _ => {}
-                }
-            }
-            TokenTree::Group(group) => {
-                if let Some(why) = scan(group.stream(), false) {
-                    return Some(why);
-                }
-            }
-            _ => {}
+    scan::first_reason(source, &|found| match found {
+        Found::Attr(attr) => {
+            scan::names_any(attr, GLOBAL_ATTRS).then_some("global symbol or exported macro")
         }
-    }
-    None
-}
-
-fn is_module_level(attr: TokenStream) -> bool {
-    match attr.into_iter().next() {
-        Some(TokenTree::Ident(ident)) => {
-            MODULE_LEVEL_INNER_ATTRS.contains(&ident.to_string().as_str())
-        }
-        _ => false,
-    }
-}
-
-/// Whether an attribute names a crate-wide effect anywhere inside it
-/// (`no_mangle`, `unsafe(no_mangle)`, `cfg_attr(x, export_name = "f")`).
-fn attr_is_global(attr: TokenStream) -> bool {
-    attr.into_iter().any(|t| match t {
-        TokenTree::Ident(ident) => GLOBAL_ATTRS.contains(&ident.to_string().as_str()),
-        TokenTree::Group(group) => attr_is_global(group.stream()),
-        _ => false,
+        Found::Ident(tokens, i, name) => match name.as_str() {
+            "crate" | "super" if tokens.punct(i + 1, ':') && tokens.punct(i + 2, ':') => {
+                Some("path through the crate root")
+            }
+            "extern" => {
+                let abi = matches!(tokens.get(i + 1), Some(TokenTree::Literal(_)));
+                let at = if abi { i + 2 } else { i + 1 };
+                matches!(tokens.get(at), Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Brace)
+                    .then_some("extern block")
+            }
+            "global_asm" | "naked_asm" if tokens.punct(i + 1, '!') => Some("global assembly"),
+            _ => None,
+        },
     })
 }
 

@@ -39,6 +39,7 @@
 //! what it is, so every probe run records it.
 
 mod fast;
+mod scan;
 mod serial;
 pub mod stream;
 mod toolchain;

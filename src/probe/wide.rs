@@ -33,8 +33,8 @@
 use std::path::Path;
 
 use anyhow::Result;
-use proc_macro2::{Delimiter, TokenStream, TokenTree};
 
+use super::scan::{self, Found};
 use super::{target_verdict, ProbeOutcome, ProbeStats, ProbeVerdict, Probed};
 use crate::package::{BuildReport, ModuleKey, Package, Profile};
 
@@ -57,11 +57,6 @@ const LINK_ATTRS: &[&str] = &[
     "lang",
     "thread_local",
     "rustc_std_internal_symbol",
-];
-
-/// Inner attributes that act on the module alone, so need no link.
-const MODULE_LEVEL_INNER_ATTRS: &[&str] = &[
-    "allow", "warn", "deny", "forbid", "expect", "doc", "rustfmt", "clippy",
 ];
 
 /// Crates `extern crate` may name without linking anything a binary of
@@ -275,78 +270,23 @@ fn write_lib_root(package: &Package, idx: usize, name: &str) -> Result<()> {
 /// `None` when its tokens contain nothing that can fail only at link time.
 /// Conservative: a false alarm costs only the link.
 pub fn needs_link(source: &str) -> Option<&'static str> {
-    match source.parse::<TokenStream>() {
-        Ok(tokens) => scan(tokens, true),
-        Err(_) => Some("does not lex"),
-    }
-}
-
-fn scan(tokens: TokenStream, file_level: bool) -> Option<&'static str> {
-    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
-    let punct =
-        |i: usize, c: char| matches!(tokens.get(i), Some(TokenTree::Punct(p)) if p.as_char() == c);
-    let ident = |i: usize| match tokens.get(i) {
-        Some(TokenTree::Ident(id)) => Some(id.to_string()),
-        _ => None,
-    };
-    for (i, token) in tokens.iter().enumerate() {
-        match token {
-            TokenTree::Punct(p) if p.as_char() == '#' => {
-                let inner = punct(i + 1, '!');
-                let at = if inner { i + 2 } else { i + 1 };
-                let Some(TokenTree::Group(group)) = tokens.get(at) else {
-                    continue;
-                };
-                if group.delimiter() != Delimiter::Bracket {
-                    continue;
-                }
-                if inner && file_level && !is_module_level(group.stream()) {
-                    return Some("crate-level attribute");
-                }
-                if names_any(group.stream(), LINK_ATTRS) {
-                    return Some("symbol or linkage attribute");
-                }
-            }
-            TokenTree::Ident(id) => match id.to_string().as_str() {
-                "extern" => {
-                    let harmless = ident(i + 1).as_deref() == Some("crate")
-                        && ident(i + 2).is_some_and(|c| LINKED_ANYWAY.contains(&c.as_str()));
-                    if !harmless {
-                        return Some("extern block, ABI or crate");
-                    }
-                }
-                "asm" | "global_asm" | "naked_asm" | "llvm_asm" if punct(i + 1, '!') => {
-                    return Some("assembly");
-                }
-                _ => {}
-            },
-            TokenTree::Group(group) => {
-                if let Some(why) = scan(group.stream(), false) {
-                    return Some(why);
-                }
-            }
-            _ => {}
+    scan::first_reason(source, &|found| match found {
+        Found::Attr(attr) => {
+            scan::names_any(attr, LINK_ATTRS).then_some("symbol or linkage attribute")
         }
-    }
-    None
-}
-
-fn is_module_level(attr: TokenStream) -> bool {
-    match attr.into_iter().next() {
-        Some(TokenTree::Ident(ident)) => {
-            MODULE_LEVEL_INNER_ATTRS.contains(&ident.to_string().as_str())
-        }
-        _ => false,
-    }
-}
-
-/// Whether an attribute names one of `names` anywhere inside it
-/// (`no_mangle`, `unsafe(no_mangle)`, `cfg_attr(x, export_name = "f")`).
-fn names_any(attr: TokenStream, names: &[&str]) -> bool {
-    attr.into_iter().any(|t| match t {
-        TokenTree::Ident(ident) => names.contains(&ident.to_string().as_str()),
-        TokenTree::Group(group) => names_any(group.stream(), names),
-        _ => false,
+        Found::Ident(tokens, i, name) => match name.as_str() {
+            "extern" => {
+                let harmless = tokens.ident(i + 1).as_deref() == Some("crate")
+                    && tokens
+                        .ident(i + 2)
+                        .is_some_and(|c| LINKED_ANYWAY.contains(&c.as_str()));
+                (!harmless).then_some("extern block, ABI or crate")
+            }
+            "asm" | "global_asm" | "naked_asm" | "llvm_asm" if tokens.punct(i + 1, '!') => {
+                Some("assembly")
+            }
+            _ => None,
+        },
     })
 }
 

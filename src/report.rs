@@ -26,6 +26,11 @@ pub struct Summary {
     /// Unique candidates that compiled (out of `unique`).
     pub compiled: usize,
     pub admitted: usize,
+    /// The admitted candidate ranked first (score, then scoring CPU time):
+    /// the one `--promote` would write if it beats the committed one.
+    pub top_admitted: Option<usize>,
+    /// The most cases passed, by any candidate, admitted or not (a tie goes
+    /// to the earliest).
     pub best: Option<Best>,
     pub committed: Option<Committed>,
     pub phases: Vec<PhaseFigures>,
@@ -152,6 +157,10 @@ impl Summary {
             unique,
             compiled,
             admitted: candidates.iter().filter(|c| c.admitted).count(),
+            top_admitted: candidates
+                .iter()
+                .find(|c| c.admitted && c.rank == Some(1))
+                .map(|c| c.idx),
             best: best(candidates),
             committed: batch.committed.as_ref().map(|c| Committed {
                 verdict: c.verdict.to_string(),
@@ -213,10 +222,14 @@ impl Summary {
             Some(c) => format!("committed {}", c.verdict),
             None => "committed not scored".to_owned(),
         };
+        let admitted = match self.top_admitted {
+            Some(top) => format!("admitted {} (top: candidate {top})", self.admitted),
+            None => format!("admitted {}", self.admitted),
+        };
         let _ = writeln!(
             out,
-            "extracted {}/{}  unique {}  compiled {}/{}  admitted {}  {best}  {committed}",
-            self.extracted, self.replies, self.unique, self.compiled, self.unique, self.admitted
+            "extracted {}/{}  unique {}  compiled {}/{}  {admitted}  {best}  {committed}",
+            self.extracted, self.replies, self.unique, self.compiled, self.unique
         );
         if self.resumes.is_empty() {
             out.push_str(&phase_table(&self.phases));

@@ -115,6 +115,19 @@ fn check_task(task: &str, spec_path: &str, expected_file: &Path) {
     );
     assert_eq!(summary["compiled"], count(&|e| e["probe"] == "compiled"));
     assert_eq!(summary["status"], "finished");
+    // The top admitted candidate is the one the candidate list ranks first.
+    let ranked_first: Vec<&Value> = candidates
+        .iter()
+        .filter(|c| c["rank"] == 1)
+        .map(|c| &c["candidate_id"])
+        .collect();
+    if summary["admitted"] == 0 {
+        assert!(ranked_first.is_empty(), "{task}");
+        assert!(summary["top_admitted"].is_null(), "{task}");
+    } else {
+        assert_eq!(ranked_first.len(), 1, "{task}: one candidate ranked first");
+        assert_eq!(&summary["top_admitted"], ranked_first[0], "{task}");
+    }
     for key in ["best", "committed", "phases", "errors_dir"] {
         assert!(
             !summary[key].is_null(),
@@ -191,7 +204,7 @@ fn text_summary_has_counts_phases_and_errors_dir() {
         "{text}"
     );
     assert!(
-        lines[1].starts_with("extracted 5/6  unique 4  compiled 3/4  admitted 1  best 10/10 (candidate 0)  committed 8/10"),
+        lines[1].starts_with("extracted 5/6  unique 4  compiled 3/4  admitted 1 (top: candidate 0)  best 10/10 (candidate 0)  committed 8/10"),
         "{text}"
     );
     assert!(lines[2].starts_with("phase"), "{text}");

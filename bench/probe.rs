@@ -1,7 +1,9 @@
 //! Probe benchmark: serial, wide and fast side by side, with the one-rustc
 //! floor, on N generated candidates of the bundled `absolute` task. `wide-L`
 //! is wide with every candidate a linked binary (the scheme before unlinked
-//! targets), so the table shows what building unlinked saves.
+//! targets), so the table shows what building unlinked saves. `wide-1` is
+//! wide with every target in one cargo build (before wide split them into
+//! builds of `WIDE_TARGETS_PER_BUILD`), so the table shows what that saves.
 //!
 //! `cargo bench --bench probe` (environment: `ASSAY_BENCH_NS=32,200,1000`,
 //! `ASSAY_BENCH_SERIAL_MAX=200`, `ASSAY_BENCH_SERIAL_SAMPLE=100`). Serial
@@ -24,7 +26,9 @@ use std::time::Instant;
 
 use assay::account::process_cpu_seconds;
 use assay::package::{Package, Profile};
-use assay::probe::{self, ProbeMode, ProbeOutcome, ProbeVerdict, WideScheme};
+use assay::probe::{
+    self, ProbeMode, ProbeOutcome, ProbeVerdict, WideScheme, WIDE_TARGETS_PER_BUILD,
+};
 use assay::spec::Spec;
 
 fn main() {
@@ -59,6 +63,7 @@ fn main() {
             let serial = measure(&package, ProbeMode::Serial, &sources[..serial_n]).await;
             let linked = measure_linked(&package, &sources).await;
             let wide = measure(&package, ProbeMode::Wide, &sources).await;
+            let one_build = measure_one_build(&package, &sources).await;
             let fast = measure(&package, ProbeMode::Fast, &sources).await;
             let good: Vec<(usize, &str)> = sources
                 .iter()
@@ -72,14 +77,15 @@ fn main() {
             row(n, "serial", serial.wall * scale, serial.cpu * scale, &serial, &note);
             row(n, "wide-L", linked.wall, linked.cpu, &linked, "every candidate linked (before)");
             row(n, "wide", wide.wall, wide.cpu, &wide, &format!("{} linked again after an unlinked build", wide.fallbacks));
+            row(n, "wide-1", one_build.wall, one_build.cpu, &one_build, "every target in one cargo build (before)");
             row(n, "fast", fast.wall, fast.cpu, &fast, &format!("{} passes, {} fallbacks", fast.passes, fast.fallbacks));
             row(n, "floor", floor.wall, floor.cpu, &floor, &format!("one rustc over the {} that compile", good.len()));
 
             let mut differ = 0;
             for (i, w) in wide.verdicts.iter().enumerate() {
-                if fast.verdicts[i] != *w || linked.verdicts[i] != *w || serial.verdicts.get(i).is_some_and(|s| s != w) {
+                if fast.verdicts[i] != *w || linked.verdicts[i] != *w || one_build.verdicts[i] != *w || serial.verdicts.get(i).is_some_and(|s| s != w) {
                     differ += 1;
-                    eprintln!("candidate {i}: wide {w}, wide-L {}, fast {}, serial {:?}", linked.verdicts[i], fast.verdicts[i], serial.verdicts.get(i).map(|v| v.to_string()));
+                    eprintln!("candidate {i}: wide {w}, wide-L {}, wide-1 {}, fast {}, serial {:?}", linked.verdicts[i], one_build.verdicts[i], fast.verdicts[i], serial.verdicts.get(i).map(|v| v.to_string()));
                 }
             }
             let failed = wide.verdicts.iter().filter(|v| !v.compiled()).count();
@@ -160,12 +166,34 @@ async fn measure(package: &Package, mode: ProbeMode, sources: &[(usize, &str)]) 
 
 /// Wide with every candidate a linked binary.
 async fn measure_linked(package: &Package, sources: &[(usize, &str)]) -> Measured {
+    measure_wide(
+        "wide-L",
+        package,
+        sources,
+        WideScheme::Linked,
+        WIDE_TARGETS_PER_BUILD,
+    )
+    .await
+}
+
+/// Wide with every target in one cargo build, however many there are.
+async fn measure_one_build(package: &Package, sources: &[(usize, &str)]) -> Measured {
+    measure_wide("wide-1", package, sources, WideScheme::Unlinked, usize::MAX).await
+}
+
+async fn measure_wide(
+    mode: &str,
+    package: &Package,
+    sources: &[(usize, &str)],
+    scheme: WideScheme,
+    targets_per_build: usize,
+) -> Measured {
     let cpu0 = process_cpu_seconds();
     let t0 = Instant::now();
-    let out = probe::probe_wide_with(package, sources, WideScheme::Linked, &mut |_| {})
+    let out = probe::probe_wide_with(package, sources, scheme, targets_per_build, &mut |_| {})
         .await
         .expect("probe runs");
-    measured("wide-L", out, t0, cpu0)
+    measured(mode, out, t0, cpu0)
 }
 
 fn measured(mode: &str, out: ProbeOutcome, t0: Instant, cpu0: f64) -> Measured {

@@ -11,11 +11,11 @@
 //! agree:
 //!
 //! - [`ProbeMode::Wide`] (default, `wide`): one target per candidate, one
-//!   `cargo build --keep-going`; cargo's JSON messages say which targets
-//!   produced an artifact and which errors belong to which target. A
-//!   candidate that cannot fail only at link time is built unlinked (an
-//!   `rlib` example, code generation without the linker) and linked only
-//!   when that build cannot settle its verdict (see `wide`).
+//!   `cargo build --keep-going` per hundred of them; cargo's JSON messages
+//!   say which targets produced an artifact and which errors belong to
+//!   which target. A candidate that cannot fail only at link time is built
+//!   unlinked (an `rlib` example, code generation without the linker) and
+//!   linked only when that build cannot settle its verdict (see `wide`).
 //! - [`ProbeMode::Serial`] (`serial`): one `cargo build` per candidate, one
 //!   after the other, as the old pipeline's probe did; kept for comparison.
 //! - [`ProbeMode::Fast`] (`fast`, experimental): every candidate a module of
@@ -56,7 +56,10 @@ use crate::testpoint;
 
 pub use fast::{floor as fast_floor, needs_own_crate};
 pub use toolchain::{toolchain, Toolchain};
-pub use wide::{needs_link, probe_with as probe_wide_with, Scheme as WideScheme};
+pub use wide::{
+    needs_link, probe_with as probe_wide_with, Scheme as WideScheme,
+    TARGETS_PER_BUILD as WIDE_TARGETS_PER_BUILD,
+};
 
 /// How many times a candidate whose probe failed for a reason that can be
 /// transient is probed again. Two: one more failure after a retry is

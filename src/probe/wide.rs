@@ -1,6 +1,6 @@
-//! Wide mode: one target per candidate, one `cargo build --keep-going`.
-//! cargo schedules the targets over every core, and a failing target stops
-//! nothing else.
+//! Wide mode: one target per candidate, one `cargo build --keep-going` per
+//! [`TARGETS_PER_BUILD`] of them. cargo schedules the targets over every
+//! core, and a failing target stops nothing else.
 //!
 //! Linking a candidate's binary against `std` costs about as much CPU as
 //! compiling it (docs/benchmarks.md), and almost nothing in a candidate can
@@ -101,24 +101,43 @@ pub enum Scheme {
     Linked,
 }
 
+/// How many targets one cargo build of the wide probe holds at most; more
+/// candidates are split into builds of about equal size, one after the
+/// other (they share the target directory, whose lock would serialise them
+/// anyway). cargo's own cost per unit grows with the number of targets in
+/// the manifest: it holds about 1.7 KB per unit built per target of the
+/// manifest (peak 105 MB for 200 targets, 1.76 GB for 1000), and it forks
+/// every rustc (its jobserver set-up rules out `posix_spawn`), copying and
+/// then tearing down page tables in proportion to its size. At 1000 targets
+/// in one build that cost about 0.13 CPU-s per candidate in the kernel,
+/// more than rustc itself; at 100 it is about 5 ms.
+pub const TARGETS_PER_BUILD: usize = 100;
+
 pub(super) async fn probe(
     package: &Package,
     candidates: &[(usize, &str)],
     on_progress: &mut impl FnMut(usize),
 ) -> Result<ProbeOutcome> {
-    probe_with(package, candidates, Scheme::Unlinked, on_progress).await
+    probe_with(
+        package,
+        candidates,
+        Scheme::Unlinked,
+        TARGETS_PER_BUILD,
+        on_progress,
+    )
+    .await
 }
 
-/// Wide mode with the scheme chosen (the benchmark compares them).
+/// Wide mode with the scheme and the number of targets per cargo build
+/// chosen (the benchmark compares them).
 pub async fn probe_with(
     package: &Package,
     candidates: &[(usize, &str)],
     scheme: Scheme,
+    targets_per_build: usize,
     on_progress: &mut impl FnMut(usize),
 ) -> Result<ProbeOutcome> {
     let names = write_modules(package, candidates)?;
-    let mut bins = Vec::new();
-    let mut libs = Vec::new();
     let mut is_bin = Vec::with_capacity(candidates.len());
     for ((idx, source), name) in candidates.iter().zip(&names) {
         let linked = match scheme {
@@ -132,58 +151,67 @@ pub async fn probe_with(
         is_bin.push(linked);
         if linked {
             write_bin_root(package, *idx, name)?;
-            bins.push(name.clone());
         } else {
             write_lib_root(package, *idx, name)?;
-            libs.push(name.clone());
         }
     }
-    package.set_targets(
-        bins.iter().map(String::as_str),
-        libs.iter().map(String::as_str),
-    )?;
-    let mut done = 0;
-    let report = package
-        .build_targets(Profile::Probe, &bins, &libs, |_| {
-            done += 1;
-            on_progress(done);
-        })
-        .await?;
-    let mut stats = ProbeStats::default();
-    stats.add_build(&report);
 
-    let mut probed = Vec::with_capacity(candidates.len());
+    let mut stats = ProbeStats::default();
+    let mut probed: Vec<Option<Probed>> = (0..candidates.len()).map(|_| None).collect();
     let mut relink = Vec::new();
-    for (pos, ((idx, _), name)) in candidates.iter().zip(&names).enumerate() {
-        if is_bin[pos] {
-            probed.push(Some(target_verdict(*idx, &report, name)));
-            continue;
-        }
-        let verdict = target_verdict(*idx, &report, name);
-        if must_relink(&verdict, &report, name) {
-            tracing::debug!(
-                candidate = idx,
-                "wide probe: unlinked target inconclusive, linking"
-            );
-            relink.push(pos);
-            probed.push(None);
-        } else {
-            probed.push(Some(verdict));
+    let mut done = 0;
+    for chunk in chunks(candidates.len(), targets_per_build) {
+        let select = |bin: bool| -> Vec<String> {
+            chunk
+                .clone()
+                .filter(|&pos| is_bin[pos] == bin)
+                .map(|pos| names[pos].clone())
+                .collect()
+        };
+        let (bins, libs) = (select(true), select(false));
+        package.set_targets(
+            bins.iter().map(String::as_str),
+            libs.iter().map(String::as_str),
+        )?;
+        let report = package
+            .build_targets(Profile::Probe, &bins, &libs, |_| {
+                done += 1;
+                on_progress(done);
+            })
+            .await?;
+        stats.add_build(&report);
+        // Each verdict is read from the report of the build that held its
+        // target: a timeout or a killed cargo belongs to that build only.
+        for pos in chunk {
+            let (idx, name) = (candidates[pos].0, &names[pos]);
+            let verdict = target_verdict(idx, &report, name);
+            if !is_bin[pos] && must_relink(&verdict, &report, name) {
+                tracing::debug!(
+                    candidate = idx,
+                    "wide probe: unlinked target inconclusive, linking"
+                );
+                relink.push(pos);
+            } else {
+                probed[pos] = Some(verdict);
+            }
         }
     }
-    if !relink.is_empty() {
-        let again: Vec<String> = relink.iter().map(|&pos| names[pos].clone()).collect();
-        for &pos in &relink {
-            write_bin_root(package, candidates[pos].0, &names[pos])?;
-        }
+    for &pos in &relink {
+        write_bin_root(package, candidates[pos].0, &names[pos])?;
+    }
+    for chunk in chunks(relink.len(), targets_per_build) {
+        let again: Vec<String> = relink[chunk.clone()]
+            .iter()
+            .map(|&pos| names[pos].clone())
+            .collect();
         package.set_bins(again.iter().map(String::as_str))?;
         let report = package.build(Profile::Probe, &again, |_| {}).await?;
         stats.add_build(&report);
-        stats.fallbacks += relink.len();
-        for &pos in &relink {
+        for &pos in &relink[chunk] {
             probed[pos] = Some(target_verdict(candidates[pos].0, &report, &names[pos]));
         }
     }
+    stats.fallbacks += relink.len();
     on_progress(candidates.len());
     Ok(ProbeOutcome {
         probed: probed
@@ -192,6 +220,14 @@ pub async fn probe_with(
             .collect(),
         stats,
     })
+}
+
+/// Splits `0..n` into the fewest consecutive ranges of at most `max`
+/// (at least 1) items, their sizes differing by one at most, so the last
+/// build is not a small tail that leaves cores idle.
+fn chunks(n: usize, max: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let count = n.div_ceil(max.max(1));
+    (0..count).map(move |k| k * n / count..(k + 1) * n / count)
 }
 
 /// Whether an unlinked target's verdict could differ from its binary's: it
@@ -470,6 +506,28 @@ mod tests {
         bsd.extend_from_slice(b"c0.o\x7fELF");
         std::fs::write(&path, bsd).unwrap();
         assert!(allocated_bytes(&path).is_err());
+    }
+
+    #[test]
+    fn candidates_are_split_into_even_builds_of_bounded_size() {
+        let cases: &[(usize, usize, &[usize])] = &[
+            (0, 100, &[]),
+            (1, 100, &[1]),
+            (100, 100, &[100]),
+            (101, 100, &[50, 51]),
+            (200, 100, &[100, 100]),
+            (250, 100, &[83, 83, 84]),
+            (1000, 100, &[100; 10]),
+            (7, usize::MAX, &[7]),
+            (3, 0, &[1, 1, 1]),
+        ];
+        for &(n, max, sizes) in cases {
+            let ranges: Vec<_> = chunks(n, max).collect();
+            let got: Vec<usize> = ranges.iter().map(|r| r.len()).collect();
+            assert_eq!(got, sizes, "n {n}, max {max}");
+            let covered: Vec<usize> = ranges.into_iter().flatten().collect();
+            assert_eq!(covered, (0..n).collect::<Vec<_>>(), "n {n}, max {max}");
+        }
     }
 
     #[test]

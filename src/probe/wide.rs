@@ -102,15 +102,16 @@ pub enum Scheme {
 }
 
 /// How many targets one cargo build of the wide probe holds at most; more
-/// candidates are split into builds of about equal size, one after the
-/// other (they share the target directory, whose lock would serialise them
-/// anyway). cargo's own cost per unit grows with the number of targets in
-/// the manifest: it holds about 1.7 KB per unit built per target of the
-/// manifest (peak 105 MB for 200 targets, 1.76 GB for 1000), and it forks
-/// every rustc (its jobserver set-up rules out `posix_spawn`), copying and
-/// then tearing down page tables in proportion to its size. At 1000 targets
-/// in one build that cost about 0.13 CPU-s per candidate in the kernel,
-/// more than rustc itself; at 100 it is about 5 ms.
+/// candidates are split into builds of about equal size, one after the other
+/// (they share the target directory, whose lock would serialise them anyway).
+/// cargo's own cost per unit grows with the number of targets in the
+/// manifest: each unit's job keeps its own copy of the parsed manifest
+/// (cargo's `ManifestErrorContext`, for diagnostics that point into
+/// `Cargo.toml`), about 1.7 KB per target (peak 105 MB for 200 targets,
+/// 1.76 GB for 1000), and it forks every rustc (its jobserver set-up rules out
+/// `posix_spawn`), copying and then tearing down page tables in proportion to
+/// its size. At 1000 targets in one build that cost about 0.13 CPU-s per
+/// candidate in the kernel, more than rustc itself; at 100 it is about 5 ms.
 pub const TARGETS_PER_BUILD: usize = 100;
 
 pub(super) async fn probe(

@@ -212,8 +212,11 @@ impl Store {
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(Duration::from_secs(10))
+            .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(true);
+        // Held until the schema is current: creating the database, switching
+        // it to WAL and migrating it happen in one opener at a time.
+        let _opening = OpenLock::acquire(path).await?;
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options)
@@ -1200,28 +1203,11 @@ async fn migrate(pool: &SqlitePool, path: &Path) -> Result<(), StoreError> {
             known,
         });
     }
-    let mut attempt = 0;
-    loop {
-        match migrator.run(pool).await {
-            Ok(()) => return Ok(()),
-            Err(source) => {
-                attempt += 1;
-                let raced = matches!(
-                    source,
-                    sqlx::migrate::MigrateError::Execute(_)
-                        | sqlx::migrate::MigrateError::ExecuteMigration(..)
-                );
-                if !raced || attempt >= 10 {
-                    return Err(StoreError::Migrate {
-                        path: path.to_path_buf(),
-                        source,
-                    });
-                }
-                tracing::debug!(%source, "migration raced with another process; retrying");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    }
+    // No other opener is in here (see `OpenLock`), so a failure is real.
+    migrator.run(pool).await.map_err(|source| StoreError::Migrate {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// A batch the database says is running, with its owner where known.
@@ -1487,6 +1473,51 @@ fn owner_of(r: &sqlx::sqlite::SqliteRow) -> Option<Owner> {
         pid: r.get::<Option<i64>, _>("owner_pid")? as u32,
         start: r.get::<Option<i64>, _>("owner_start")? as u64,
     })
+}
+
+/// How long a connection waits for a lock another connection holds.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Serialises `Store::open` across connections, tasks and processes.
+///
+/// SQLite's busy handler does not cover opening a new database from several
+/// connections at once: switching it to WAL and a deferred migration
+/// transaction that upgrades to a write can get `SQLITE_BUSY` at once,
+/// without waiting, and two openers that both find the schema missing both
+/// try to apply it. So every opener takes an exclusive `flock` first and
+/// holds it until the schema is current; later opens find a WAL database
+/// with every migration applied, which needs only ordinary locks.
+///
+/// The lock is on the database's directory, not on the database file: a
+/// second descriptor on the database file, when closed, would drop the
+/// POSIX locks SQLite holds on it in this process. `flock` locks are per
+/// open file description, so two opens in one process exclude each other
+/// as two processes do.
+struct OpenLock {
+    // Unlocked when closed, on drop.
+    _dir: std::fs::File,
+}
+
+impl OpenLock {
+    async fn acquire(db: &Path) -> Result<OpenLock, StoreError> {
+        let dir = db
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        let db = db.to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            let lock = |e: std::io::Error| StoreError::Open {
+                path: db.clone(),
+                message: format!("cannot lock directory {} to open the database: {e}", dir.display()),
+            };
+            let file = std::fs::File::open(&dir).map_err(lock)?;
+            file.lock().map_err(lock)?;
+            Ok(OpenLock { _dir: file })
+        })
+        .await
+        .expect("taking the open lock does not panic")
+    }
 }
 
 fn is_read_only(e: &sqlx::Error) -> bool {
@@ -1846,6 +1877,71 @@ mod tests {
         for open in opens {
             open.await.unwrap().unwrap();
         }
+        assert_migrated_once(&path).await;
+    }
+
+    /// The same race between processes: each child is this test binary
+    /// running `open_the_database_named_in_the_environment`.
+    #[test]
+    fn opening_a_new_database_from_many_processes_at_once_works() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let exe = std::env::current_exe().unwrap();
+        let children: Vec<_> = (0..6)
+            .map(|_| {
+                std::process::Command::new(&exe)
+                    .args([
+                        "--exact",
+                        "store::tests::open_the_database_named_in_the_environment",
+                        "--ignored",
+                        "--nocapture",
+                    ])
+                    .env(CHILD_DB, &path)
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success() && stdout.contains("1 passed"),
+                "{stdout}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        tokio::runtime::Runtime::new()
+            .unwrap()
+            .block_on(assert_migrated_once(&path));
+    }
+
+    const CHILD_DB: &str = "ASSAY_TEST_OPEN_DB";
+
+    /// A child of `opening_a_new_database_from_many_processes_at_once_works`.
+    #[tokio::test]
+    #[ignore = "run as a child process by opening_a_new_database_from_many_processes_at_once_works"]
+    async fn open_the_database_named_in_the_environment() {
+        let path = std::env::var_os(CHILD_DB).expect("run by the many-processes test");
+        let store = Store::open(Path::new(&path)).await.unwrap();
+        store.close().await;
+    }
+
+    /// Every migration is recorded exactly once, as applied.
+    async fn assert_migrated_once(path: &Path) {
+        let store = Store::open(path).await.unwrap();
+        let rows: Vec<(i64, bool)> =
+            sqlx::query_as("SELECT version, success FROM _sqlx_migrations ORDER BY version")
+                .fetch_all(&store.pool)
+                .await
+                .unwrap();
+        let known: Vec<(i64, bool)> = sqlx::migrate!("./migrations")
+            .iter()
+            .map(|m| (m.version, true))
+            .collect();
+        assert_eq!(rows, known);
+        store.close().await;
     }
 
     #[tokio::test]

@@ -138,9 +138,6 @@ pub async fn run_per_pool(
             // with the first batch; the others check again on their threads
             // (free once stamped).
             let mut checked = Some(pipeline::check_cases(cfg).await?);
-            // Open (and migrate) the database once here: two first opens at
-            // the same time would both try to apply the migrations.
-            Store::open(db).await?.close().await;
             // A thread and a runtime per batch: the task package's file lock
             // blocks the thread that waits for it, and must not block a
             // worker another batch needs.

@@ -47,7 +47,8 @@ impl Interrupt {
                 _ = sigint.recv() => "SIGINT",
                 _ = sigterm.recv() => "SIGTERM",
             };
-            tracing::info!(signal = first, "stopping; a second signal exits at once");
+            // Said always, not logged: whoever pressed Ctrl-C waits for it.
+            eprintln!("assay: stopping on {first}; a second signal exits at once");
             let _ = tx.send(Some(first));
             tokio::select! {
                 _ = sigint.recv() => {}

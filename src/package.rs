@@ -404,6 +404,12 @@ fn main() {{}}
         tracing::debug!(?profile, args = selection.len(), "cargo build");
         let mut child = cmd.spawn().context("cannot start cargo")?;
         let pgid = child.id();
+        // A build abandoned half-way (the batch interrupted, its future
+        // dropped) takes rustc and the linker down with cargo.
+        let mut group = BuildGroup { pgid, reaped: false };
+        if let Some(pgid) = pgid {
+            crate::testpoint::hold_build(pgid).await;
+        }
         if crate::testpoint::take_kill_next_build() {
             if let Some(pgid) = pgid {
                 // SAFETY: signalling a process group we created.
@@ -441,6 +447,8 @@ fn main() {{}}
             }
         }
         let status = child.wait().await.context("cargo did not finish")?;
+        // Reaped: its group needs no killing (and its id may be reused).
+        group.reaped = true;
         report.success = status.success();
         report.signal = status.signal();
         report.stderr = stderr_task.await.unwrap_or_default();
@@ -643,6 +651,39 @@ fn toml_string(s: &str) -> String {
 
 fn write(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// The process group of a running cargo build, killed whole when the build
+/// is dropped before cargo was reaped.
+///
+/// The drop waits until cargo has died (a zombie, or reaped), so once an
+/// interrupted `assay` has exited, no build of its is still running.
+struct BuildGroup {
+    pgid: Option<u32>,
+    reaped: bool,
+}
+
+impl Drop for BuildGroup {
+    fn drop(&mut self) {
+        let Some(pgid) = self.pgid.filter(|_| !self.reaped) else {
+            return;
+        };
+        // SAFETY: signalling a process group we created and have not reaped.
+        unsafe { libc::kill(-(pgid as i32), libc::SIGKILL) };
+        // SIGKILL takes effect when the process is next scheduled: moments.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while still_runs(pgid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+/// Whether `pid` exists and has not exited (a zombie has).
+fn still_runs(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+        !(state.starts_with('Z') || state.starts_with('X'))
+    })
 }
 
 #[cfg(test)]

@@ -476,19 +476,16 @@ async fn draw(
                 }
             }
         }
-        let count = arrived.len();
-        store.record_draws(batch, &arrived).await?;
-        if let Some(tap) = &tap {
-            // The streaming probe may have stopped on an error of its own,
-            // which the batch reports; the draw goes on regardless.
-            for drawn in &arrived {
+        // One transaction per reply: `draw.reply#K` holds the process with
+        // exactly K replies stored, and a kill loses only unstored ones.
+        for drawn in arrived.drain(..) {
+            store.record_draw(batch, &drawn).await?;
+            if let Some(tap) = &tap {
+                // The streaming probe may have stopped on an error of its
+                // own, which the batch reports; the draw goes on regardless.
                 let _ = tap.send(drawn.clone());
             }
-        }
-        replies.append(&mut arrived);
-        // Replies are stored in batches, so `draw.reply#K` may hold the
-        // process with more than K replies stored.
-        for _ in 0..count {
+            replies.push(drawn);
             testpoint::reached("draw.reply").await;
         }
     }

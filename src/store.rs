@@ -2007,11 +2007,21 @@ mod tests {
             .await
             .unwrap();
         let back = store.draw_replies(batch).await.unwrap();
-        assert_eq!(back, vec![ok, failed]);
+        assert_eq!(back, vec![ok.clone(), failed]);
         let attempts = store.draw_attempts(batch).await.unwrap();
         assert_eq!(attempts.len(), 3);
         assert_eq!(attempts[2].0, None, "a cancelled request is no reply");
         // The old reader still sees both replies, unknown tokens unknown.
+        let want = vec![(0, ok.reply.completion_tokens), (1, None)];
+        let old: Vec<(usize, Option<u64>)> = store
+            .replies(batch)
+            .await
+            .unwrap()
+            .iter()
+            .map(|d| (d.idx, d.reply.completion_tokens))
+            .collect();
+        assert_eq!(old, want);
+        // Replies are not candidates: the candidate reader lists none.
         let cands = store.candidates(batch).await;
         assert!(cands.unwrap().is_empty(), "no candidates were recorded");
     }

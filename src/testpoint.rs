@@ -12,6 +12,10 @@
 //! - `kill`: go on, but SIGKILL the next nested cargo build's process group
 //!   as soon as it starts, the way the OOM killer would (only at points
 //!   before a build: `probe.build`).
+//! - `hold`: go on, but stop (SIGSTOP) the next nested cargo build's process
+//!   group as soon as it starts, print `assay-test: holding build PGID`, and
+//!   wait forever: a build that is certainly still running when the test
+//!   interrupts or kills assay (only at points before a build).
 //!
 //! Unset, a point costs one comparison against a value read once. The names
 //! are listed in docs/crash-safety.md; they are not part of the interface.
@@ -29,10 +33,14 @@ enum Action {
     Pause,
     Stall,
     Kill,
+    Hold,
 }
 
 /// Set by a `kill` point; taken by the next nested cargo build.
 static KILL_NEXT_BUILD: AtomicBool = AtomicBool::new(false);
+
+/// Set by a `hold` point; taken by the next nested cargo build.
+static HOLD_NEXT_BUILD: AtomicBool = AtomicBool::new(false);
 
 #[derive(Debug)]
 struct Armed {
@@ -55,6 +63,7 @@ fn parse(value: &str) -> Option<Armed> {
         "pause" => Action::Pause,
         "stall" => Action::Stall,
         "kill" => Action::Kill,
+        "hold" => Action::Hold,
         _ => return None,
     };
     let (name, nth) = match point.split_once('#') {
@@ -86,6 +95,7 @@ fn announce(action: Action, name: &str, nth: usize) {
         Action::Pause => "pause",
         Action::Stall => "stall",
         Action::Kill => "kill",
+        Action::Hold => "hold",
     };
     eprintln!("assay-test: {word} at {name}#{nth}");
 }
@@ -98,6 +108,7 @@ pub async fn reached(name: &str) {
             Action::Pause => std::future::pending::<()>().await,
             Action::Stall => stall(),
             Action::Kill => KILL_NEXT_BUILD.store(true, Ordering::SeqCst),
+            Action::Hold => HOLD_NEXT_BUILD.store(true, Ordering::SeqCst),
         }
     }
 }
@@ -116,7 +127,19 @@ pub fn reached_blocking(name: &str) {
         match action {
             Action::Pause | Action::Stall => stall(),
             Action::Kill => KILL_NEXT_BUILD.store(true, Ordering::SeqCst),
+            Action::Hold => HOLD_NEXT_BUILD.store(true, Ordering::SeqCst),
         }
+    }
+}
+
+/// Holds the build just started (process group `pgid`) if a `hold` point
+/// asked for it: stops it and never returns. Asks only once.
+pub async fn hold_build(pgid: u32) {
+    if HOLD_NEXT_BUILD.swap(false, Ordering::SeqCst) {
+        // SAFETY: signalling a process group the caller created.
+        unsafe { libc::kill(-(pgid as i32), libc::SIGSTOP) };
+        eprintln!("assay-test: holding build {pgid}");
+        std::future::pending::<()>().await;
     }
 }
 
@@ -146,6 +169,11 @@ mod tests {
         assert_eq!(
             (a.action, a.name.as_str(), a.nth),
             (Action::Kill, "probe.build", 2)
+        );
+        let a = parse("hold@probe.build").unwrap();
+        assert_eq!(
+            (a.action, a.name.as_str(), a.nth),
+            (Action::Hold, "probe.build", 1)
         );
         for bad in ["", "persist", "explode@persist", "pause@x#y"] {
             assert!(parse(bad).is_none(), "{bad}");

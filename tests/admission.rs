@@ -133,8 +133,8 @@ fn per_case_isolation_fails_a_looping_case_alone() {
     let scratch = Scratch::new();
     let task = scratch.task_variant(&repo().join("tests/fixtures/tiny"), "tiny", |t| {
         t.replace(
-            "wall_ms = 1000",
-            "wall_ms = 1000\nisolation = \"per_case\"\ncase_wall_ms = 300",
+            "wall_ms = 2000",
+            "wall_ms = 2000\nisolation = \"per_case\"\ncase_wall_ms = 1000",
         )
     });
     scratch.json(&["run", &task.display().to_string(), "--json"]);
@@ -187,8 +187,8 @@ fn guard_cases_refuse_a_regression_the_score_would_admit() {
     let task = scratch.task_variant(&tiny, "guarded-src", |t| {
         t.replace("min_score = 0.9", "min_score = 0.8\nguard = [\"in3\"]")
             .replace(
-                "wall_ms = 1000",
-                "wall_ms = 1000\nisolation = \"per_case\"\ncase_wall_ms = 300",
+                "wall_ms = 2000",
+                "wall_ms = 2000\nisolation = \"per_case\"\ncase_wall_ms = 1000",
             )
             .replace(
                 &format!("cases = \"{}\"", tiny.join("cases.jsonl").display()),

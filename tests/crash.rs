@@ -132,6 +132,16 @@ fn kill_and_resume(point: &str) {
     let scratch = Scratch::new();
     let stopped = scratch.start_at(&format!("pause@{point}"), &["run", &tiny()]);
     stopped.kill9();
+    if let Some(k) = point.strip_prefix("draw.reply#") {
+        // Held with exactly K replies stored: the kill is in the draw.
+        let stored: i64 = scratch.sql(async |db| {
+            sqlx::query_scalar("SELECT COUNT(*) FROM replies WHERE batch_id = 1")
+                .fetch_one(db)
+                .await
+                .unwrap()
+        });
+        assert_eq!(stored.to_string(), k, "{point}: replies stored at the kill");
+    }
 
     let listed = scratch.json(&["batches", "--json"]);
     assert_eq!(listed[0]["batch_id"], 1, "{point}: {listed}");
@@ -280,28 +290,6 @@ fn sigterm_stops_cleanly_too() {
     assert_eq!(listed[0]["failure"], "interrupted by SIGTERM");
 }
 
-/// The children of a process (all its threads'), from /proc.
-fn children(pid: u32) -> Vec<u32> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    tasks
-        .flatten()
-        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
-        .flat_map(|s| {
-            s.split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect::<Vec<u32>>()
-        })
-        .collect()
-}
-
-fn cmdline(pid: u32) -> String {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
-        .unwrap_or_default()
-}
-
 /// Gone, or a zombie nobody has reaped yet: either way it runs no more.
 fn stopped_running(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -313,50 +301,47 @@ fn stopped_running(pid: u32) -> bool {
     }
 }
 
+/// Processes still running in the process group `pgid`.
+fn group_members(pgid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                let rest: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+                // state ppid pgrp ...
+                rest.first().is_some_and(|s| !s.starts_with('Z') && !s.starts_with('X'))
+                    && rest.get(2) == Some(&pgid.to_string().as_str())
+            })
+        })
+        .collect()
+}
+
 /// Ctrl-C while cargo builds: cargo is killed, the batch is interrupted,
 /// and the resume builds again what had no verdict.
 #[test]
 fn ctrl_c_during_a_cargo_build_kills_it() {
     let scratch = Scratch::new();
-    let mut child = scratch
-        .command(&["run", &tiny()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    // The batch's own builds (probe or scorer), not the case check's.
-    let start = std::time::Instant::now();
-    let cargo = loop {
-        let found = children(pid).into_iter().find(|c| {
-            let cmd = cmdline(*c);
-            cmd.contains("cargo") && cmd.contains("--keep-going") && !cmd.contains("casecheck")
-        });
-        if let Some(cargo) = found {
-            break cargo;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "no cargo build seen"
-        );
-        assert!(child.try_wait().unwrap().is_none(), "assay ended first");
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    // SAFETY: kill only sends a signal to our own child.
-    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
-    // assay kills cargo before it exits; an orphaned cargo would still be
-    // building half a second later.
-    let deadline = std::time::Instant::now() + Duration::from_millis(500);
-    while !stopped_running(cargo) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "cargo ({cargo}) still runs after assay stopped"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // The probe's build, held stopped: it cannot end by itself.
+    let mut stopped = scratch.start_at("hold@probe.build", &["run", &tiny()]);
+    let line = stopped.wait_for_line("assay-test: holding build", Duration::from_secs(300));
+    let cargo: u32 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(!stopped_running(cargo), "the held build is not running");
+    stopped.signal(libc::SIGINT);
+    let (status, stderr) = stopped.wait(Duration::from_secs(120));
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    // assay kills cargo's process group and waits for cargo to die before
+    // it exits: nothing of the build runs once assay has ended (a stopped
+    // cargo left behind would be listed here forever).
+    assert!(
+        stopped_running(cargo),
+        "cargo ({cargo}) still runs after assay stopped"
+    );
+    assert_eq!(
+        group_members(cargo),
+        Vec::<u32>::new(),
+        "the build's processes outlived assay"
+    );
     assert_eq!(
         scratch.json(&["batches", "--json"])[0]["status"],
         "interrupted"
@@ -370,11 +355,12 @@ fn ctrl_c_during_a_cargo_build_kills_it() {
 #[test]
 fn a_second_ctrl_c_exits_at_once() {
     let scratch = Scratch::new();
-    let stopped = scratch.start_at("stall@probe.begun", &["run", &tiny()]);
+    let mut stopped = scratch.start_at("stall@probe.begun", &["run", &tiny()]);
     stopped.signal(libc::SIGINT);
-    std::thread::sleep(Duration::from_millis(500));
+    // Two signals sent before the first is handled would coalesce into one.
+    stopped.wait_for_line("a second signal exits at once", Duration::from_secs(120));
     stopped.signal(libc::SIGINT);
-    let (status, stderr) = stopped.wait(Duration::from_secs(10));
+    let (status, stderr) = stopped.wait(Duration::from_secs(120));
     assert_eq!(status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("stopped at once"), "{stderr}");
     // It had no time to say so itself; its owner being gone says it.
@@ -412,6 +398,18 @@ fn a_live_batch_of_another_process_is_left_alone() {
     );
 }
 
+/// Whether the process `pid` waits for a `flock`: /proc/locks lists each
+/// waiter as `N: -> FLOCK  ADVISORY  WRITE PID ...`.
+fn waits_on_a_flock(pid: u32) -> bool {
+    std::fs::read_to_string("/proc/locks")
+        .unwrap()
+        .lines()
+        .any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.get(1) == Some(&"->") && f.get(2) == Some(&"FLOCK") && f.get(5) == Some(&pid.to_string().as_str())
+        })
+}
+
 /// Ctrl-C stops a run that is waiting for another batch to release the
 /// task's package.
 #[test]
@@ -445,8 +443,15 @@ fn ctrl_c_stops_a_run_waiting_for_the_package_lock() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(b.try_wait().unwrap().is_none(), "B did not wait for A");
+    // And waits there: the kernel lists B as blocked on a flock.
+    while !waits_on_a_flock(b.id()) {
+        assert!(b.try_wait().unwrap().is_none(), "B did not wait for A");
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "B never waited on the package lock"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     // SAFETY: kill only sends a signal to our own child.
     assert_eq!(unsafe { libc::kill(b.id() as i32, libc::SIGINT) }, 0);
     let stopped_at = std::time::Instant::now();

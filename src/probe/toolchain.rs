@@ -125,22 +125,78 @@ mod tests {
         assert!(t.cargo.starts_with("cargo "), "{t:?}");
     }
 
+    /// A toolchain linked into rustup for one test: its `rustc` and `cargo`
+    /// answer with made-up versions no real toolchain has, so an answer
+    /// from the default toolchain cannot pass for its own. Unlinked on drop.
+    struct LinkedToolchain {
+        name: String,
+        _dir: tempfile::TempDir,
+    }
+
+    impl LinkedToolchain {
+        fn link() -> LinkedToolchain {
+            use std::os::unix::fs::PermissionsExt;
+            let dir = tempfile::tempdir().unwrap();
+            // rustup links a directory with `bin` and `lib`.
+            std::fs::create_dir(dir.path().join("lib")).unwrap();
+            let bin = dir.path().join("bin");
+            std::fs::create_dir(&bin).unwrap();
+            for (tool, answer) in [
+                ("rustc", "rustc 0.0.0-assay-linked\nhost: x86_64-assay-test\nrelease: 0.0.0"),
+                ("cargo", "cargo 0.0.0-assay-linked"),
+            ] {
+                let path = bin.join(tool);
+                std::fs::write(&path, format!("#!/bin/sh\nprintf '{answer}\\n'\n")).unwrap();
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+            let name = format!("assay-test-{}", std::process::id());
+            let linked = std::process::Command::new("rustup")
+                .args(["toolchain", "link", &name])
+                .arg(dir.path())
+                .output()
+                .unwrap();
+            assert!(linked.status.success(), "{linked:?}");
+            LinkedToolchain { name, _dir: dir }
+        }
+    }
+
+    impl Drop for LinkedToolchain {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("rustup")
+                .args(["toolchain", "uninstall", &self.name])
+                .output();
+        }
+    }
+
     /// Under rustup, the toolchain chosen for the probe is the one asked,
-    /// whatever toolchain runs the tests: each installed toolchain answers
-    /// as `rustup run` says it would, and one that is not installed is an
-    /// error, not another toolchain's answer.
+    /// whatever toolchain runs the tests: a linked toolchain answers with its
+    /// own made-up version, each installed one as `rustup run` says it
+    /// would, and one that is not installed is an error, not another
+    /// toolchain's answer.
     #[tokio::test]
     async fn the_chosen_toolchain_is_the_one_asked() {
-        let Ok(list) = std::process::Command::new("rustup")
-            .args(["toolchain", "list"])
-            .output()
-        else {
+        if std::process::Command::new("rustup").arg("--version").output().is_err() {
             eprintln!("no rustup: only the default toolchain can be asked");
             return;
-        };
+        }
+        let linked = LinkedToolchain::link();
+        let (_work, package) = tiny_package(Some(linked.name.clone()));
+        let asked = toolchain(&package).await.unwrap();
+        assert_eq!(
+            (asked.rustc.as_str(), asked.cargo.as_str()),
+            (
+                "rustc 0.0.0-assay-linked\nhost: x86_64-assay-test\nrelease: 0.0.0",
+                "cargo 0.0.0-assay-linked"
+            )
+        );
+        let list = std::process::Command::new("rustup")
+            .args(["toolchain", "list"])
+            .output()
+            .unwrap();
         let names: Vec<String> = String::from_utf8_lossy(&list.stdout)
             .lines()
             .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+            .filter(|n| !n.starts_with("assay-test-"))
             .take(2)
             .collect();
         assert!(!names.is_empty(), "rustup lists no toolchain");

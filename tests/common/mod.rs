@@ -179,16 +179,41 @@ impl Stopped {
         assert_eq!(status.signal(), Some(libc::SIGKILL), "{status}");
     }
 
+    /// Every line the process wrote to stderr after the test point, up to
+    /// its end of file: the reader thread ends (and drops its sender) once
+    /// the last writer of the pipe is gone, so no line is lost.
+    fn rest_of_stderr(&self) -> String {
+        let mut lines = Vec::new();
+        loop {
+            match self.stderr.recv_timeout(Duration::from_secs(120)) {
+                Ok(line) => lines.push(line),
+                Err(mpsc::RecvTimeoutError::Disconnected) => return lines.join("\n"),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    panic!("stderr still open 120 s after assay ended: {lines:?}")
+                }
+            }
+        }
+    }
+
+    /// Waits for the line `wanted` (a substring) on stderr; panics naming
+    /// what it saw if the process ends or says nothing for `limit`.
+    pub fn wait_for_line(&mut self, wanted: &str, limit: Duration) -> String {
+        loop {
+            match self.stderr.recv_timeout(limit) {
+                Ok(line) if line.contains(wanted) => return line,
+                Ok(line) => self.seen.push(line),
+                Err(e) => panic!("no line with {wanted:?} ({e}): {:?}", self.seen),
+            }
+        }
+    }
+
     /// Waits for the process to end; returns its status and the rest of
     /// its stderr.
     pub fn wait(mut self, limit: Duration) -> (std::process::ExitStatus, String) {
         let start = std::time::Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
-                let rest: Vec<String> = self.stderr.try_iter().collect();
-                std::thread::sleep(Duration::from_millis(50));
-                let more: Vec<String> = self.stderr.try_iter().collect();
-                return (status, [rest, more].concat().join("\n"));
+                return (status, self.rest_of_stderr());
             }
             if start.elapsed() > limit {
                 let _ = self.child.kill();

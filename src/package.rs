@@ -406,7 +406,10 @@ fn main() {{}}
         let pgid = child.id();
         // A build abandoned half-way (the batch interrupted, its future
         // dropped) takes rustc and the linker down with cargo.
-        let mut group = BuildGroup { pgid, reaped: false };
+        let mut group = BuildGroup {
+            pgid,
+            reaped: false,
+        };
         if let Some(pgid) = pgid {
             crate::testpoint::hold_build(pgid).await;
         }

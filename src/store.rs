@@ -1204,10 +1204,13 @@ async fn migrate(pool: &SqlitePool, path: &Path) -> Result<(), StoreError> {
         });
     }
     // No other opener is in here (see `OpenLock`), so a failure is real.
-    migrator.run(pool).await.map_err(|source| StoreError::Migrate {
-        path: path.to_path_buf(),
-        source,
-    })
+    migrator
+        .run(pool)
+        .await
+        .map_err(|source| StoreError::Migrate {
+            path: path.to_path_buf(),
+            source,
+        })
 }
 
 /// A batch the database says is running, with its owner where known.
@@ -1509,7 +1512,10 @@ impl OpenLock {
         tokio::task::spawn_blocking(move || {
             let lock = |e: std::io::Error| StoreError::Open {
                 path: db.clone(),
-                message: format!("cannot lock directory {} to open the database: {e}", dir.display()),
+                message: format!(
+                    "cannot lock directory {} to open the database: {e}",
+                    dir.display()
+                ),
             };
             let file = std::fs::File::open(&dir).map_err(lock)?;
             file.lock().map_err(lock)?;

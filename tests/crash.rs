@@ -308,9 +308,15 @@ fn group_members(pgid: u32) -> Vec<u32> {
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter(|&pid| {
             std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-                let rest: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+                let rest: Vec<&str> = stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .split_whitespace()
+                    .collect();
                 // state ppid pgrp ...
-                rest.first().is_some_and(|s| !s.starts_with('Z') && !s.starts_with('X'))
+                rest.first()
+                    .is_some_and(|s| !s.starts_with('Z') && !s.starts_with('X'))
                     && rest.get(2) == Some(&pgid.to_string().as_str())
             })
         })
@@ -406,7 +412,9 @@ fn waits_on_a_flock(pid: u32) -> bool {
         .lines()
         .any(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            f.get(1) == Some(&"->") && f.get(2) == Some(&"FLOCK") && f.get(5) == Some(&pid.to_string().as_str())
+            f.get(1) == Some(&"->")
+                && f.get(2) == Some(&"FLOCK")
+                && f.get(5) == Some(&pid.to_string().as_str())
         })
 }
 

@@ -142,7 +142,10 @@ mod tests {
             let bin = dir.path().join("bin");
             std::fs::create_dir(&bin).unwrap();
             for (tool, answer) in [
-                ("rustc", "rustc 0.0.0-assay-linked\nhost: x86_64-assay-test\nrelease: 0.0.0"),
+                (
+                    "rustc",
+                    "rustc 0.0.0-assay-linked\nhost: x86_64-assay-test\nrelease: 0.0.0",
+                ),
                 ("cargo", "cargo 0.0.0-assay-linked"),
             ] {
                 let path = bin.join(tool);
@@ -175,7 +178,11 @@ mod tests {
     /// toolchain's answer.
     #[tokio::test]
     async fn the_chosen_toolchain_is_the_one_asked() {
-        if std::process::Command::new("rustup").arg("--version").output().is_err() {
+        if std::process::Command::new("rustup")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
             eprintln!("no rustup: only the default toolchain can be asked");
             return;
         }

@@ -721,11 +721,11 @@ async fn store_probe(
     Ok(())
 }
 
-/// A built scorer, copied into the batch's directory so scoring needs no
-/// lock on the task's package.
+/// A batch's scoring images and judge, copied into the batch's directory
+/// so scoring needs no lock on the task's package.
 struct Scorer {
-    exe: PathBuf,
-    keys: Vec<ModuleKey>,
+    images: Vec<(ModuleKey, PathBuf)>,
+    oracle: score::Oracle,
 }
 
 async fn build_scorer(
@@ -737,8 +737,8 @@ async fn build_scorer(
     batch: BatchId,
 ) -> Result<Scorer> {
     package.write_module(&ModuleKey::Committed, &spec.committed.source)?;
-    let built = score::build_scorer(package, &keys, &spec.harness.crate_name).await?;
-    for (key, errors) in &built.excluded {
+    let built = score::build_images(package, &keys, &spec.harness.crate_name).await?;
+    for (key, errors) in &built.failed {
         let failed = Scored {
             key: key.clone(),
             verdict: ScoreVerdict::ScoreBuildFailed,
@@ -753,13 +753,22 @@ async fn build_scorer(
         };
         store_score(store, batch, &failed).await?;
     }
-    let exe = batch_dir.join("scorer");
-    std::fs::copy(&built.exe, &exe)
-        .with_context(|| format!("cannot copy the scorer to {}", exe.display()))?;
-    Ok(Scorer {
-        exe,
-        keys: built.included,
-    })
+    let dir = batch_dir.join("images");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let copy = |from: &Path, name: &str| -> Result<PathBuf> {
+        let to = dir.join(name);
+        std::fs::copy(from, &to)
+            .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
+        Ok(to)
+    };
+    let judge = copy(&built.judge, "judge")?;
+    let mut images = Vec::with_capacity(built.built.len());
+    for (key, exe) in &built.built {
+        images.push((key.clone(), copy(exe, &key.name())?));
+    }
+    let oracle =
+        score::Oracle::new(&judge, Arc::from(spec.cases.text.as_str()), spec.cases.count).await?;
+    Ok(Scorer { images, oracle })
 }
 
 async fn score_all(
@@ -770,13 +779,11 @@ async fn score_all(
     progress: &Progress,
     batch: BatchId,
 ) -> Result<()> {
-    let bar = progress.bar("score", scorer.keys.len());
+    let bar = progress.bar("score", scorer.images.len());
     let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut running = score::spawn_all(
-        &scorer.exe,
-        scorer.keys,
-        Arc::from(spec.cases.text.as_str()),
-        spec.cases.count,
+        scorer.images,
+        Arc::new(scorer.oracle),
         RunLimits::from_spec(&spec.limits),
         parallel,
         sandbox,

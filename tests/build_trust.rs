@@ -124,19 +124,24 @@ fn candidates(shown: &Value) -> &Vec<Value> {
     shown["candidates"].as_array().unwrap()
 }
 
-/// The verdicts of the controls in a clean run: the same candidates
-/// alone, in a batch of their own.
-const CONTROL_SCORES: &[(&str, &str)] = &[
-    ("x * 2", "scored(10/10)"),
-    ("x.wrapping_add(x)", "scored(10/10)"),
-    ("x + 2", "scored(1/10)"),
-];
+/// The verdict a control gets in a clean run (the fixture's `control`
+/// field): `x * 2` and its spellings pass every case, `x + 2` only the
+/// case whose input is 2.
+fn control_score(want: &Value) -> Option<&str> {
+    want["control"].as_str()
+}
 
-fn control_score(source: &str) -> Option<&'static str> {
-    CONTROL_SCORES
-        .iter()
-        .find(|(body, _)| source.trim().ends_with(&format!("{body}\n}}")))
-        .map(|(_, score)| *score)
+/// Candidate `idx`'s source, from the fixture's replies (the text inside
+/// its Rust fence).
+fn source_of(name: &str, idx: usize) -> String {
+    let text = std::fs::read_to_string(fixture(name).join("replies.jsonl")).unwrap();
+    let reply: Value = serde_json::from_str(text.lines().nth(idx).unwrap()).unwrap();
+    let content = reply["content"].as_str().unwrap();
+    content
+        .trim_start_matches("```rust\n")
+        .trim_end()
+        .trim_end_matches("```")
+        .to_owned()
 }
 
 /// No process runs from the package's directory (a rustc left behind).
@@ -175,9 +180,9 @@ fn the_policy_refuses_each_forbidden_construct_before_any_build() {
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
 
     let package = shared_work_dir().join("policy");
-    for (i, c) in got.iter().enumerate() {
+    for (i, (c, w)) in got.iter().zip(&want).enumerate() {
         let verdict = c["probe"].as_str().unwrap();
-        let source = c["source"].as_str().unwrap_or_default();
+        let source = source_of("policy", i);
         if verdict.starts_with("forbidden(") {
             // Never built: not even written into the package.
             assert!(
@@ -204,8 +209,8 @@ fn the_policy_refuses_each_forbidden_construct_before_any_build() {
                 "candidate {i}: the error file does not show its line: {text}"
             );
         } else {
-            let want = control_score(source).expect("a control");
-            assert_eq!(c["score"], want, "control {i}: {c}");
+            let clean = control_score(w).expect("a control");
+            assert_eq!(c["score"], clean, "control {i}: {c}");
         }
     }
     assert_eq!(shown["committed"]["verdict"], committed_honest_score().as_str());
@@ -306,12 +311,13 @@ fn one_candidates_build_costs_only_itself_and_reads_nothing_outside() {
     assert_eq!(verdict(1), "compile_timeout", "{}", got[1]);
     assert_eq!(verdict(3), "compile_timeout", "{}", got[3]);
     assert_eq!(verdict(5), "compile_out_of_memory", "{}", got[5]);
+    let want = expected("buildtrust");
+    assert_eq!(got.len(), want.len());
     for i in [0, 2, 4] {
-        let source = got[i]["source"].as_str().unwrap_or_default();
         assert_eq!(verdict(i), "compiled", "control {i}");
         assert_eq!(
             got[i]["score"],
-            control_score(source).expect("a control"),
+            control_score(&want[i]).expect("a control"),
             "control {i}"
         );
     }
@@ -320,7 +326,7 @@ fn one_candidates_build_costs_only_itself_and_reads_nothing_outside() {
         assert!(
             verdict(i).starts_with("compile_error"),
             "candidate {i} ({}) got {}",
-            got[i]["source"],
+            want[i]["why"],
             verdict(i)
         );
     }

@@ -776,11 +776,43 @@ wave_wait_ms = 500
         assert_eq!(
             spec.probe,
             ProbeSpec {
+                compile_limits: Default::default(),
                 build_timeout: Some(Duration::from_secs(900)),
                 wave_size: Some(8),
                 wave_wait: Some(Duration::from_millis(500)),
             }
         );
+    }
+
+    #[test]
+    fn the_policy_table_relaxes_rules_and_names_a_bad_key() {
+        use crate::policy::Rule;
+        let spec = load(&format!("{GOOD}\n[policy]\ninclude = \"allow\"\nasm = \"forbid\"\n")).unwrap();
+        assert!(spec.policy.allows(Rule::Include));
+        assert!(!spec.policy.allows(Rule::Asm) && !spec.policy.allows(Rule::UnsafeCode));
+        assert_eq!(load(GOOD).unwrap().policy, crate::policy::Policy::default());
+        let err = load(&format!("{GOOD}\n[policy]\nunsafe_code = \"maybe\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("spec.toml:19: `policy.unsafe_code`: `maybe`"), "{err}");
+        let err = load(&format!("{GOOD}\n[policy]\ngoto = \"allow\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("spec.toml:19") && err.contains("unknown field `goto`"), "{err}");
+    }
+
+    #[test]
+    fn a_committed_file_that_breaks_the_policy_is_bad_input_naming_its_line() {
+        let dir = task_dir();
+        std::fs::write(dir.path().join("spec.toml"), GOOD).unwrap();
+        std::fs::write(
+            dir.path().join("committed.rs"),
+            "pub fn f() {}\nconst S: &str = include_str!(\"x\");\n",
+        )
+        .unwrap();
+        let err = Spec::load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("committed.rs:2: `committed`"), "{err}");
+        assert!(err.contains("forbidden by the task's policy (include)"), "{err}");
     }
 
     /// Each bad spec and a fragment its one-line error must contain.

@@ -177,7 +177,9 @@ pub struct ProbeRetry {
     pub attempt: usize,
 }
 
-/// Probes `candidates` (batch index, source) in `mode`, probing again the
+/// Probes `candidates` (batch index, source) in `mode`. Candidates the
+/// package's policy refuses get `forbidden(rule)` and are never built; the
+/// others are probed, probing again the
 /// candidates whose build failed for a reason that can be transient (see
 /// [`ProbeFailure::is_spurious`]). Calls `on_progress` with the number of
 /// candidates that have a verdict so far.

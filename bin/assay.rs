@@ -279,6 +279,16 @@ fn is_bad_input(e: &anyhow::Error) -> bool {
 struct UsageError(String);
 
 fn main() -> ExitCode {
+    // Started by a confined cargo as its RUSTC_WORKSPACE_WRAPPER: limit and
+    // run one target's rustc, nothing else (`sandbox::compile`).
+    if let Some(settings) = std::env::var_os(assay::sandbox::compile::WRAPPER_VAR) {
+        let code = assay::sandbox::compile::run_wrapper(&settings.to_string_lossy());
+        return ExitCode::from(u8::try_from(code).unwrap_or(101));
+    }
+    // Every build this process starts wraps its rustc in this binary.
+    if let Ok(exe) = std::env::current_exe() {
+        assay::sandbox::compile::set_wrapper_exe(exe);
+    }
     // `assay show 3 | head` should end quietly, as other Unix tools do, not
     // panic on the closed pipe.
     // SAFETY: restoring the default disposition of a signal at start-up,

@@ -75,7 +75,7 @@ pub async fn check(spec: &Spec, work_dir: &Path, target_dir: &Path) -> Result<()
         .into());
     };
 
-    let answer = run_checker(exe, &spec.cases.text).await?;
+    let answer = run_checker(exe, &spec.cases.text, &spec).await?;
     let cases = &spec.cases.path;
     let rejected = |line: Option<usize>, message: String| SpecError::Syntax {
         file: cases.clone(),
@@ -130,15 +130,30 @@ fn checker_root(harness_crate: &str) -> String {
     )
 }
 
-async fn run_checker(exe: &Path, cases: &str) -> Result<String> {
-    let mut child = tokio::process::Command::new(exe)
-        .env_clear()
+/// Runs the checker under the confinement of a scoring run (`sandbox`):
+/// it links no candidate, but it is harness code, and every child that
+/// runs compiled code is confined alike.
+async fn run_checker(exe: &Path, cases: &str, spec: &Spec) -> Result<String> {
+    let sandbox = crate::sandbox::Sandbox::find(spec.limits.processes);
+    let exe = sandbox.runnable_exe(exe)?;
+    let workdir = tempfile::Builder::new()
+        .prefix("assay-casecheck-")
+        .tempdir()
+        .context("cannot create the case checker's working directory")?;
+    let mut confinement =
+        sandbox.prepare_run(&exe, workdir.path(), spec.limits.memory_bytes)?;
+    let mut cmd = tokio::process::Command::new(&exe);
+    cmd.env_clear()
+        .current_dir(workdir.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
+        .kill_on_drop(true);
+    confinement.confine(&mut cmd);
+    let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot start {}", exe.display()))?;
+    confinement.spawned();
     let mut stdin = child.stdin.take().expect("piped stdin");
     let text = cases.to_owned();
     let writer = tokio::spawn(async move {

@@ -23,6 +23,7 @@ pub mod owner;
 pub mod package;
 pub mod pipeline;
 pub mod plot;
+pub mod policy;
 pub mod probe;
 pub mod progress;
 pub mod promote;

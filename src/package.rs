@@ -27,6 +27,7 @@ use cargo_metadata::diagnostic::{Diagnostic, DiagnosticLevel, DiagnosticSpan};
 use cargo_metadata::Message;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
+use crate::sandbox::compile::{CompileLimits, LimitHit};
 use crate::spec::Spec;
 
 /// Variables nested cargo may inherit. Everything else is dropped, which
@@ -75,6 +76,12 @@ pub struct Package {
     harness_crate: String,
     harness_dir: PathBuf,
     entry: String,
+    /// What candidates may contain; `write_module` adds what rustc enforces.
+    policy: crate::policy::Policy,
+    /// Each of the package's own targets' rustc is held to these.
+    compile_limits: CompileLimits,
+    /// Whether the dependencies were fetched (unconfined) since it opened.
+    fetched: std::sync::atomic::AtomicBool,
     /// Held for its lock; released on drop.
     _lock: File,
 }
@@ -107,6 +114,9 @@ pub struct BuildReport {
     pub signal: Option<i32>,
     /// Killed at the package's build time limit.
     pub timed_out: bool,
+    /// Targets whose own compile was stopped at its limit
+    /// (`sandbox::compile`), with the limit.
+    pub limit_hits: BTreeMap<String, LimitHit>,
     /// cargo's own stderr, for infrastructure failures.
     pub stderr: String,
 }
@@ -213,6 +223,9 @@ impl Package {
             harness_crate: spec.harness.crate_name.clone(),
             harness_dir: spec.harness.dir.clone(),
             entry: spec.entry.clone(),
+            policy: spec.policy.clone(),
+            compile_limits: spec.probe.compile_limits,
+            fetched: std::sync::atomic::AtomicBool::new(false),
             _lock: lock,
             dir,
         };
@@ -231,6 +244,11 @@ impl Package {
     /// The toolchain asked for, `None` for rustup's default.
     pub fn toolchain(&self) -> Option<&str> {
         self.toolchain.as_deref()
+    }
+
+    /// The task's policy for candidates' sources.
+    pub fn policy(&self) -> &crate::policy::Policy {
+        &self.policy
     }
 
     /// Sets how long each later build may run before it is killed.
@@ -269,13 +287,24 @@ impl Package {
 
     /// Writes a candidate's module file: its source unchanged, then the glue
     /// that brings the harness into scope and names the entry function.
+    /// Unless the policy allows unsafe code, the file starts with
+    /// `#![forbid(unsafe_code)]` on the source's first line (so line numbers
+    /// stay the source's): rustc then refuses whatever the policy's scan
+    /// missed, in macro expansions too, and nothing in the module can lower
+    /// a `forbid`.
     pub fn write_module(&self, key: &ModuleKey, source: &str) -> Result<()> {
+        let guard = if self.policy.allows(crate::policy::Rule::UnsafeCode) {
+            ""
+        } else {
+            "#![forbid(unsafe_code)] "
+        };
         let glue = format!(
             "\n#[allow(unused_imports)]\nuse {h}::*;\npub(crate) const __ASSAY_ENTRY: {h}::Entry = {e};\n",
             h = self.harness_crate,
             e = self.entry,
         );
-        let mut text = String::with_capacity(source.len() + glue.len());
+        let mut text = String::with_capacity(guard.len() + source.len() + glue.len());
+        text.push_str(guard);
         text.push_str(source);
         text.push_str(&glue);
         write(&self.dir.join(key.file()), &text)
@@ -379,11 +408,22 @@ fn main() {{}}
         selection: &[String],
         mut on_built: impl FnMut(&str),
     ) -> Result<BuildReport> {
+        self.fetch_dependencies().await?;
         let mut cmd = scrubbed_cargo(self.toolchain.as_deref());
-        let paths = crate::sandbox::BuildPaths {
+        let mut paths = crate::sandbox::BuildPaths {
             read: vec![self.harness_dir.clone()],
             write: vec![self.dir.clone(), self.target_dir.clone()],
         };
+        paths.read.extend(crate::sandbox::compile::wrapper_exe().map(Path::to_path_buf));
+        if !crate::sandbox::compile::wrap(&mut cmd, self.compile_limits, &self.dir, &paths)? {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                tracing::warn!(
+                    "no compile wrapper: a candidate's compile is limited only by the whole \
+                     build's time limit"
+                )
+            });
+        }
         crate::sandbox::confine_cargo(&mut cmd, &paths)?;
         cmd.arg("build")
             .arg("--keep-going")
@@ -451,6 +491,11 @@ fn main() {{}}
         let status = child.wait().await.context("cargo did not finish")?;
         // Reaped: its group needs no killing (and its id may be reused).
         group.reaped = true;
+        for target in selection.iter().skip(1).step_by(2) {
+            if let Some(hit) = crate::sandbox::compile::limit_hit(&self.dir, target) {
+                report.limit_hits.insert(target.clone(), hit);
+            }
+        }
         report.success = status.success();
         report.signal = status.signal();
         report.stderr = stderr_task.await.unwrap_or_default();
@@ -461,6 +506,42 @@ fn main() {{}}
             diag.error_files.dedup();
         }
         Ok(report)
+    }
+
+    /// Resolves and downloads the package's dependencies (the harness's)
+    /// with the package's own toolchain, before any confined build: the
+    /// confined cargo may neither connect nor write the cargo home, so it
+    /// runs offline. Unconfined, and safe so: only our manifest and the
+    /// task's harness are read (no candidate code), and `cargo fetch`
+    /// compiles nothing and runs no build script. Once per opened package,
+    /// and only when there is no lock file yet or the harness's manifest
+    /// is newer than it.
+    async fn fetch_dependencies(&self) -> Result<()> {
+        use std::sync::atomic::Ordering;
+        if self.fetched.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        if needs_fetch(&self.dir.join("Cargo.lock"), &[self.harness_dir.clone()]) {
+            let out = scrubbed_cargo(self.toolchain.as_deref())
+                .arg("fetch")
+                .arg("--manifest-path")
+                .arg(self.dir.join("Cargo.toml"))
+                .current_dir(&self.dir)
+                .stdin(Stdio::null())
+                .kill_on_drop(true)
+                .output()
+                .await
+                .context("cannot start cargo fetch")?;
+            if !out.status.success() {
+                anyhow::bail!(
+                    "cargo fetch for {} failed:\n{}",
+                    self.dir.display(),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        }
+        self.fetched.store(true, Ordering::Release);
+        Ok(())
     }
 
     /// Folds one line of cargo's output into the report. Lines that are not
@@ -663,6 +744,19 @@ fn write_runner_crate(dir: &Path) -> Result<()> {
         write(&path, text)?;
     }
     Ok(())
+}
+
+/// Whether the package's dependencies may have changed since `lock` was
+/// written: no lock yet, or a path dependency's manifest is newer.
+fn needs_fetch(lock: &Path, dependencies: &[PathBuf]) -> bool {
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let Some(locked) = modified(lock) else {
+        return true;
+    };
+    dependencies
+        .iter()
+        .filter_map(|d| modified(&d.join("Cargo.toml")))
+        .any(|m| m > locked)
 }
 
 fn toml_string(s: &str) -> String {

@@ -42,6 +42,13 @@ pub enum PromoteError {
          before promoting"
     )]
     CommittedChanged { batch: BatchId, path: PathBuf },
+    #[error("batch {batch}: candidate {idx} line {line}: {why}")]
+    Forbidden {
+        batch: BatchId,
+        idx: usize,
+        line: usize,
+        why: String,
+    },
     #[error("batch {batch}: task `{task}` no longer matches {spec}")]
     TaskMismatch {
         batch: BatchId,
@@ -99,6 +106,18 @@ pub async fn promote(store: &Store, batch: BatchId, idx: usize) -> anyhow::Resul
             batch,
             task: row.task.clone(),
             spec: row.spec_path.clone(),
+        }
+        .into());
+    }
+    // The policy as it stands now: a candidate scored under a relaxed
+    // policy is not written where every later batch links it once the
+    // task forbids what it does.
+    if let Err(v) = spec.policy.check(source) {
+        return Err(PromoteError::Forbidden {
+            batch,
+            idx,
+            line: v.line,
+            why: v.summary(),
         }
         .into());
     }

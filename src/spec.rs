@@ -33,6 +33,9 @@ pub struct Spec {
     pub dedup_by: crate::dedup::DedupBy,
     /// The task's own probe settings (`[probe]`); flags override them.
     pub probe: ProbeSpec,
+    /// What candidates' sources may contain (`[policy]`; every rule
+    /// enforced unless relaxed there).
+    pub policy: crate::policy::Policy,
 }
 
 /// What a task may set about its probe (`[probe]`, every key optional):
@@ -40,6 +43,9 @@ pub struct Spec {
 /// answer slowly smaller or shorter waves. `None`: the default.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ProbeSpec {
+    /// `compile_cpu_s` and `compile_memory_mb`: what one target's rustc
+    /// may use (`sandbox::compile`).
+    pub compile_limits: crate::sandbox::compile::CompileLimits,
     /// `build_timeout_s`: how long one nested cargo build may run.
     pub build_timeout: Option<Duration>,
     /// `wave_size`: a streaming wave starts once this many candidates wait.
@@ -209,6 +215,21 @@ struct RawSpec {
     dedup: RawDedup,
     #[serde(default)]
     probe: RawProbe,
+    #[serde(default)]
+    policy: RawPolicy,
+}
+
+/// `[policy]`: one key per rule, `"allow"` or `"forbid"` (the default).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    unsafe_code: Option<toml::Spanned<String>>,
+    path_attribute: Option<toml::Spanned<String>>,
+    include: Option<toml::Spanned<String>>,
+    extern_block: Option<toml::Spanned<String>>,
+    asm: Option<toml::Spanned<String>>,
+    crate_attribute: Option<toml::Spanned<String>>,
+    macro_indirection: Option<toml::Spanned<String>>,
 }
 
 /// Spanned, so that an out-of-range value's error names its line.
@@ -218,6 +239,8 @@ struct RawProbe {
     build_timeout_s: Option<toml::Spanned<u64>>,
     wave_size: Option<toml::Spanned<usize>>,
     wave_wait_ms: Option<toml::Spanned<u64>>,
+    compile_cpu_s: Option<toml::Spanned<u64>>,
+    compile_memory_mb: Option<toml::Spanned<u64>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -312,6 +335,7 @@ impl Validator {
             return Err(self.invalid("limits.memory_mb", "must be at least 16"));
         }
         let probe = self.probe(&raw.probe)?;
+        let policy = self.policy(&raw.policy)?;
         let prompt_path = self.file_at("prompt", &raw.prompt)?;
         let cases_path = self.file_at("cases", &raw.cases)?;
         let committed_path = self.file_at("committed", &raw.committed)?;
@@ -346,6 +370,18 @@ impl Validator {
                 })?;
             guard.push(pos);
         }
+        let committed_source = read(&committed_path)?;
+        if let Err(v) = policy.check(&committed_source) {
+            return Err(SpecError::Invalid {
+                file: committed_path,
+                line: Some(v.line),
+                key: "committed",
+                message: format!(
+                    "the committed candidate breaks the task's policy: {}",
+                    v.summary()
+                ),
+            });
+        }
         Ok(Spec {
             prompt: read(&prompt_path)?,
             harness: self.harness(&raw.harness)?,
@@ -356,7 +392,7 @@ impl Validator {
                 names,
             },
             committed: Committed {
-                source: read(&committed_path)?,
+                source: committed_source,
                 path: committed_path,
             },
             draw: Draw {
@@ -381,6 +417,7 @@ impl Validator {
             },
             dedup_by,
             probe,
+            policy,
             name: raw.name,
             entry: raw.entry,
             path: self.file,
@@ -475,11 +512,63 @@ impl Validator {
             ),
             None => None,
         };
+        let mut compile_limits = crate::sandbox::compile::CompileLimits::default();
+        if let Some(v) = &raw.compile_cpu_s {
+            if !(1..=MAX_COMPILE_CPU_S).contains(v.get_ref()) {
+                return Err(self.invalid_at(
+                    "probe.compile_cpu_s",
+                    v.span().start,
+                    format!("must be between 1 and {MAX_COMPILE_CPU_S}"),
+                ));
+            }
+            compile_limits.cpu_secs = *v.get_ref();
+        }
+        if let Some(v) = &raw.compile_memory_mb {
+            if *v.get_ref() < 256 || *v.get_ref() > 1 << 20 {
+                return Err(self.invalid_at(
+                    "probe.compile_memory_mb",
+                    v.span().start,
+                    "must be between 256 and 1048576".to_owned(),
+                ));
+            }
+            compile_limits.memory_bytes = *v.get_ref() << 20;
+        }
         Ok(ProbeSpec {
+            compile_limits,
             build_timeout,
             wave_size,
             wave_wait,
         })
+    }
+
+    /// The `[policy]` table: each key a rule, `"allow"` or `"forbid"`.
+    fn policy(&self, raw: &RawPolicy) -> Result<crate::policy::Policy, SpecError> {
+        use crate::policy::Rule;
+        let keys = [
+            (Rule::UnsafeCode, "policy.unsafe_code", &raw.unsafe_code),
+            (Rule::PathAttribute, "policy.path_attribute", &raw.path_attribute),
+            (Rule::Include, "policy.include", &raw.include),
+            (Rule::ExternBlock, "policy.extern_block", &raw.extern_block),
+            (Rule::Asm, "policy.asm", &raw.asm),
+            (Rule::CrateAttribute, "policy.crate_attribute", &raw.crate_attribute),
+            (Rule::MacroIndirection, "policy.macro_indirection", &raw.macro_indirection),
+        ];
+        let mut allowed = Vec::new();
+        for (rule, key, value) in keys {
+            let Some(value) = value else { continue };
+            match value.get_ref().as_str() {
+                "allow" => allowed.push(rule),
+                "forbid" => {}
+                other => {
+                    return Err(self.invalid_at(
+                        key,
+                        value.span().start,
+                        format!("`{other}`: expected \"allow\" or \"forbid\""),
+                    ))
+                }
+            }
+        }
+        Ok(crate::policy::Policy::allowing(allowed))
     }
 
     /// An invalid value whose place in the file is known.
@@ -501,6 +590,9 @@ impl Validator {
         }
     }
 }
+
+/// The most CPU seconds a spec may give one target's compile.
+pub const MAX_COMPILE_CPU_S: u64 = 3600;
 
 /// Processes one scoring run may hold at once unless the spec says.
 pub const DEFAULT_PROCESSES: u64 = 32;
@@ -684,11 +776,43 @@ wave_wait_ms = 500
         assert_eq!(
             spec.probe,
             ProbeSpec {
+                compile_limits: Default::default(),
                 build_timeout: Some(Duration::from_secs(900)),
                 wave_size: Some(8),
                 wave_wait: Some(Duration::from_millis(500)),
             }
         );
+    }
+
+    #[test]
+    fn the_policy_table_relaxes_rules_and_names_a_bad_key() {
+        use crate::policy::Rule;
+        let spec = load(&format!("{GOOD}\n[policy]\ninclude = \"allow\"\nasm = \"forbid\"\n")).unwrap();
+        assert!(spec.policy.allows(Rule::Include));
+        assert!(!spec.policy.allows(Rule::Asm) && !spec.policy.allows(Rule::UnsafeCode));
+        assert_eq!(load(GOOD).unwrap().policy, crate::policy::Policy::default());
+        let err = load(&format!("{GOOD}\n[policy]\nunsafe_code = \"maybe\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("spec.toml:19: `policy.unsafe_code`: `maybe`"), "{err}");
+        let err = load(&format!("{GOOD}\n[policy]\ngoto = \"allow\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("spec.toml:19") && err.contains("unknown field `goto`"), "{err}");
+    }
+
+    #[test]
+    fn a_committed_file_that_breaks_the_policy_is_bad_input_naming_its_line() {
+        let dir = task_dir();
+        std::fs::write(dir.path().join("spec.toml"), GOOD).unwrap();
+        std::fs::write(
+            dir.path().join("committed.rs"),
+            "pub fn f() {}\nconst S: &str = include_str!(\"x\");\n",
+        )
+        .unwrap();
+        let err = Spec::load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("committed.rs:2: `committed`"), "{err}");
+        assert!(err.contains("forbidden by the task's policy (include)"), "{err}");
     }
 
     /// Each bad spec and a fragment its one-line error must contain.

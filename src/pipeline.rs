@@ -313,6 +313,11 @@ async fn run_batch(
     let (streamed, mut stats) = streamed?;
     record(store, batch, draw_figures).await?;
     testpoint::reached("draw.done").await;
+    // Nothing to extract: the batch fails with the engine's sentence, and
+    // every reply stays stored.
+    if let Some(why) = crate::draw::all_failed(&replies) {
+        anyhow::bail!(why);
+    }
 
     let guard = PhaseGuard::start(Phase::ExtractDedup);
     let extracted = extract_and_dedup(&cfg.spec, &replies, store, batch, stored).await?;

@@ -987,9 +987,10 @@ impl Store {
             "INSERT INTO replies (batch_id, idx, pool, model, content, reasoning, finish_reason,
                                   prompt_tokens, completion_tokens, ttft_ms, latency_ms, received_at,
                                   outcome, http_status, error_message, error_body, ttft_reasoning_ms,
-                                  chunks, hit_cap, cut_early, cap_tokens_left, attempts)
+                                  chunks, hit_cap, cut_early, cap_tokens_left, attempts,
+                                  cached_prompt_tokens)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
-                     ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(batch)
         .bind(drawn.idx as i64)
@@ -1012,6 +1013,7 @@ impl Store {
         .bind(r.cut_early)
         .bind(r.cap_tokens_left.map(|t| t as i64))
         .bind(r.attempts.len() as i64)
+        .bind(r.cached_prompt_tokens.map(|t| t as i64))
         .execute(&mut **tx)
         .await
         .map_err(self.sql())?;
@@ -1073,7 +1075,8 @@ impl Store {
         let rows = sqlx::query(
             "SELECT idx, pool, model, content, reasoning, finish_reason, prompt_tokens,
                     completion_tokens, ttft_ms, latency_ms, outcome, error_message, error_body,
-                    ttft_reasoning_ms, chunks, hit_cap, cut_early, cap_tokens_left
+                    ttft_reasoning_ms, chunks, hit_cap, cut_early, cap_tokens_left,
+                    cached_prompt_tokens
              FROM replies WHERE batch_id = ? ORDER BY idx",
         )
         .bind(batch)
@@ -1094,6 +1097,7 @@ impl Store {
                         reasoning: r.get("reasoning"),
                         finish_reason: r.get("finish_reason"),
                         prompt_tokens: u("prompt_tokens"),
+                        cached_prompt_tokens: u("cached_prompt_tokens"),
                         completion_tokens: u("completion_tokens"),
                         model: r.get("model"),
                         ttft_ms: r.get("ttft_ms"),

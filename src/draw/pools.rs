@@ -55,6 +55,13 @@ pub struct PoolConfig {
     /// Merged into every request body last (engine-specific switches).
     #[serde(default)]
     pub extra_body: Option<toml::Table>,
+    /// Ask for running token counts in every chunk, in both dialects that
+    /// offer them (llama.cpp's `timings_per_token`, vLLM's
+    /// `stream_options.continuous_usage_stats`), so a reply closed early
+    /// still knows what it spent. Engines ignore the field they do not know;
+    /// `false` for a server that refuses unknown fields.
+    #[serde(default = "default_running_counts")]
+    pub running_counts: bool,
 }
 
 /// Which request field the token cap goes in.
@@ -93,6 +100,9 @@ fn default_timeout() -> f64 {
 }
 fn default_attempts() -> u32 {
     3
+}
+fn default_running_counts() -> bool {
+    true
 }
 fn default_max_retry_wait() -> f64 {
     60.0

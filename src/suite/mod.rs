@@ -19,6 +19,7 @@ pub mod error;
 pub mod passk;
 pub mod problem;
 pub mod program;
+pub mod report;
 pub mod status;
 
 pub use cases::{split_cases, Split, SplitProgram};
@@ -27,4 +28,5 @@ pub use error::SuiteError;
 pub use passk::{pass_at_k, paired_bootstrap, suite_pass_at_k, Interval};
 pub use problem::{load_problems, Problem};
 pub use program::{chat_program, completion_program, cut_at_stop_tokens};
+pub use report::{ProblemReport, SuiteComparison, SuiteReport};
 pub use status::{CaseEnd, CompletionOutcome, Status};

@@ -34,6 +34,7 @@ pub mod sandbox;
 pub mod score;
 pub mod spec;
 pub mod store;
+pub mod suite;
 pub mod sweep;
 pub mod testpoint;
 pub mod views;

@@ -25,9 +25,13 @@ use serde_json::Value;
 const ROUNDS: usize = 5;
 const PHASES: [&str; 3] = ["probe", "score build", "score run"];
 
+/// Picks one (wall, CPU-s) out of the rounds' figures.
+type Pick = dyn Fn(&[(f64, f64)]) -> (f64, f64);
+
 fn main() -> anyhow::Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let old_bin = PathBuf::from(std::env::var("ASSAY_OLD_BIN").unwrap_or("/tmp/assay-51798b9".into()));
+    let old_bin =
+        PathBuf::from(std::env::var("ASSAY_OLD_BIN").unwrap_or("/tmp/assay-51798b9".into()));
     let old_task = PathBuf::from(
         std::env::var("ASSAY_OLD_TASK").unwrap_or("/tmp/old-specs/specs/absolute".into()),
     );
@@ -40,9 +44,12 @@ fn main() -> anyhow::Result<()> {
         .and_then(|r| r.parse().ok())
         .unwrap_or(ROUNDS)
         .max(1);
-    let sides = [("51798b9", &old_bin, &old_task), ("this", &new_bin, &new_task)];
+    let sides = [
+        ("51798b9", &old_bin, &old_task),
+        ("this", &new_bin, &new_task),
+    ];
     // figures[side][round][phase] = (wall, cpu)
-    let mut figures = vec![Vec::new(), Vec::new()];
+    let mut figures = [Vec::new(), Vec::new()];
     for round in 0..=rounds {
         for (s, (name, bin, task)) in sides.iter().enumerate() {
             let db = scratch.path().join(format!("{name}.db"));
@@ -57,7 +64,7 @@ fn main() -> anyhow::Result<()> {
         "{:<28}{:>12}{:>12}{:>12}{:>12}{:>10}{:>10}",
         "phase", "old wall", "new wall", "old CPU-s", "new CPU-s", "wall x", "CPU x"
     );
-    let stat = |side: usize, pick: &dyn Fn(&[(f64, f64)]) -> (f64, f64)| -> Vec<(f64, f64)> {
+    let stat = |side: usize, pick: &Pick| -> Vec<(f64, f64)> {
         let mut rows: Vec<(f64, f64)> = Vec::new();
         for p in 0..=PHASES.len() {
             let per_round: Vec<(f64, f64)> = figures[side]
@@ -86,10 +93,14 @@ fn main() -> anyhow::Result<()> {
         let c = v.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
         (w, c)
     };
-    for (label, pick) in [("median", &median as &dyn Fn(&[(f64, f64)]) -> (f64, f64)), ("best", &best)] {
+    for (label, pick) in [("median", &median as &Pick), ("best", &best)] {
         let (old, new) = (stat(0, pick), stat(1, pick));
         for p in 0..=PHASES.len() {
-            let name = if p < PHASES.len() { PHASES[p] } else { "score build + score run" };
+            let name = if p < PHASES.len() {
+                PHASES[p]
+            } else {
+                "score build + score run"
+            };
             println!(
                 "{:<28}{:>12.2}{:>12.2}{:>12.2}{:>12.2}{:>9.2}x{:>9.2}x",
                 format!("{name} ({label})"),
@@ -106,7 +117,13 @@ fn main() -> anyhow::Result<()> {
 }
 
 /// Runs one batch and returns (wall, CPU-s) of each of [`PHASES`].
-fn run(bin: &Path, task: &Path, db: &Path, work: &Path, dir: &Path) -> anyhow::Result<Vec<(f64, f64)>> {
+fn run(
+    bin: &Path,
+    task: &Path,
+    db: &Path,
+    work: &Path,
+    dir: &Path,
+) -> anyhow::Result<Vec<(f64, f64)>> {
     let out = Command::new(bin)
         .args(["run", &task.display().to_string(), "--json"])
         .current_dir(dir)
@@ -121,7 +138,11 @@ fn run(bin: &Path, task: &Path, db: &Path, work: &Path, dir: &Path) -> anyhow::R
         String::from_utf8_lossy(&out.stderr)
     );
     let summary: Value = serde_json::from_slice(&out.stdout)?;
-    anyhow::ensure!(summary["committed"]["passed"] == 231, "{}", summary["committed"]);
+    anyhow::ensure!(
+        summary["committed"]["passed"] == 231,
+        "{}",
+        summary["committed"]
+    );
     let phases = summary["phases"].as_array().cloned().unwrap_or_default();
     PHASES
         .iter()
@@ -130,7 +151,10 @@ fn run(bin: &Path, task: &Path, db: &Path, work: &Path, dir: &Path) -> anyhow::R
                 .iter()
                 .find(|p| p["phase"] == *name)
                 .ok_or_else(|| anyhow::anyhow!("no phase {name}"))?;
-            Ok((p["wall_s"].as_f64().unwrap_or(0.0), p["cpu_s"].as_f64().unwrap_or(0.0)))
+            Ok((
+                p["wall_s"].as_f64().unwrap_or(0.0),
+                p["cpu_s"].as_f64().unwrap_or(0.0),
+            ))
         })
         .collect()
 }

@@ -771,8 +771,12 @@ async fn build_scorer(
     for (key, exe) in &built.built {
         images.push((key.clone(), copy(exe, &key.name())?));
     }
-    let oracle =
-        score::Oracle::new(&judge, Arc::from(spec.cases.text.as_str()), spec.cases.count).await?;
+    let oracle = score::Oracle::new(
+        &judge,
+        Arc::from(spec.cases.text.as_str()),
+        spec.cases.count,
+    )
+    .await?;
     Ok(Scorer { images, oracle })
 }
 

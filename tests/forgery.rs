@@ -40,7 +40,12 @@ fn task(scratch: &Scratch) -> PathBuf {
     let spec = spec.replace("harness = \"harness\"", &format!("harness = {harness:?}"));
     std::fs::write(task.join("spec.toml"), spec).unwrap();
     let cases: String = (0..CASES)
-        .map(|x| format!("{{\"name\": \"c{x}\", \"input\": {{\"x\": {x}}}, \"expected\": {}}}\n", 2 * x))
+        .map(|x| {
+            format!(
+                "{{\"name\": \"c{x}\", \"input\": {{\"x\": {x}}}, \"expected\": {}}}\n",
+                2 * x
+            )
+        })
         .collect();
     std::fs::write(task.join("cases.jsonl"), cases).unwrap();
     task
@@ -52,7 +57,13 @@ fn run(scratch: &Scratch, task: &Path, n: usize) -> (Value, Vec<PathBuf>) {
     let tmp = scratch.path().join(format!("tmp-{n}"));
     std::fs::create_dir_all(&tmp).unwrap();
     let out = scratch
-        .command(&["run", &task.display().to_string(), "-n", &n.to_string(), "--json"])
+        .command(&[
+            "run",
+            &task.display().to_string(),
+            "-n",
+            &n.to_string(),
+            "--json",
+        ])
         .env("TMPDIR", &tmp)
         .output()
         .unwrap();
@@ -138,7 +149,10 @@ fn candidates_cannot_forge_their_score_or_take_others_down() {
     // Release-only build failures are found by the probe, each its own.
     for idx in [6, 7, 8, 9] {
         let probe = shown["candidates"][idx]["probe"].as_str().unwrap();
-        assert!(probe.starts_with("compile_error"), "candidate {idx}: {probe}");
+        assert!(
+            probe.starts_with("compile_error"),
+            "candidate {idx}: {probe}"
+        );
     }
     // The static too big to map: not run, and nobody else affected.
     let ballast = verdict(&shown, 11);

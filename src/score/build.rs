@@ -108,7 +108,10 @@ pub async fn build_images(
         if unsettled.is_empty() {
             break;
         }
-        tracing::info!(count = unsettled.len(), "scoring images without a verdict, built again");
+        tracing::info!(
+            count = unsettled.len(),
+            "scoring images without a verdict, built again"
+        );
         pending = unsettled;
     }
     Ok(images)
@@ -145,7 +148,10 @@ mod tests {
     #[test]
     fn an_image_names_one_candidate_only() {
         let root = image_root("h", &ModuleKey::Candidate(3));
-        assert!(root.contains("#[path = \"c3.rs\"]\nmod candidate;"), "{root}");
+        assert!(
+            root.contains("#[path = \"c3.rs\"]\nmod candidate;"),
+            "{root}"
+        );
         assert_eq!(root.matches("#[path").count(), 1);
         assert!(!judge_root("h").contains("#[path"));
         assert_eq!(image_name(&ModuleKey::Committed), "run_committed");

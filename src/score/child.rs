@@ -194,4 +194,3 @@ pub(crate) fn nonce() -> Result<String> {
     getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("no randomness for the nonce: {e}"))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
-

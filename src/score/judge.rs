@@ -81,8 +81,8 @@ impl Oracle {
 }
 
 async fn run_judge(judge: &Path, mode: &str, stdin: Vec<u8>) -> Result<String> {
-    let (ours, theirs) = std::os::unix::net::UnixStream::pair()
-        .context("cannot make the judge's input channel")?;
+    let (ours, theirs) =
+        std::os::unix::net::UnixStream::pair().context("cannot make the judge's input channel")?;
     let mut child = tokio::process::Command::new(judge)
         .arg(mode)
         .env_clear()
@@ -99,7 +99,10 @@ async fn run_judge(judge: &Path, mode: &str, stdin: Vec<u8>) -> Result<String> {
     let run = async {
         let mut out = String::new();
         let mut err = String::new();
-        let (a, b) = tokio::join!(stdout.read_to_string(&mut out), stderr.read_to_string(&mut err));
+        let (a, b) = tokio::join!(
+            stdout.read_to_string(&mut out),
+            stderr.read_to_string(&mut err)
+        );
         a.context("cannot read the judge's answer")?;
         let _ = b;
         let status = child.wait().await.context("the judge did not finish")?;
@@ -114,5 +117,3 @@ async fn run_judge(judge: &Path, mode: &str, stdin: Vec<u8>) -> Result<String> {
     }
     Ok(out)
 }
-
-

@@ -61,7 +61,11 @@ fn main() {
             let verdict = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 __assay_harness::judge(case, output)
             }));
-            let letter = if matches!(verdict, Ok(true)) { 'p' } else { 'f' };
+            let letter = if matches!(verdict, Ok(true)) {
+                'p'
+            } else {
+                'f'
+            };
             let _ = writeln!(out, "{i} {letter}");
         }
     }

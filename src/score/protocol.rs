@@ -178,7 +178,10 @@ mod tests {
         feed(&mut p, "n total 5\n");
         assert!(p.broken);
         let mut p = Protocol::new("n".into(), 1, 0, 1000);
-        feed(&mut p, "n total 1\nn case 0 out 1\nn done\nn case 1 out 2\n");
+        feed(
+            &mut p,
+            "n total 1\nn case 0 out 1\nn done\nn case 1 out 2\n",
+        );
         assert!(p.broken, "nothing may follow done");
     }
 
@@ -186,7 +189,10 @@ mod tests {
     fn output_past_the_cap_stops_reading() {
         let mut p = Protocol::new("n".into(), 1, 0, 100);
         assert!(feed(&mut p, &"x".repeat(50)));
-        assert!(feed(&mut p, &"y".repeat(100)), "one unfinished line may be long");
+        assert!(
+            feed(&mut p, &"y".repeat(100)),
+            "one unfinished line may be long"
+        );
         assert!(!feed(&mut p, &"y".repeat(LINE_CAP)));
         assert!(p.over_cap);
         let mut p = Protocol::new("n".into(), 1, 0, 100);

@@ -309,7 +309,11 @@ async fn watch(started: Started, mut protocol: Protocol, limits: &RunLimits) -> 
     let mut waiter = tokio::task::spawn_blocking(move || wait4(pid));
     let stderr_task = tokio::spawn(keep_stderr(stderr));
     let per_case = limits.isolation == Isolation::PerCase;
-    let budget = if per_case { limits.case_wall } else { limits.wall };
+    let budget = if per_case {
+        limits.case_wall
+    } else {
+        limits.wall
+    };
     let mut deadline = tokio::time::Instant::now() + budget;
     let mut exited: Option<(i32, Duration)> = None;
     let mut timed_out = false;

@@ -192,5 +192,4 @@ mod tests {
         assert_eq!(parse_case_letters("pfxtc-").unwrap(), all);
         assert!(parse_case_letters("pq").is_none());
     }
-
 }

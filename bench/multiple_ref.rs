@@ -34,7 +34,12 @@ pub const RUN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// MultiPL-E's `stop_at_stop_token`, then its `cached_eval_script`
 /// concatenation.
-pub fn multiple_program(prompt: &str, completion: &str, tests: &str, stop_tokens: &[String]) -> String {
+pub fn multiple_program(
+    prompt: &str,
+    completion: &str,
+    tests: &str,
+    stop_tokens: &[String],
+) -> String {
     let mut min_stop_index = completion.len();
     for stop_token in stop_tokens {
         if let Some(stop_index) = completion.find(stop_token.as_str()) {
@@ -58,7 +63,11 @@ pub enum End {
 /// (up to 1 MiB; stderr discarded), killing the whole group at `limit`.
 pub fn run_limited(cmd: &mut Command, stdin: &[u8], limit: Duration) -> (End, Vec<u8>) {
     let mut child = cmd
-        .stdin(if stdin.is_empty() { Stdio::null() } else { Stdio::piped() })
+        .stdin(if stdin.is_empty() {
+            Stdio::null()
+        } else {
+            Stdio::piped()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .process_group(0)
@@ -142,7 +151,12 @@ pub fn pool<T: Sync, R: Send>(items: &[T], workers: usize, f: impl Fn(&T) -> R +
             });
         }
     });
-    results.into_inner().unwrap().into_iter().map(|r| r.expect("every item ran")).collect()
+    results
+        .into_inner()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.expect("every item ran"))
+        .collect()
 }
 
 /// The reference method over many programs: one worker per CPU.

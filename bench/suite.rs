@@ -23,15 +23,32 @@ use multiple_ref::{cpus, pool, run_limited, End, COMPILE_TIMEOUT, RUN_TIMEOUT};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1));
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+    };
     let sizes: Vec<usize> = flag("--sizes")
-        .map(|s| s.split(',').map(|n| n.trim().parse().expect("--sizes: numbers")).collect())
+        .map(|s| {
+            s.split(',')
+                .map(|n| n.trim().parse().expect("--sizes: numbers"))
+                .collect()
+        })
         .unwrap_or_else(|| vec![300, 1000]);
     let seed: u64 = flag("--seed").map_or(1, |s| s.parse().expect("--seed: a number"));
     println!("suite bench: {} CPUs, seed {seed}", cpus());
     println!(
         "{:>6} {:>7} {:>7} {:>7} | {:>9} | {:>13} {:>9} {:>9} {:>10} | {:>9}",
-        "N", "OK", "Syntax", "Except", "reference", "floor compile", "run", "total", "floor/ref", "assay"
+        "N",
+        "OK",
+        "Syntax",
+        "Except",
+        "reference",
+        "floor compile",
+        "run",
+        "total",
+        "floor/ref",
+        "assay"
     );
     let mut all_agree = true;
     for n in sizes {
@@ -69,7 +86,10 @@ fn measure(suite: &[Generated]) -> bool {
         .count();
     let total = floor.compile + floor.run;
     let lines: Vec<usize> = programs.iter().map(|p| p.lines().count()).collect();
-    let fns: Vec<usize> = programs.iter().map(|p| p.matches("fn ").count() - 1).collect();
+    let fns: Vec<usize> = programs
+        .iter()
+        .map(|p| p.matches("fn ").count() - 1)
+        .collect();
     println!(
         "       programs: {}..{} lines, {}..{} functions besides main",
         lines.iter().min().unwrap_or(&0),
@@ -98,7 +118,10 @@ fn measure(suite: &[Generated]) -> bool {
         programs.len()
     );
     for &i in disagree.iter().take(5) {
-        println!("       differs: #{i} reference {} floor {}", reference[i], floor.statuses[i]);
+        println!(
+            "       differs: #{i} reference {} floor {}",
+            reference[i], floor.statuses[i]
+        );
     }
     disagree.is_empty()
 }
@@ -144,7 +167,14 @@ fn floor(programs: &[String], reference: &[Status], scratch: &Path) -> Floor {
     let started = Instant::now();
     let mut rustc = Command::new("rustc");
     rustc
-        .args(["--edition", "2021", "-C", "debug-assertions=on", "-C", "overflow-checks=on"])
+        .args([
+            "--edition",
+            "2021",
+            "-C",
+            "debug-assertions=on",
+            "-C",
+            "overflow-checks=on",
+        ])
         .args(["floor.rs", "-o", "floor"])
         .current_dir(dir.path());
     let built = run_limited(&mut rustc, b"", COMPILE_TIMEOUT * 40).0;
@@ -237,8 +267,11 @@ fn one_problem(i: usize, rng: &mut Rng) -> Generated {
     let mut completion = body;
     if intent == Intent::CompileError {
         let at = completion.find('\n').map_or(0, |p| p + 1);
-        let error = ["    let unused: u8 = \"text\";\n", "    let y = undefined_name + 1;\n", "    let v: Vec<i64> = 5;\n"]
-            [rng.below(3) as usize];
+        let error = [
+            "    let unused: u8 = \"text\";\n",
+            "    let y = undefined_name + 1;\n",
+            "    let v: Vec<i64> = 5;\n",
+        ][rng.below(3) as usize];
         completion.insert_str(at, error);
     }
     completion.push_str("}\n\nfn trailing_text_after_the_stop_token() {}\n");
@@ -270,7 +303,12 @@ type Eval = Box<dyn Fn(i64) -> i64>;
 
 impl Family {
     fn pick(rng: &mut Rng) -> Family {
-        [Family::Iterate, Family::Digits, Family::Vector, Family::Text][rng.below(4) as usize]
+        [
+            Family::Iterate,
+            Family::Digits,
+            Family::Vector,
+            Family::Text,
+        ][rng.below(4) as usize]
     }
 
     fn name(self) -> &'static str {
@@ -297,7 +335,12 @@ impl Family {
         }
         writeln!(s, "    let norm = |v: i64| -> i64 {{ {chain} }};").unwrap();
         for p in 0..padding {
-            writeln!(s, "    let pad_{p} = x.wrapping_mul({}) % 7; // keeps the problem realistic in size", p + 1).unwrap();
+            writeln!(
+                s,
+                "    let pad_{p} = x.wrapping_mul({}) % 7; // keeps the problem realistic in size",
+                p + 1
+            )
+            .unwrap();
             writeln!(s, "    let _ = pad_{p};").unwrap();
         }
         s.push_str(&match self {

@@ -49,13 +49,23 @@ fn load() -> Fixture {
 }
 
 fn programs(f: &Fixture) -> Vec<String> {
-    f.rows.iter().map(|(p, _, c)| completion_program(&f.problems[*p], c)).collect()
+    f.rows
+        .iter()
+        .map(|(p, _, c)| completion_program(&f.problems[*p], c))
+        .collect()
 }
 
 fn expected(f: &Fixture) -> Vec<Status> {
     let text = std::fs::read_to_string(fixture().join("expected.jsonl")).unwrap();
-    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(lines.len(), f.rows.len(), "one expected status per completion");
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines.len(),
+        f.rows.len(),
+        "one expected status per completion"
+    );
     lines
         .iter()
         .zip(&f.rows)
@@ -112,7 +122,9 @@ fn run_split(program: &str, scratch: &Path) -> (CompletionOutcome, usize) {
     let dir = tempfile::tempdir_in(scratch).unwrap();
     std::fs::write(dir.path().join("main.rs"), split.dispatch_program()).unwrap();
     let mut rustc = Command::new("rustc");
-    rustc.args(["--edition", "2021", "main.rs", "-o", "main"]).current_dir(dir.path());
+    rustc
+        .args(["--edition", "2021", "main.rs", "-o", "main"])
+        .current_dir(dir.path());
     match multiple_ref::run_limited(&mut rustc, b"", multiple_ref::COMPILE_TIMEOUT).0 {
         End::Exited(0) => {}
         End::TimedOut => return (CompletionOutcome::CompileTimeout, split.case_count()),
@@ -122,9 +134,12 @@ fn run_split(program: &str, scratch: &Path) -> (CompletionOutcome, usize) {
         let nonce = format!("n{}x{which}", std::process::id());
         let mut main = Command::new(dir.path().join("main"));
         main.arg(which).current_dir(dir.path());
-        let (end, stdout) = multiple_ref::run_limited(&mut main, format!("{nonce}\n").as_bytes(), RUN_TIMEOUT);
+        let (end, stdout) =
+            multiple_ref::run_limited(&mut main, format!("{nonce}\n").as_bytes(), RUN_TIMEOUT);
         match end {
-            End::Exited(0) if !split.marks_completion() || case_finished(&stdout, &nonce) => CaseEnd::Passed,
+            End::Exited(0) if !split.marks_completion() || case_finished(&stdout, &nonce) => {
+                CaseEnd::Passed
+            }
             End::Exited(0) => CaseEnd::ExitedEarly,
             End::Exited(code) => CaseEnd::Failed { code },
             End::Signalled(signal) => CaseEnd::Signalled { signal },
@@ -133,7 +148,9 @@ fn run_split(program: &str, scratch: &Path) -> (CompletionOutcome, usize) {
     };
     let whole = run("whole");
     let cases = match split.split {
-        Split::Cases { .. } => (0..split.case_count()).map(|i| run(&i.to_string())).collect(),
+        Split::Cases { .. } => (0..split.case_count())
+            .map(|i| run(&i.to_string()))
+            .collect(),
         Split::Whole { .. } => vec![whole],
     };
     (CompletionOutcome::Ran { whole, cases }, split.case_count())
@@ -145,13 +162,19 @@ fn case_split_runs_give_the_reference_statuses_except_early_exits() {
     let want = expected(&f);
     let scratch = tempfile::tempdir().unwrap();
     let programs = programs(&f);
-    let outcomes = multiple_ref::pool(&programs, multiple_ref::cpus(), |p| run_split(p, scratch.path()));
+    let outcomes = multiple_ref::pool(&programs, multiple_ref::cpus(), |p| {
+        run_split(p, scratch.path())
+    });
     let mut early_exits = Vec::new();
     for (((p, i, _), (outcome, _)), want) in f.rows.iter().zip(&outcomes).zip(&want) {
         let label = format!("{} #{i}", f.problems[*p].name);
         assert_eq!(outcome.multiple_status(), *want, "{label}: {outcome:?}");
         if outcome.status() != *want {
-            assert_eq!((*want, outcome.status()), (Status::Ok, Status::Exception), "{label}");
+            assert_eq!(
+                (*want, outcome.status()),
+                (Status::Ok, Status::Exception),
+                "{label}"
+            );
             early_exits.push(label);
         }
     }
@@ -159,7 +182,11 @@ fn case_split_runs_give_the_reference_statuses_except_early_exits() {
     assert_eq!(early_exits, ["fx_is_even #1", "fx_nth_odd #0"]);
 
     let by_name = |name: &str, index: usize| {
-        let at = f.rows.iter().position(|(p, i, _)| f.problems[*p].name == name && *i == index).unwrap();
+        let at = f
+            .rows
+            .iter()
+            .position(|(p, i, _)| f.problems[*p].name == name && *i == index)
+            .unwrap();
         &outcomes[at]
     };
     use CaseEnd::*;
@@ -168,9 +195,15 @@ fn case_split_runs_give_the_reference_statuses_except_early_exits() {
         other => panic!("{name} #{index}: {other:?}"),
     };
     // The panic on one assert costs that case only.
-    assert_eq!(cases("fx_fib", 0), [Passed, Passed, Failed { code: 101 }, Passed]);
+    assert_eq!(
+        cases("fx_fib", 0),
+        [Passed, Passed, Failed { code: 101 }, Passed]
+    );
     // The early exit that skips one assert is caught on that case.
-    assert_eq!(cases("fx_nth_odd", 0), [Passed, Passed, ExitedEarly, Passed]);
+    assert_eq!(
+        cases("fx_nth_odd", 0),
+        [Passed, Passed, ExitedEarly, Passed]
+    );
     // Asserts spanning lines split; a loop or a computed binding does not.
     assert_eq!(by_name("fx_gcd", 1).1, 3);
     assert_eq!(cases("fx_gcd", 1), [Passed, Passed, Failed { code: 101 }]);

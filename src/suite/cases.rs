@@ -66,11 +66,18 @@ pub enum WholeReason {
     NoMain,
     /// `main` has attributes, parameters, generics, a return type or
     /// qualifiers.
-    MainSignature { main_name: Range<usize> },
+    MainSignature {
+        main_name: Range<usize>,
+    },
     /// A statement of `main` that is neither a plain binding before the
     /// asserts nor an assert (its line).
-    Statement { main_name: Range<usize>, line: usize },
-    NoAssert { main_name: Range<usize> },
+    Statement {
+        main_name: Range<usize>,
+        line: usize,
+    },
+    NoAssert {
+        main_name: Range<usize>,
+    },
 }
 
 impl WholeReason {
@@ -108,7 +115,12 @@ impl SplitProgram {
     /// Whether the dispatch program prints [`DONE_MARKER`] (everything but
     /// an unparsed program, which is run unchanged).
     pub fn marks_completion(&self) -> bool {
-        !matches!(self.split, Split::Whole { reason: WholeReason::Unparsed | WholeReason::NoMain })
+        !matches!(
+            self.split,
+            Split::Whole {
+                reason: WholeReason::Unparsed | WholeReason::NoMain
+            }
+        )
     }
 
     /// The program to build once and run per case: argument `whole` runs
@@ -121,7 +133,9 @@ impl SplitProgram {
         let mut out = self.renamed(main_name);
         let mut arms = String::from("        \"whole\" => __assay_main(),\n");
         match &self.split {
-            Split::Cases { preamble, cases, .. } => {
+            Split::Cases {
+                preamble, cases, ..
+            } => {
                 for (i, case) in cases.iter().enumerate() {
                     out.push_str(&case_function(i, preamble, case));
                     arms.push_str(&format!("        \"{i}\" => __assay_case_{i}(),\n"));
@@ -137,7 +151,11 @@ impl SplitProgram {
     /// status (no marker); for a whole `main`, the program itself.
     pub fn case_program(&self, i: usize) -> Option<String> {
         match &self.split {
-            Split::Cases { main_name, preamble, cases } => {
+            Split::Cases {
+                main_name,
+                preamble,
+                cases,
+            } => {
                 let case = cases.get(i)?;
                 let mut out = self.renamed(main_name);
                 out.push_str(&case_function(i, preamble, case));
@@ -298,7 +316,10 @@ fn is_assert(stmt: &Stmt) -> bool {
         _ => return false,
     };
     let segments = &mac.path.segments;
-    let name = segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+    let name = segments
+        .last()
+        .map(|s| s.ident.to_string())
+        .unwrap_or_default();
     let std_path = match segments.len() {
         1 => true,
         2 => ["std", "core"].iter().any(|c| segments[0].ident == c),
@@ -343,9 +364,9 @@ mod tests {
 
     fn cases_of(main: &str) -> Result<(Vec<String>, Vec<String>), WholeReason> {
         match split_cases(&format!("{HEAD}{main}")).split {
-            Split::Cases { preamble, cases, .. } => {
-                Ok((preamble, cases.into_iter().map(|c| c.text).collect()))
-            }
+            Split::Cases {
+                preamble, cases, ..
+            } => Ok((preamble, cases.into_iter().map(|c| c.text).collect())),
             Split::Whole { reason } => Err(reason),
         }
     }
@@ -373,14 +394,32 @@ mod tests {
             other => panic!("{main}: {other:?}"),
         };
         // HEAD is 4 lines; main's first statement is on line 6.
-        assert_eq!(whole_at("fn main() {\n    for i in 0..3 { assert_eq!(double(i), 2 * i); }\n}"), 6);
+        assert_eq!(
+            whole_at("fn main() {\n    for i in 0..3 { assert_eq!(double(i), 2 * i); }\n}"),
+            6
+        );
         assert_eq!(whole_at("fn main() {\n    assert_eq!(double(1), 2);\n    let c = double;\n    assert_eq!(c(1), 2);\n}"), 7);
-        assert_eq!(whole_at("fn main() {\n    let v = double(2);\n    assert_eq!(v, 4);\n}"), 6);
-        assert_eq!(whole_at("fn main() {\n    let mut c = double;\n    assert_eq!(c(1), 2);\n}"), 6);
-        assert_eq!(whole_at("fn main() {\n    println!(\"hi\");\n    assert!(true);\n}"), 6);
-        assert_eq!(whole_at("fn main() {\n    fn inner() {}\n    assert!(true);\n}"), 6);
+        assert_eq!(
+            whole_at("fn main() {\n    let v = double(2);\n    assert_eq!(v, 4);\n}"),
+            6
+        );
+        assert_eq!(
+            whole_at("fn main() {\n    let mut c = double;\n    assert_eq!(c(1), 2);\n}"),
+            6
+        );
+        assert_eq!(
+            whole_at("fn main() {\n    println!(\"hi\");\n    assert!(true);\n}"),
+            6
+        );
+        assert_eq!(
+            whole_at("fn main() {\n    fn inner() {}\n    assert!(true);\n}"),
+            6
+        );
         assert_eq!(whole_at("fn main() {\n    debug_assert!(true);\n}"), 6);
-        assert!(matches!(cases_of("fn main() {}"), Err(WholeReason::NoAssert { .. })));
+        assert!(matches!(
+            cases_of("fn main() {}"),
+            Err(WholeReason::NoAssert { .. })
+        ));
         assert!(matches!(
             cases_of("#[allow(unused)]\nfn main() { assert!(true); }"),
             Err(WholeReason::MainSignature { .. })
@@ -390,7 +429,10 @@ mod tests {
             Err(WholeReason::MainSignature { .. })
         ));
         assert!(matches!(cases_of("fn mian() {}"), Err(WholeReason::NoMain)));
-        assert!(matches!(cases_of("fn main() { assert!(true) "), Err(WholeReason::Unparsed)));
+        assert!(matches!(
+            cases_of("fn main() { assert!(true) "),
+            Err(WholeReason::Unparsed)
+        ));
     }
 
     #[test]
@@ -399,7 +441,10 @@ mod tests {
             "fn main() {\n    let candidate: fn(i32) -> i32 = double;\n    let limit = 10;\n    assert!(candidate(limit) == 20);\n}",
         )
         .unwrap();
-        assert_eq!(preamble, vec!["let candidate: fn(i32) -> i32 = double;", "let limit = 10;"]);
+        assert_eq!(
+            preamble,
+            vec!["let candidate: fn(i32) -> i32 = double;", "let limit = 10;"]
+        );
         assert_eq!(cases.len(), 1);
     }
 
@@ -407,7 +452,10 @@ mod tests {
     fn offsets_survive_multibyte_text() {
         let program = "/// Dépasse « ceci ».\nfn f() -> &'static str { \"é\" }\nfn main() {\n    let c = f;\n    assert_eq!(c(), \"é\"); assert_eq!(\"ü\", \"ü\");\n}\n";
         let split = split_cases(program);
-        let Split::Cases { cases, main_name, .. } = &split.split else {
+        let Split::Cases {
+            cases, main_name, ..
+        } = &split.split
+        else {
             panic!("{split:?}");
         };
         assert_eq!(&program[main_name.clone()], "main");
@@ -434,7 +482,16 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert_eq!(fns, ["double", "__assay_main", "__assay_case_0", "__assay_case_1", "main"]);
+        assert_eq!(
+            fns,
+            [
+                "double",
+                "__assay_main",
+                "__assay_case_0",
+                "__assay_case_1",
+                "main"
+            ]
+        );
         assert!(dispatch.contains("\"1\" => __assay_case_1(),"));
         let alone = split.case_program(1).unwrap();
         assert!(alone.contains("fn __assay_case_1() {\n    let candidate = double;\n    assert_eq!(candidate(2), 4);\n}"));
@@ -444,7 +501,9 @@ mod tests {
 
     #[test]
     fn whole_mains_dispatch_to_themselves() {
-        let program = format!("{HEAD}fn main() {{\n    for i in 0..3 {{ assert_eq!(double(i), 2 * i); }}\n}}\n");
+        let program = format!(
+            "{HEAD}fn main() {{\n    for i in 0..3 {{ assert_eq!(double(i), 2 * i); }}\n}}\n"
+        );
         let split = split_cases(&program);
         assert_eq!(split.case_count(), 1);
         let dispatch = split.dispatch_program();

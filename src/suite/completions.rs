@@ -89,7 +89,11 @@ impl Completions {
                     &file,
                     None,
                     Some("name"),
-                    format!("`{}` was already read from {}", problem.name, first.display()),
+                    format!(
+                        "`{}` was already read from {}",
+                        problem.name,
+                        first.display()
+                    ),
                 ));
             }
             check_same_problem(&problem, problems, &file)?;
@@ -108,7 +112,10 @@ impl Completions {
 
     /// The completions of each problem, in the problems' order and each
     /// problem's input order. A row naming no problem is an error.
-    pub fn per_problem<'a>(&'a self, problems: &[Problem]) -> Result<Vec<Vec<&'a str>>, SuiteError> {
+    pub fn per_problem<'a>(
+        &'a self,
+        problems: &[Problem],
+    ) -> Result<Vec<Vec<&'a str>>, SuiteError> {
         let mut out = vec![Vec::new(); problems.len()];
         for row in &self.rows {
             let Some(i) = problems.iter().position(|p| p.name == row.name) else {
@@ -153,7 +160,12 @@ fn read_json_object(file: &Path) -> Result<Map<String, Value>, SuiteError> {
     match serde_json::from_str::<Value>(&text) {
         Ok(Value::Object(obj)) => Ok(obj),
         Ok(_) => Err(SuiteError::invalid(file, None, None, "not a JSON object")),
-        Err(e) => Err(SuiteError::invalid(file, None, None, format!("not JSON: {e}"))),
+        Err(e) => Err(SuiteError::invalid(
+            file,
+            None,
+            None,
+            format!("not JSON: {e}"),
+        )),
     }
 }
 
@@ -161,7 +173,11 @@ fn completion_list(obj: &Map<String, Value>, file: &Path) -> Result<Vec<String>,
     super::problem::string_list(obj, "completions", file, None)
 }
 
-fn check_same_problem(found: &Problem, problems: &[Problem], file: &Path) -> Result<(), SuiteError> {
+fn check_same_problem(
+    found: &Problem,
+    problems: &[Problem],
+    file: &Path,
+) -> Result<(), SuiteError> {
     let Some(known) = problems.iter().find(|p| p.name == found.name) else {
         return Err(SuiteError::invalid(
             file,
@@ -231,7 +247,10 @@ mod tests {
                 .unwrap_err()
                 .to_string()
         };
-        assert_eq!(err("{\"name\":\"a\"}"), "c.jsonl:1: `completion`: is missing");
+        assert_eq!(
+            err("{\"name\":\"a\"}"),
+            "c.jsonl:1: `completion`: is missing"
+        );
         assert_eq!(
             err("{\"name\":\"a\",\"completion\":\"\"}\n{\"name\":\"z\",\"completion\":\"\"}"),
             "c.jsonl:2: `name`: `z` is not a problem of the set"
@@ -249,7 +268,11 @@ mod tests {
         // The evaluator's own results files are not completions.
         std::fs::write(dir.path().join("a.results.json"), "not read").unwrap();
         let c = Completions::load(dir.path(), &[a.clone(), b.clone()]).unwrap();
-        let names: Vec<_> = c.rows.iter().map(|r| (r.name.as_str(), r.completion.as_str())).collect();
+        let names: Vec<_> = c
+            .rows
+            .iter()
+            .map(|r| (r.name.as_str(), r.completion.as_str()))
+            .collect();
         assert_eq!(names, vec![("a", "a1"), ("b", "b1"), ("b", "b2")]);
     }
 
@@ -260,10 +283,20 @@ mod tests {
         other.tests = "}\nfn main() { assert!(false); }\n".to_owned();
         let file = dir.path().join("a.json");
         std::fs::write(&file, multiple_file(&other, &["x"])).unwrap();
-        let err = Completions::load(dir.path(), &[problem("a")]).unwrap_err().to_string();
-        assert_eq!(err, format!("{}: `tests`: differs from problem `a` of the set", file.display()));
+        let err = Completions::load(dir.path(), &[problem("a")])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            format!(
+                "{}: `tests`: differs from problem `a` of the set",
+                file.display()
+            )
+        );
         std::fs::write(&file, "{\"name\":\"a\"}").unwrap();
-        let err = Completions::load(dir.path(), &[problem("a")]).unwrap_err().to_string();
+        let err = Completions::load(dir.path(), &[problem("a")])
+            .unwrap_err()
+            .to_string();
         assert_eq!(err, format!("{}: `language`: is missing", file.display()));
     }
 }

@@ -25,7 +25,7 @@ pub mod status;
 pub use cases::{split_cases, Split, SplitProgram};
 pub use completions::{CompletionRow, Completions};
 pub use error::SuiteError;
-pub use passk::{pass_at_k, paired_bootstrap, suite_pass_at_k, Interval};
+pub use passk::{paired_bootstrap, pass_at_k, suite_pass_at_k, Interval};
 pub use problem::{load_problems, Problem};
 pub use program::{chat_program, completion_program, cut_at_stop_tokens};
 pub use report::{ProblemReport, SuiteComparison, SuiteReport};

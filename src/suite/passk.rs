@@ -111,7 +111,10 @@ mod tests {
             for c in 0..=n {
                 for k in 1..=n {
                     let got = pass_at_k(n as usize, c as usize, k as usize).unwrap();
-                    assert!((got - exact(n, c, k)).abs() < 1e-12, "n={n} c={c} k={k}: {got}");
+                    assert!(
+                        (got - exact(n, c, k)).abs() < 1e-12,
+                        "n={n} c={c} k={k}: {got}"
+                    );
                 }
             }
         }
@@ -141,8 +144,12 @@ mod tests {
 
     #[test]
     fn bootstrap_is_deterministic_and_brackets_the_difference() {
-        let a: Vec<f64> = (0..40).map(|i| if i % 3 == 0 { 1.0 } else { 0.0 }).collect();
-        let b: Vec<f64> = (0..40).map(|i| if i % 2 == 0 { 1.0 } else { 0.0 }).collect();
+        let a: Vec<f64> = (0..40)
+            .map(|i| if i % 3 == 0 { 1.0 } else { 0.0 })
+            .collect();
+        let b: Vec<f64> = (0..40)
+            .map(|i| if i % 2 == 0 { 1.0 } else { 0.0 })
+            .collect();
         let one = paired_bootstrap(&a, &b, 2000, 7).unwrap();
         assert_eq!(paired_bootstrap(&a, &b, 2000, 7), Some(one));
         assert!(one.low <= one.diff && one.diff <= one.high, "{one:?}");

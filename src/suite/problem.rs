@@ -69,7 +69,12 @@ pub(crate) fn object_line(
 ) -> Result<Map<String, Value>, SuiteError> {
     match serde_json::from_str::<Value>(line) {
         Ok(Value::Object(obj)) => Ok(obj),
-        Ok(_) => Err(SuiteError::invalid(file, Some(at), None, "not a JSON object")),
+        Ok(_) => Err(SuiteError::invalid(
+            file,
+            Some(at),
+            None,
+            "not a JSON object",
+        )),
         Err(e) => Err(SuiteError::invalid(
             file,
             Some(at),
@@ -185,7 +190,9 @@ mod tests {
         );
         check("[1]", "p.jsonl:1: not a JSON object");
         check("\n\n", "p.jsonl: holds no problem");
-        assert!(parse("{oops").unwrap_err().starts_with("p.jsonl:1: not JSON: "));
+        assert!(parse("{oops")
+            .unwrap_err()
+            .starts_with("p.jsonl:1: not JSON: "));
     }
 
     #[test]

@@ -69,16 +69,26 @@ mod tests {
     #[test]
     fn cuts_at_the_earliest_of_any_token() {
         let tokens = |t: &[&str]| t.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let check = |c: &str, t: &[&str], expect: &str| assert_eq!(cut_at_stop_tokens(c, &tokens(t)), expect);
+        let check = |c: &str, t: &[&str], expect: &str| {
+            assert_eq!(cut_at_stop_tokens(c, &tokens(t)), expect)
+        };
         check("    x * 2\n}\n\nfn helper() {}\n", &["\n}"], "    x * 2");
         check("a\n}b\nfn c", &["\nfn", "\n}"], "a");
         check("abc", &[], "abc");
         check("abc", &["zz"], "abc");
         check("abc", &[""], "");
         // An indented brace is not the stop token.
-        check("    if x {\n        1\n    }\n}", &["\n}"], "    if x {\n        1\n    }");
+        check(
+            "    if x {\n        1\n    }\n}",
+            &["\n}"],
+            "    if x {\n        1\n    }",
+        );
         // Inside a string literal too: the cut does not know Rust.
-        check("    let s = \"a\n}\";\n    0\n", &["\n}"], "    let s = \"a");
+        check(
+            "    let s = \"a\n}\";\n    0\n",
+            &["\n}"],
+            "    let s = \"a",
+        );
     }
 
     #[test]
@@ -100,7 +110,9 @@ mod tests {
         );
         // No stop tokens: nothing is cut.
         let p = problem(&[]);
-        assert!(completion_program(&p, "    x * 2\n}\nfn unused() {}").contains("fn unused() {}\n}\n"));
+        assert!(
+            completion_program(&p, "    x * 2\n}\nfn unused() {}").contains("fn unused() {}\n}\n")
+        );
     }
 
     #[test]

@@ -54,7 +54,10 @@ impl ProblemReport {
                 .filter(|o| matches!(o, CompletionOutcome::Ran { .. }))
                 .count(),
             passed: statuses.iter().filter(|s| **s == Status::Ok).count(),
-            multiple_statuses: outcomes.iter().map(CompletionOutcome::multiple_status).collect(),
+            multiple_statuses: outcomes
+                .iter()
+                .map(CompletionOutcome::multiple_status)
+                .collect(),
             statuses,
             cases_passed,
             cases,
@@ -68,7 +71,9 @@ impl ProblemReport {
 
 impl SuiteReport {
     /// `problems` pairs each problem's name with its completions' outcomes.
-    pub fn new<'a>(problems: impl IntoIterator<Item = (&'a str, &'a [CompletionOutcome])>) -> SuiteReport {
+    pub fn new<'a>(
+        problems: impl IntoIterator<Item = (&'a str, &'a [CompletionOutcome])>,
+    ) -> SuiteReport {
         let problems: Vec<ProblemReport> = problems
             .into_iter()
             .map(|(name, outcomes)| ProblemReport::new(name, outcomes))
@@ -121,9 +126,12 @@ impl SuiteComparison {
     ) -> Result<SuiteComparison, CompareError> {
         if a.problems.len() != b.problems.len() {
             let name = a.problems.iter().chain(&b.problems).find(|p| {
-                !a.problems.iter().any(|q| q.name == p.name) || !b.problems.iter().any(|q| q.name == p.name)
+                !a.problems.iter().any(|q| q.name == p.name)
+                    || !b.problems.iter().any(|q| q.name == p.name)
             });
-            return Err(CompareError::DifferentProblems(name.map_or_else(String::new, |p| p.name.clone())));
+            return Err(CompareError::DifferentProblems(
+                name.map_or_else(String::new, |p| p.name.clone()),
+            ));
         }
         let mut rows = Vec::with_capacity(a.problems.len());
         for (pa, pb) in a.problems.iter().zip(&b.problems) {
@@ -131,13 +139,22 @@ impl SuiteComparison {
                 return Err(CompareError::DifferentProblems(pa.name.clone()));
             }
             let too_few = || CompareError::TooFewSamples(pa.name.clone());
-            rows.push((pa.name.clone(), pa.pass_at(k).ok_or_else(too_few)?, pb.pass_at(k).ok_or_else(too_few)?));
+            rows.push((
+                pa.name.clone(),
+                pa.pass_at(k).ok_or_else(too_few)?,
+                pb.pass_at(k).ok_or_else(too_few)?,
+            ));
         }
         let xs: Vec<f64> = rows.iter().map(|r| r.1).collect();
         let ys: Vec<f64> = rows.iter().map(|r| r.2).collect();
         let difference = paired_bootstrap(&xs, &ys, resamples, seed).ok_or(CompareError::Empty)?;
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-        rows.sort_by(|x, y| (y.2 - y.1).abs().total_cmp(&(x.2 - x.1).abs()).then_with(|| x.0.cmp(&y.0)));
+        rows.sort_by(|x, y| {
+            (y.2 - y.1)
+                .abs()
+                .total_cmp(&(x.2 - x.1).abs())
+                .then_with(|| x.0.cmp(&y.0))
+        });
         Ok(SuiteComparison {
             k,
             mean_a: mean(&xs),
@@ -169,13 +186,22 @@ mod tests {
     use crate::suite::CaseEnd::*;
 
     fn ok() -> CompletionOutcome {
-        CompletionOutcome::Ran { whole: Passed, cases: vec![Passed, Passed] }
+        CompletionOutcome::Ran {
+            whole: Passed,
+            cases: vec![Passed, Passed],
+        }
     }
     fn fails() -> CompletionOutcome {
-        CompletionOutcome::Ran { whole: Failed { code: 101 }, cases: vec![Passed, Failed { code: 101 }] }
+        CompletionOutcome::Ran {
+            whole: Failed { code: 101 },
+            cases: vec![Passed, Failed { code: 101 }],
+        }
     }
     fn early() -> CompletionOutcome {
-        CompletionOutcome::Ran { whole: ExitedEarly, cases: vec![ExitedEarly, Passed] }
+        CompletionOutcome::Ran {
+            whole: ExitedEarly,
+            cases: vec![ExitedEarly, Passed],
+        }
     }
 
     #[test]
@@ -184,15 +210,27 @@ mod tests {
         let b = [fails(), ok(), ok()];
         let report = SuiteReport::new([("a", &a[..]), ("b", &b[..])]);
         let p = &report.problems[0];
-        assert_eq!((p.n, p.compiled, p.passed, p.cases_passed, p.cases), (3, 2, 1, 3, 4));
-        assert_eq!(p.statuses, [Status::Ok, Status::SyntaxError, Status::Exception]);
-        assert_eq!(p.multiple_statuses, [Status::Ok, Status::SyntaxError, Status::Ok]);
+        assert_eq!(
+            (p.n, p.compiled, p.passed, p.cases_passed, p.cases),
+            (3, 2, 1, 3, 4)
+        );
+        assert_eq!(
+            p.statuses,
+            [Status::Ok, Status::SyntaxError, Status::Exception]
+        );
+        assert_eq!(
+            p.multiple_statuses,
+            [Status::Ok, Status::SyntaxError, Status::Ok]
+        );
         let expect = (1.0 / 3.0 + 2.0 / 3.0) / 2.0;
         assert!((report.pass_at_1.unwrap() - expect).abs() < 1e-12);
         // n = 3: only k = 1 is reported.
         assert_eq!(report.pass_at_k.keys().copied().collect::<Vec<_>>(), [1]);
         let json = serde_json::to_value(&report).unwrap();
-        assert_eq!(json["problems"][0]["statuses"], serde_json::json!(["OK", "SyntaxError", "Exception"]));
+        assert_eq!(
+            json["problems"][0]["statuses"],
+            serde_json::json!(["OK", "SyntaxError", "Exception"])
+        );
         assert_eq!(json["pass_at_k"]["1"], json["pass_at_1"]);
     }
 
@@ -205,16 +243,30 @@ mod tests {
 
     #[test]
     fn comparison_orders_by_difference_and_checks_the_problems() {
-        let a = SuiteReport::new([("x", &[ok(), fails()][..]), ("y", &[fails(), fails()][..]), ("z", &[ok(), ok()][..])]);
-        let b = SuiteReport::new([("x", &[ok(), ok()][..]), ("y", &[fails(), fails()][..]), ("z", &[fails(), fails()][..])]);
+        let a = SuiteReport::new([
+            ("x", &[ok(), fails()][..]),
+            ("y", &[fails(), fails()][..]),
+            ("z", &[ok(), ok()][..]),
+        ]);
+        let b = SuiteReport::new([
+            ("x", &[ok(), ok()][..]),
+            ("y", &[fails(), fails()][..]),
+            ("z", &[fails(), fails()][..]),
+        ]);
         let c = SuiteComparison::new(&a, &b, 1, 1000, 3).unwrap();
         let names: Vec<&str> = c.problems.iter().map(|p| p.0.as_str()).collect();
         assert_eq!(names, ["z", "x", "y"]);
         assert!((c.mean_a - 0.5).abs() < 1e-12 && (c.mean_b - 1.0 / 3.0).abs() < 1e-12);
         assert!((c.difference.diff - (c.mean_b - c.mean_a)).abs() < 1e-12);
         assert_eq!(SuiteComparison::new(&a, &b, 1, 1000, 3).unwrap(), c);
-        assert_eq!(SuiteComparison::new(&a, &b, 3, 1000, 3), Err(CompareError::TooFewSamples("x".into())));
+        assert_eq!(
+            SuiteComparison::new(&a, &b, 3, 1000, 3),
+            Err(CompareError::TooFewSamples("x".into()))
+        );
         let other = SuiteReport::new([("x", &[ok()][..]), ("q", &[ok()][..]), ("z", &[ok()][..])]);
-        assert_eq!(SuiteComparison::new(&a, &other, 1, 10, 1), Err(CompareError::DifferentProblems("y".into())));
+        assert_eq!(
+            SuiteComparison::new(&a, &other, 1, 10, 1),
+            Err(CompareError::DifferentProblems("y".into()))
+        );
     }
 }

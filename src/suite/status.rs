@@ -63,9 +63,13 @@ pub enum CaseEnd {
     /// Exit 0 without the marker: the candidate ended the process early.
     ExitedEarly,
     /// Any other exit code (a failed assert or a panic exits 101).
-    Failed { code: i32 },
+    Failed {
+        code: i32,
+    },
     /// Killed by a signal (an abort, a stack overflow, the memory limit).
-    Signalled { signal: i32 },
+    Signalled {
+        signal: i32,
+    },
     TimedOut,
 }
 
@@ -158,25 +162,55 @@ mod tests {
     #[test]
     fn statuses_of_each_outcome() {
         use CaseEnd::*;
-        let ran = |whole, cases: &[CaseEnd]| CompletionOutcome::Ran { whole, cases: cases.to_vec() };
+        let ran = |whole, cases: &[CaseEnd]| CompletionOutcome::Ran {
+            whole,
+            cases: cases.to_vec(),
+        };
         // (outcome, MultiPL-E's status, assay's status)
         let table = [
-            (CompletionOutcome::CompileError, Status::SyntaxError, Status::SyntaxError),
-            (CompletionOutcome::CompileTimeout, Status::Timeout, Status::Timeout),
+            (
+                CompletionOutcome::CompileError,
+                Status::SyntaxError,
+                Status::SyntaxError,
+            ),
+            (
+                CompletionOutcome::CompileTimeout,
+                Status::Timeout,
+                Status::Timeout,
+            ),
             (ran(Passed, &[Passed, Passed]), Status::Ok, Status::Ok),
-            (ran(Failed { code: 101 }, &[Passed, Failed { code: 101 }]), Status::Exception, Status::Exception),
-            (ran(Signalled { signal: 6 }, &[Signalled { signal: 6 }]), Status::Exception, Status::Exception),
+            (
+                ran(Failed { code: 101 }, &[Passed, Failed { code: 101 }]),
+                Status::Exception,
+                Status::Exception,
+            ),
+            (
+                ran(Signalled { signal: 6 }, &[Signalled { signal: 6 }]),
+                Status::Exception,
+                Status::Exception,
+            ),
             (ran(TimedOut, &[TimedOut]), Status::Timeout, Status::Timeout),
             // The early exit: OK for MultiPL-E, not for assay.
-            (ran(ExitedEarly, &[ExitedEarly, ExitedEarly]), Status::Ok, Status::Exception),
+            (
+                ran(ExitedEarly, &[ExitedEarly, ExitedEarly]),
+                Status::Ok,
+                Status::Exception,
+            ),
             // Whole passes, one case alone does not: state across calls.
-            (ran(Passed, &[Passed, Failed { code: 101 }]), Status::Ok, Status::Exception),
+            (
+                ran(Passed, &[Passed, Failed { code: 101 }]),
+                Status::Ok,
+                Status::Exception,
+            ),
         ];
         for (outcome, multiple, assay) in table {
             assert_eq!(outcome.multiple_status(), multiple, "{outcome:?}");
             assert_eq!(outcome.status(), assay, "{outcome:?}");
         }
-        assert_eq!(ran(Passed, &[Passed, Failed { code: 1 }, Passed]).cases_passed(), (2, 3));
+        assert_eq!(
+            ran(Passed, &[Passed, Failed { code: 1 }, Passed]).cases_passed(),
+            (2, 3)
+        );
         assert_eq!(CompletionOutcome::CompileError.cases_passed(), (0, 0));
     }
 }

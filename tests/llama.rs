@@ -52,7 +52,7 @@ fn task(s: &Scratch, draw: &str, pools: &str) -> String {
     let p = |f: &str| t.join(f).display().to_string();
     let text = format!(
         "name = \"tiny\"\nprompt = \"{}\"\nharness = \"{}\"\nentry = \"double\"\ncases = \"{}\"\n\
-         committed = \"{}\"\n\n[draw]\nreplay = \"{}\"\n{draw}\n\n[admit]\nmin_score = 0.9\n",
+         committed = \"{}\"\n\n[draw]\nn = 2\nreplay = \"{}\"\n{draw}\n\n[admit]\nmin_score = 0.9\n\n[limits]\nwall_ms = 60000\n",
         p("prompt.md"),
         p("harness"),
         p("cases.jsonl"),
@@ -377,10 +377,10 @@ fn a_real_draw_killed_in_its_middle_resumes() {
     let s = Scratch::new();
     let dir = task(
         &s,
-        "pools = [\"p\"]\nn = 6",
+        "pools = [\"p\"]",
         &pool("p", &proxy.base_url(), SOLUTION, "max_in_flight = 1"),
     );
-    let stopped = s.start_at("pause@draw.reply#2", &["run", &dir]);
+    let stopped = s.start_at("pause@draw.reply#2", &["run", &dir, "-n", "6"]);
     stopped.kill9();
     let kept: Vec<usize> = replies(&s.db(), 1).iter().map(|d| d.idx).collect();
     assert!(kept.len() >= 2 && kept.len() < 6, "stopped mid-draw: {kept:?}");

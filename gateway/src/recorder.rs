@@ -102,6 +102,22 @@ pub fn sse_events(body: &str) -> Vec<Value> {
         .collect()
 }
 
+struct Complete {
+    shared: Arc<Shared>,
+    slot: usize,
+}
+
+impl Drop for Complete {
+    fn drop(&mut self) {
+        let mut all = self.shared.exchanges.lock().unwrap();
+        let (e, done) = &mut all[self.slot];
+        if !e.finished {
+            e.client_closed = true;
+        }
+        *done = true;
+    }
+}
+
 /// A running recorder on 127.0.0.1. Dropping it stops the server.
 pub struct Recorder {
     addr: SocketAddr,
@@ -220,12 +236,19 @@ async fn forward(
         ));
         all.len() - 1
     };
+    // Marks the exchange complete when dropped: at the stream's end, or
+    // when the client went away before the engine answered (hyper then
+    // drops this handler mid-await).
+    let complete = Complete {
+        shared: shared.clone(),
+        slot,
+    };
     let update = {
         let shared = shared.clone();
         move |f: &dyn Fn(&mut Exchange) -> bool| {
             let mut all = shared.exchanges.lock().unwrap();
-            let (e, done) = &mut all[slot];
-            *done = f(e);
+            let (e, _) = &mut all[slot];
+            f(e);
         }
     };
     let mut request = shared
@@ -259,6 +282,7 @@ async fn forward(
     });
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(1);
     tokio::spawn(async move {
+        let _complete = complete;
         let mut stream = upstream.bytes_stream();
         let mut client_closed = false;
         while let Some(piece) = stream.next().await {

@@ -212,6 +212,9 @@ pub async fn build_scorer(
             .filter(|k| diag.error_files.iter().any(|f| f.ends_with(&k.file())))
             .cloned()
             .collect();
+        if blamed.is_empty() && report.timed_out {
+            return Err(package.timed_out("the scoring binary's build").into());
+        }
         if blamed.is_empty() {
             bail!(
                 "the scoring binary did not build and no candidate is to blame:\n{}{}",

@@ -60,6 +60,18 @@ pub const TOOLCHAIN_VAR: &str = "ASSAY_TOOLCHAIN";
 /// The name of the scoring binary's target.
 pub const SCORER: &str = "assay_scorer";
 
+/// A build that reached its time limit where no candidate is to blame: the
+/// limit is the user's to raise, so this is bad input, naming the limit.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{what} did not finish within the build time limit of {secs} s (--build-timeout, or \
+     the spec's [probe] build_timeout_s); raise it"
+)]
+pub struct BuildTimedOut {
+    pub what: String,
+    pub secs: f64,
+}
+
 /// How long one nested cargo build may run, unless the package is told
 /// otherwise ([`Package::set_build_timeout`], from `--build-timeout` or the
 /// spec's `[probe] build_timeout_s`), before it is killed (its whole process
@@ -254,6 +266,15 @@ impl Package {
     /// Sets how long each later build may run before it is killed.
     pub fn set_build_timeout(&mut self, limit: Duration) {
         self.build_timeout = limit;
+    }
+
+    /// The error of a build of `what` that reached this package's time
+    /// limit where no candidate's verdict can carry it (the scorer).
+    pub fn timed_out(&self, what: &str) -> BuildTimedOut {
+        BuildTimedOut {
+            what: what.to_owned(),
+            secs: self.build_timeout.as_secs_f64(),
+        }
     }
 
     /// Clears the previous batch's sources and writes a manifest with no

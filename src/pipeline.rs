@@ -251,6 +251,20 @@ async fn drive(
     }
 }
 
+/// The batch's output folder: a resumed batch keeps its own when it writes
+/// to the same output folder; otherwise a folder no batch has used, so two
+/// databases (or a deleted one) never mix their files.
+async fn batch_dir(cfg: &RunConfig, store: &Store, batch: BatchId) -> Result<PathBuf> {
+    let stored = store.batch(batch).await?.errors_dir.map(PathBuf::from);
+    if let Some(dir) = stored.as_deref().and_then(Path::parent) {
+        if dir.parent() == Some(cfg.out_dir.as_path()) && dir.is_dir() {
+            return Ok(dir.to_path_buf());
+        }
+    }
+    crate::outputs::new_batch_dir(&cfg.out_dir, batch)
+        .with_context(|| format!("cannot create a batch folder in {}", cfg.out_dir.display()))
+}
+
 async fn run_batch(
     cfg: &RunConfig,
     plan: &Plan,
@@ -260,7 +274,7 @@ async fn run_batch(
     stored: &ResumePlan,
     prepared: PhaseFigures,
 ) -> Result<()> {
-    let batch_dir = cfg.out_dir.join(format!("batch-{batch}"));
+    let batch_dir = batch_dir(cfg, store, batch).await?;
     let errors_dir = batch_dir.join("errors");
     std::fs::create_dir_all(&errors_dir)
         .with_context(|| format!("cannot create {}", errors_dir.display()))?;
@@ -272,7 +286,7 @@ async fn run_batch(
         .set_batch_setup(
             batch,
             cfg.spec.dedup_by,
-            &sandbox.describe(),
+            &sandbox.describe(cfg.spec.limits.memory_bytes),
             sandbox.warnings(),
             &blake3::hash(cfg.spec.committed.source.as_bytes()).to_hex(),
         )

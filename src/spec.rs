@@ -300,15 +300,12 @@ impl Validator {
         if syn::parse_str::<syn::Ident>(&raw.entry).is_err() {
             return Err(self.invalid("entry", format!("`{}` is not a Rust identifier", raw.entry)));
         }
-        if raw.draw.n == 0 {
-            return Err(self.invalid("draw.n", "must be at least 1"));
-        }
+        check_candidates(raw.draw.n).map_err(|m| self.invalid("draw.n", m))?;
         if !(0.0..=1.0).contains(&raw.admit.min_score) {
             return Err(self.invalid("admit.min_score", "must be between 0 and 1"));
         }
-        if raw.limits.wall_ms == 0 {
-            return Err(self.invalid("limits.wall_ms", "must be at least 1"));
-        }
+        in_range(raw.limits.wall_ms, 1, MAX_WALL_MS)
+            .map_err(|m| self.invalid("limits.wall_ms", m))?;
         let dedup_by = match &raw.dedup.by {
             None => crate::dedup::DedupBy::default(),
             Some(by) => by
@@ -325,15 +322,17 @@ impl Validator {
                 ))
             }
         };
-        if raw.limits.case_wall_ms == Some(0) {
-            return Err(self.invalid("limits.case_wall_ms", "must be at least 1"));
+        if let Some(ms) = raw.limits.case_wall_ms {
+            in_range(ms, 1, MAX_WALL_MS).map_err(|m| self.invalid("limits.case_wall_ms", m))?;
         }
-        if raw.limits.processes == Some(0) {
-            return Err(self.invalid("limits.processes", "must be at least 1"));
+        if let Some(p) = raw.limits.processes {
+            in_range(p, 1, MAX_PROCESSES).map_err(|m| self.invalid("limits.processes", m))?;
         }
-        if raw.limits.memory_mb.is_some_and(|m| m < 16) {
-            return Err(self.invalid("limits.memory_mb", "must be at least 16"));
-        }
+        let memory_mb = raw.limits.memory_mb.unwrap_or(1024);
+        in_range(memory_mb, 16, MAX_MEMORY_MB).map_err(|m| self.invalid("limits.memory_mb", m))?;
+        let memory_bytes = memory_mb
+            .checked_mul(1 << 20)
+            .ok_or_else(|| self.invalid("limits.memory_mb", "too large"))?;
         let probe = self.probe(&raw.probe)?;
         let policy = self.policy(&raw.policy)?;
         let prompt_path = self.file_at("prompt", &raw.prompt)?;
@@ -413,7 +412,7 @@ impl Validator {
                     raw.limits.case_wall_ms.unwrap_or(raw.limits.wall_ms),
                 ),
                 processes: raw.limits.processes.unwrap_or(DEFAULT_PROCESSES),
-                memory_bytes: raw.limits.memory_mb.unwrap_or(1024) << 20,
+                memory_bytes,
             },
             dedup_by,
             probe,
@@ -597,6 +596,30 @@ pub const MAX_COMPILE_CPU_S: u64 = 3600;
 /// Processes one scoring run may hold at once unless the spec says.
 pub const DEFAULT_PROCESSES: u64 = 32;
 
+/// The most candidates one batch may ask for (the spec's `draw.n`, `-n`).
+pub const MAX_CANDIDATES: usize = 1_000_000;
+/// The longest wall-time limit of a run or a case: one day.
+pub const MAX_WALL_MS: u64 = 86_400_000;
+/// The most processes a run may hold: the kernel's own ceiling for a pids
+/// cgroup (`PID_MAX_LIMIT` on 64-bit), which refuses more.
+pub const MAX_PROCESSES: u64 = 4_194_304;
+/// The largest memory limit of a run: 16 TiB, so that the limit in bytes
+/// (and any sum of it) fits in a u64 with room to spare.
+pub const MAX_MEMORY_MB: u64 = 16 << 20;
+
+/// A batch's number of candidates is between 1 and [`MAX_CANDIDATES`].
+pub fn check_candidates(n: usize) -> Result<usize, String> {
+    in_range(n as u64, 1, MAX_CANDIDATES as u64).map(|_| n)
+}
+
+fn in_range(value: u64, min: u64, max: u64) -> Result<u64, String> {
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("must be between {min} and {max}"))
+    }
+}
+
 /// The `name` field of each case (non-blank line), where it is a string.
 /// Lines are known to be JSON objects by the time this is used.
 fn case_names(text: &str) -> Vec<Option<String>> {
@@ -647,7 +670,7 @@ fn count_cases(path: &Path, text: &str) -> Result<usize, SpecError> {
 }
 
 fn read(path: &Path) -> Result<String, SpecError> {
-    std::fs::read_to_string(path).map_err(|source| SpecError::Read {
+    crate::input::read_to_string(path).map_err(|source| SpecError::Read {
         file: path.to_path_buf(),
         source,
     })
@@ -826,7 +849,23 @@ wave_wait_ms = 500
             (&GOOD.replace("entry = \"f\"", "entry = \"2f\""), "`entry`"),
             (
                 &GOOD.replace("n = 3", "n = 0"),
-                "`draw.n`: must be at least 1",
+                "`draw.n`: must be between 1 and 1000000",
+            ),
+            (
+                &GOOD.replace("wall_ms = 100", "wall_ms = 100\nmemory_mb = 17592186044416"),
+                "`limits.memory_mb`: must be between 16 and 16777216",
+            ),
+            (
+                &GOOD.replace("wall_ms = 100", "wall_ms = 100\nprocesses = 4194305"),
+                "`limits.processes`: must be between 1 and 4194304",
+            ),
+            (
+                &GOOD.replace("wall_ms = 100", "wall_ms = 86400001"),
+                "`limits.wall_ms`: must be between 1 and 86400000",
+            ),
+            (
+                &GOOD.replace("wall_ms = 100", "wall_ms = 100\ncase_wall_ms = 0"),
+                "`limits.case_wall_ms`: must be between 1",
             ),
             (
                 &GOOD.replace("min_score = 0.5", "min_score = 5"),

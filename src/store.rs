@@ -48,6 +48,10 @@ pub enum StoreError {
     },
     #[error("{path}: the database is read-only")]
     ReadOnly { path: PathBuf },
+    /// A reading command names a database that is not there: it never
+    /// creates one.
+    #[error("{path}: no such database (check --db or ASSAY_DB)")]
+    Missing { path: PathBuf },
     #[error("{path}: batch {id} {why}")]
     NotResumable {
         path: PathBuf,
@@ -193,12 +197,29 @@ pub struct ProbeRunRow {
 }
 
 impl Store {
+    /// Opens an existing database and brings its schema up to date; for
+    /// commands that read, which never create a database (a mistyped
+    /// `--db` would otherwise answer with an empty one).
+    pub async fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        if !path.is_file() {
+            return Err(StoreError::Missing {
+                path: path.to_path_buf(),
+            });
+        }
+        Store::open(path).await
+    }
+
     /// Opens (creating if missing) the database and brings its schema up to date.
     pub async fn open(path: &Path) -> Result<Store, StoreError> {
         let open_err = |message: String| StoreError::Open {
             path: path.to_path_buf(),
             message,
         };
+        // A device or a folder is no database: SQLite would write its
+        // journal beside it (`/dev/full-journal`).
+        if path.exists() && !path.is_file() {
+            return Err(open_err("not a regular file".to_owned()));
+        }
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             if !parent.is_dir() {
                 return Err(open_err(format!(
@@ -251,9 +272,19 @@ impl Store {
     }
 
     fn sql(&self) -> impl Fn(sqlx::Error) -> StoreError + '_ {
-        move |source| StoreError::Sql {
-            path: self.path.clone(),
-            source,
+        // A write refused because the file is read-only is the user's
+        // setup, wherever it surfaces.
+        move |source| {
+            if is_read_only(&source) {
+                StoreError::ReadOnly {
+                    path: self.path.clone(),
+                }
+            } else {
+                StoreError::Sql {
+                    path: self.path.clone(),
+                    source,
+                }
+            }
         }
     }
 

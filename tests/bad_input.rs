@@ -214,7 +214,7 @@ fn a_database_in_a_missing_directory() {
         &["run", &tiny(), "--db", "no/such/dir/assay.db"],
         &[
             "no/such/dir/assay.db",
-            "directory no/such/dir does not exist",
+            "no/such/dir does not exist",
         ],
     );
     nothing_written(&scratch);
@@ -239,7 +239,7 @@ fn a_database_in_a_read_only_directory() {
 #[test]
 fn a_read_only_database() {
     let scratch = Scratch::new();
-    scratch.assay_ok(&["batches"]);
+    scratch.create_empty_db();
     let db = scratch.db();
     let mut perms = std::fs::metadata(&db).unwrap().permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o444);
@@ -268,7 +268,7 @@ fn a_read_only_database() {
 #[test]
 fn a_database_from_a_newer_schema() {
     let scratch = Scratch::new();
-    scratch.assay_ok(&["batches"]);
+    scratch.create_empty_db();
     scratch.sql(async |db| {
         sqlx::query(
             "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time)
@@ -303,7 +303,7 @@ fn an_unknown_batch_id() {
     );
     nothing_written(&scratch);
 
-    scratch.assay_ok(&["batches"]);
+    scratch.create_empty_db();
     let before = db_rows(&scratch);
     refused(&scratch, &["show", "9"], &["assay.db: no batch 9"]);
     refused(
@@ -320,7 +320,7 @@ fn n_zero() {
     refused(
         &scratch,
         &["run", &tiny(), "-n", "0"],
-        &["-n: must be at least 1"],
+        &["-n: must be between 1 and 1000000"],
     );
     nothing_written(&scratch);
 }
@@ -331,7 +331,7 @@ fn resuming_against_a_changed_spec() {
     let task = task(&scratch);
     let a = run_task(&scratch, &task);
     scratch.start_at("pause@draw.done", &args(&a)).kill9();
-    scratch.assay_ok(&["batches"]);
+    scratch.create_empty_db();
     edit(
         &task.join("cases.jsonl"),
         "{\"input\": 2, \"expected\": 4}",
@@ -356,7 +356,7 @@ fn resuming_with_another_task_spec() {
     let task = task(&scratch);
     let a = run_task(&scratch, &task);
     scratch.start_at("pause@draw.done", &args(&a)).kill9();
-    scratch.assay_ok(&["batches"]);
+    scratch.create_empty_db();
     edit(
         &task.join("spec.toml"),
         "name = \"tiny\"",
@@ -382,7 +382,7 @@ fn pools_file(scratch: &Scratch, body: &str) -> String {
 fn refused_twice(scratch: &Scratch, args: &[&str], want: &[&str]) {
     refused(scratch, args, want);
     nothing_written(scratch);
-    scratch.assay_ok(&["batches"]);
+    scratch.create_empty_db();
     let before = db_rows(scratch);
     refused(scratch, args, want);
     assert_eq!(db_rows(scratch), before);

@@ -204,7 +204,7 @@ fn text_summary_has_counts_phases_and_errors_dir() {
         "{text}"
     );
     assert!(
-        lines[1].starts_with("extracted 5/6  unique 4  compiled 3/4  admitted 1 (top: candidate 0)  best 10/10 (candidate 0)  committed 8/10"),
+        lines[1].starts_with("extracted 5/6  unique 4  compiled 3/4  admitted 1 (ranked first: candidate 0)  most passed 10/10 (candidate 0)  committed 8/10"),
         "{text}"
     );
     assert!(lines[2].starts_with("phase"), "{text}");

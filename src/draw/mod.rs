@@ -246,11 +246,12 @@ pub enum DrawError {
     },
     #[error("pool `{pool}` needs a pools file: --pools FILE, or pools.toml beside the spec or in the working directory")]
     NoPoolsFile { pool: String },
-    #[error("{file}: pool `{pool}`: `api_key_env` names {var}, which is not set")]
+    #[error("{file}: pool `{pool}`: `api_key_env` names {var}, which {why}")]
     MissingKey {
         file: PathBuf,
         pool: String,
         var: String,
+        why: &'static str,
     },
     #[error("{what}: {message}")]
     BadChoice { what: String, message: String },
@@ -293,6 +294,11 @@ impl Plan {
             }
         }
         let shares: Vec<Option<u64>> = choices.iter().map(|c| c.share).collect();
+        // A pool that is to serve nothing is a mistake, whichever pool it is
+        // (the replay pool returns early below, before the shares' sum).
+        if let Some(c) = choices.iter().find(|c| c.share == Some(0)) {
+            return Err(bad(format!("pool `{}`: a share must be at least 1", c.name)));
+        }
         let split = match mode {
             SplitMode::Race if shares.iter().any(Option::is_some) => {
                 return Err(bad(
@@ -344,15 +350,13 @@ impl Plan {
                 });
             };
             let key = match &cfg.api_key_env {
-                Some(var) => match std::env::var(var) {
-                    Ok(k) if !k.is_empty() => Some(SecretString::from(k)),
-                    _ => {
-                        return Err(DrawError::MissingKey {
-                            file: file.path.clone(),
-                            pool: c.name.clone(),
-                            var: var.clone(),
-                        })
-                    }
+                Some(var) => match std::env::var_os(var) {
+                    Some(k) if !k.is_empty() => match k.into_string() {
+                        Ok(k) => Some(SecretString::from(k)),
+                        Err(_) => return Err(missing_key(&file, c, var, "is not UTF-8")),
+                    },
+                    Some(_) => return Err(missing_key(&file, c, var, "is set but empty")),
+                    None => return Err(missing_key(&file, c, var, "is not set")),
                 },
                 None => opts.default_key.clone(),
             };
@@ -667,6 +671,16 @@ impl FromStr for Outcome {
                 Outcome::HttpError { status }
             }
         })
+    }
+}
+
+/// A pool's key variable that gives no key: unset, empty or not UTF-8.
+fn missing_key(file: &PoolsFile, c: &PoolChoice, var: &str, why: &'static str) -> DrawError {
+    DrawError::MissingKey {
+        file: file.path.clone(),
+        pool: c.name.clone(),
+        var: var.to_owned(),
+        why,
     }
 }
 

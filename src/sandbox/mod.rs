@@ -257,8 +257,9 @@ impl Sandbox {
         }
     }
 
-    /// One line saying what is enforced, stored with every batch.
-    pub fn describe(&self) -> String {
+    /// One line saying what is enforced, stored with every batch;
+    /// `memory_bytes` is the runs' memory limit (the spec's).
+    pub fn describe(&self, memory_bytes: u64) -> String {
         let mut parts = Vec::new();
         if self.landlock_abi >= 1 {
             let abi = self.landlock_abi.min(TARGET_ABI as i32);
@@ -284,8 +285,9 @@ impl Sandbox {
         }
         match self.root_with(Controller::Memory) {
             Some(m) => parts.push(format!(
-                "memory cgroup v{} max memory_mb{}",
+                "memory cgroup v{} max {} MB{}",
                 m.version,
+                memory_bytes >> 20,
                 if m.swap_limited { ", no swap" } else { "" }
             )),
             None => parts.push("no memory cgroup".to_owned()),
@@ -567,7 +569,7 @@ mod tests {
     #[test]
     fn description_names_every_mechanism() {
         let sandbox = Sandbox::probe(8);
-        let line = sandbox.describe();
+        let line = sandbox.describe(64 << 20);
         for part in [
             "landlock",
             "netns",
@@ -576,6 +578,9 @@ mod tests {
             "RLIMIT_NPROC",
         ] {
             assert!(line.contains(part), "{line}");
+        }
+        if sandbox.limits_memory() {
+            assert!(line.contains("max 64 MB"), "the limit itself: {line}");
         }
         // Whatever is missing is said, never dropped.
         if sandbox.landlock_abi < 1 {

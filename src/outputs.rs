@@ -203,6 +203,8 @@ fn make_writable_dir(
                 }))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => missing.push(at.to_path_buf()),
+            // A file on the way up: found (and named) one step further.
+            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {}
             Err(e) => return Err(bad(e.to_string())),
         }
         match at.parent() {

@@ -121,6 +121,13 @@ fn two_databases_never_share_a_batch_folder() {
 fn promote_shows_the_change_and_writes_only_when_told() {
     let scratch = Scratch::new();
     let task = task(&scratch);
+    // The harness stays where it is (as in tests/admission.rs): one task
+    // name, one harness path in the shared work directory.
+    edit(
+        &task.join("spec.toml"),
+        "harness = \"harness\"",
+        &format!("harness = \"{}/harness\"", tiny()),
+    );
     let task_arg = task.display().to_string();
     let committed = task.join("committed.rs");
     let before = std::fs::read_to_string(&committed).unwrap();
@@ -186,9 +193,17 @@ fn keys(v: &Value, out: &mut BTreeSet<String>) {
 #[test]
 fn every_json_field_is_documented_in_reports_md() {
     let scratch = Scratch::new();
+    // --promote writes the task's committed file: a copy's, never the
+    // fixture's.
+    let task = task(&scratch);
+    edit(
+        &task.join("spec.toml"),
+        "harness = \"harness\"",
+        &format!("harness = \"{}/harness\"", tiny()),
+    );
     let mut all = BTreeSet::new();
     for v in [
-        scratch.json(&["run", &tiny(), "--json", "--promote"]),
+        scratch.json(&["run", &task.display().to_string(), "--json", "--promote"]),
         scratch.json(&["run", &tiny(), "--json", "-n", "4"]),
         scratch.json(&["show", "1", "--json"]),
         scratch.json(&["batches", "--json"]),

@@ -295,11 +295,11 @@ fn a_database_from_a_newer_schema() {
 #[test]
 fn an_unknown_batch_id() {
     let scratch = Scratch::new();
-    // Without a database, resuming creates none.
+    // Without a database, resuming creates none and names the database.
     refused(
         &scratch,
         &["run", "--resume", "9"],
-        &["assay.db: no batch 9"],
+        &["assay.db: no such database"],
     );
     nothing_written(&scratch);
 
@@ -331,7 +331,8 @@ fn resuming_against_a_changed_spec() {
     let task = task(&scratch);
     let a = run_task(&scratch, &task);
     scratch.start_at("pause@draw.done", &args(&a)).kill9();
-    scratch.create_empty_db();
+    // A reading command marks the killed batch interrupted first.
+    scratch.assay_ok(&["batches"]);
     edit(
         &task.join("cases.jsonl"),
         "{\"input\": 2, \"expected\": 4}",
@@ -356,7 +357,8 @@ fn resuming_with_another_task_spec() {
     let task = task(&scratch);
     let a = run_task(&scratch, &task);
     scratch.start_at("pause@draw.done", &args(&a)).kill9();
-    scratch.create_empty_db();
+    // A reading command marks the killed batch interrupted first.
+    scratch.assay_ok(&["batches"]);
     edit(
         &task.join("spec.toml"),
         "name = \"tiny\"",

@@ -260,7 +260,7 @@ fn bad_input_is_one_line_and_exit_2() {
             &["run", "no/such/spec"],
             "no/such/spec/spec.toml: cannot read",
         ),
-        (&["show", "9"], "no batch 9"),
+        (&["show", "9"], "no such database"),
         (
             &["run", "nope", "--db", "/no/such/dir/a.db"],
             "nope/spec.toml",

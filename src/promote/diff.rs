@@ -85,12 +85,14 @@ fn align(a: &[&str], b: &[&str]) -> Vec<(Op, usize, usize)> {
             ops.push((Op::Same, i, j));
             i += 1;
             j += 1;
-        } else if j < m && (i == n || lcs[at(i, j + 1)] >= lcs[at(i + 1, j)]) {
-            ops.push((Op::Add, i, j));
-            j += 1;
-        } else {
+        } else if i < n && (j == m || lcs[at(i + 1, j)] >= lcs[at(i, j + 1)]) {
+            // Deletions first on a tie: a changed line reads `-old` then
+            // `+new`, as diff(1) prints it.
             ops.push((Op::Del, i, j));
             i += 1;
+        } else {
+            ops.push((Op::Add, i, j));
+            j += 1;
         }
     }
     ops

@@ -1,9 +1,9 @@
 //! Harness cases per second per core, with the sandbox and isolation on.
 //!
-//! Builds the bundled `absolute` task's scorer with its committed candidate
-//! (once; the work directory stays warm), then runs one child over about
-//! 100,000 cases (the task's 269 cases repeated) in each mode, side by side
-//! in one run:
+//! Builds the bundled `absolute` task's judge and its committed candidate's
+//! scoring image (once; the work directory stays warm), then runs one child
+//! over about 100,000 cases (the task's 269 cases repeated) in each mode,
+//! side by side in one run, and has the judge decide its outputs:
 //!
 //! - sandbox on (Landlock, network namespace, pids cgroup, rlimits, empty
 //!   environment, temporary directory), all cases in one child;
@@ -14,9 +14,12 @@
 //!   process would cost, which is why per-case isolation restarts only after
 //!   a failure, and how much of a child's cost is its confinement.
 //!
-//! A child runs its cases on one thread, so cases / child CPU-s is cases/s
-//! per core; cases / wall-s (one child at a time) is printed too. The child's
-//! time includes starting, parsing the cases file and reporting each case.
+//! A child runs its cases on one thread, so cases / CPU-s is cases/s per
+//! core; cases / wall-s (one child at a time) is printed too. The CPU time
+//! counted is the child's and the judge's (every child reaped during the
+//! run, from `getrusage(RUSAGE_CHILDREN)`): starting, decoding each input,
+//! encoding and reporting each output, and the judge loading the cases,
+//! decoding each output and comparing it.
 //!
 //! `cargo bench --bench cases`
 
@@ -26,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use assay::package::{ModuleKey, Package};
 use assay::sandbox::Sandbox;
-use assay::score::{self, RunLimits, ScoreVerdict};
+use assay::score::{self, Oracle, RunLimits, ScoreVerdict};
 use assay::spec::{Isolation, Spec};
 
 const REPEAT: usize = 372;
@@ -39,14 +42,16 @@ async fn main() -> anyhow::Result<()> {
     let spec = Spec::load(&root.join("specs/absolute"))?;
     let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("assay-work");
     let exe_dir = tempfile::tempdir()?;
-    let exe = exe_dir.path().join("scorer");
+    let exe = exe_dir.path().join("image");
+    let judge = exe_dir.path().join("judge");
     {
         let package = Package::open(&spec, &work, &work.join("target"))?;
         package.write_module(&ModuleKey::Committed, &spec.committed.source)?;
         let built =
-            score::build_scorer(&package, &[ModuleKey::Committed], &spec.harness.crate_name)
+            score::build_images(&package, &[ModuleKey::Committed], &spec.harness.crate_name)
                 .await?;
-        std::fs::copy(&built.exe, &exe)?;
+        std::fs::copy(&built.built[0].1, &exe)?;
+        std::fs::copy(&built.judge, &judge)?;
     }
     let one: Vec<&str> = spec
         .cases
@@ -62,10 +67,12 @@ async fn main() -> anyhow::Result<()> {
         .collect::<String>()
         .into();
     let total = one.len() * REPEAT;
+    let oracle = Oracle::new(&judge, text, total).await?;
+    let single = Oracle::new(&judge, format!("{}\n", one[0]).into(), 1).await?;
 
     let sandbox = Sandbox::probe(32);
     let open = Sandbox::disabled_for_comparison();
-    println!("sandbox: {}", sandbox.describe());
+    println!("sandbox: {}", sandbox.describe(RunLimits::with_wall(Duration::from_secs(120)).address_space_bytes));
     for w in sandbox.warnings() {
         println!("sandbox warning: {w}");
     }
@@ -89,14 +96,17 @@ async fn main() -> anyhow::Result<()> {
         let mut best: Option<(f64, f64)> = None;
         for _ in 0..ROUNDS {
             let start = Instant::now();
-            let scored = score::run_one(&exe, ModuleKey::Committed, &text, total, lim, sb).await?;
+            let cpu = children_cpu();
+            let scored = score::run_one(&exe, ModuleKey::Committed, &oracle, lim, sb).await?;
             let wall = start.elapsed().as_secs_f64();
+            let cpu = children_cpu() - cpu;
             assert!(
                 matches!(scored.verdict, ScoreVerdict::Scored { total: t, .. } if t == total),
                 "{name}: {}",
                 scored.verdict
             );
-            let per_cpu = total as f64 / scored.cpu.as_secs_f64();
+            assert!(scored.passed > 0, "{name}: the judge passed nothing");
+            let per_cpu = total as f64 / cpu.as_secs_f64();
             let per_wall = total as f64 / wall;
             if best.is_none_or(|(c, _)| per_cpu > c) {
                 best = Some((per_cpu, per_wall));
@@ -106,18 +116,17 @@ async fn main() -> anyhow::Result<()> {
     }
     // One child per case: a single case per run, with and without the
     // sandbox (what a child costs, and how much of that is confinement).
-    let single = format!("{}\n", one[0]);
     for (name, sb) in [
         ("sandbox on, one child per case", &sandbox),
         ("no sandbox, one child per case", &open),
     ] {
         let start = Instant::now();
-        let mut cpu = Duration::ZERO;
+        let cpu = children_cpu();
         for _ in 0..PER_PROCESS_CASES {
-            let scored = score::run_one(&exe, ModuleKey::Committed, &single, 1, limits, sb).await?;
+            let scored = score::run_one(&exe, ModuleKey::Committed, &single, limits, sb).await?;
             assert!(scored.verdict.finished(), "{}", scored.verdict);
-            cpu += scored.cpu;
         }
+        let cpu = children_cpu() - cpu;
         let wall = start.elapsed().as_secs_f64();
         rows.push((
             name,
@@ -145,4 +154,14 @@ async fn main() -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// User + system CPU time of every child reaped so far (scoring children
+/// through `wait4`, judges through tokio).
+fn children_cpu() -> Duration {
+    // SAFETY: getrusage fills a plain struct we own.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
 }

@@ -16,6 +16,7 @@ use assay::progress::Progress;
 use assay::replay::ReplayConfig;
 use assay::report::{self, CandidateLine, Summary};
 use assay::spec::Spec;
+use assay::outputs::Outputs;
 use assay::store::{BatchId, Store, StoreError};
 use assay::{sweep, views};
 
@@ -41,24 +42,36 @@ enum Command {
     Batches {
         #[command(flatten)]
         db: DbArg,
+        /// Print the list as one JSON array (docs/reports.md).
         #[arg(long)]
         json: bool,
     },
     /// Show a stored batch: summary, phases, per-candidate verdicts.
     Show {
+        /// The batch (as `assay batches` lists them).
+        #[arg(allow_negative_numbers = true)]
         batch: BatchId,
         #[command(flatten)]
         db: DbArg,
+        /// Print the batch as one JSON object (docs/reports.md).
         #[arg(long)]
         json: bool,
     },
     /// Write an admitted candidate that beat the reference in its batch over
-    /// the task's committed file, with a provenance header.
+    /// the task's committed file, with a provenance header. Shows the change
+    /// first; writes with --yes, or when confirmed on a terminal.
     Promote {
+        /// The batch that scored the candidate.
+        #[arg(allow_negative_numbers = true)]
         batch: BatchId,
+        /// The candidate's number in that batch (as `show` lists them).
+        #[arg(allow_negative_numbers = true)]
         candidate: usize,
         #[command(flatten)]
         db: DbArg,
+        /// Write without asking.
+        #[arg(long, short)]
+        yes: bool,
     },
     /// Compare batches side by side: speed, quality, cost. Stored batches,
     /// or one new batch per pool with --spec and --pool.
@@ -67,6 +80,8 @@ enum Command {
     Ladder(LadderArgs),
     /// Export a stored batch, one row per reply.
     Export {
+        /// The batch (as `assay batches` lists them).
+        #[arg(allow_negative_numbers = true)]
         batch: BatchId,
         #[command(flatten)]
         db: DbArg,
@@ -82,6 +97,7 @@ enum Command {
 #[derive(Args)]
 struct CompareArgs {
     /// Two or more stored batches (or none, with --spec and --pool).
+    #[arg(allow_negative_numbers = true)]
     batches: Vec<BatchId>,
     /// Run one new batch per --pool of this task, then compare them.
     #[arg(long)]
@@ -90,7 +106,7 @@ struct CompareArgs {
     #[arg(long = "pool", value_name = "NAME")]
     pool: Vec<assay::draw::PoolChoice>,
     /// Candidates per pool (default: the spec's).
-    #[arg(short)]
+    #[arg(short, allow_negative_numbers = true)]
     n: Option<usize>,
     /// Run the pools' batches one after the other (default: at once). Only
     /// then are each batch's CPU-s its own.
@@ -139,11 +155,12 @@ struct SweepArgs {
     #[arg(long)]
     pools: Option<PathBuf>,
     /// Token cap of every request (overrides the pools file).
-    #[arg(long, env = "MAX_COMPLETION_TOKENS")]
+    #[arg(long, env = "MAX_COMPLETION_TOKENS", allow_negative_numbers = true)]
     max_completion_tokens: Option<u64>,
-    /// Where batch outputs go (compiler errors, the scorer).
-    #[arg(long, env = "ASSAY_OUT", default_value = "assay-out")]
-    out: PathBuf,
+    /// Where batch outputs go (compiler errors, the scorer) [default: the
+    /// database's name with -out, beside it: assay.db -> assay-out].
+    #[arg(long, env = "ASSAY_OUT")]
+    out: Option<PathBuf>,
     /// Where the generated packages and their cargo target directory live.
     #[arg(long, env = "ASSAY_WORK_DIR")]
     work_dir: Option<PathBuf>,
@@ -151,6 +168,8 @@ struct SweepArgs {
 
 #[derive(Args)]
 struct ReplayArgs {
+    /// The stored batch whose candidates are probed again.
+    #[arg(allow_negative_numbers = true)]
     batch: BatchId,
     #[command(flatten)]
     db: DbArg,
@@ -158,7 +177,7 @@ struct ReplayArgs {
     #[arg(long, value_delimiter = ',', default_value = "wide,serial,fast")]
     modes: Vec<String>,
     /// Times to run each mode.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     runs: usize,
     /// Print the report as one JSON object.
     #[arg(long)]
@@ -167,16 +186,17 @@ struct ReplayArgs {
     /// untimed) instead of the warm one.
     #[arg(long)]
     fresh: bool,
-    /// Output folder; the warm work directory defaults to OUT/work.
-    #[arg(long, env = "ASSAY_OUT", default_value = "assay-out")]
-    out: PathBuf,
+    /// Output folder; the warm work directory defaults to OUT/work
+    /// [default: the database's name with -out, beside it].
+    #[arg(long, env = "ASSAY_OUT")]
+    out: Option<PathBuf>,
     /// The warm work directory.
     #[arg(long, env = "ASSAY_WORK_DIR")]
     work_dir: Option<PathBuf>,
     /// Seconds one cargo build may run before it is killed and its
     /// unfinished candidates are probe_failure(timeout) [default: the
     /// spec's [probe] build_timeout_s, else 600].
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
     build_timeout: Option<f64>,
 }
 
@@ -196,11 +216,11 @@ struct RunArgs {
     #[command(flatten)]
     db: DbArg,
     /// Number of candidates (default: the spec's).
-    #[arg(short, env = "NEV_CANDIDATES", conflicts_with = "resume")]
+    #[arg(short, env = "NEV_CANDIDATES", conflicts_with = "resume", allow_negative_numbers = true)]
     n: Option<usize>,
     /// Finish an interrupted or failed batch: what it stored is kept, only
     /// the rest is drawn, probed and scored.
-    #[arg(long, value_name = "BATCH")]
+    #[arg(long, value_name = "BATCH", allow_negative_numbers = true)]
     resume: Option<BatchId>,
     /// The pools file (default: pools.toml beside the spec, else in the
     /// working directory).
@@ -215,16 +235,17 @@ struct RunArgs {
     #[arg(long, value_name = "fixed|race")]
     split: Option<assay::draw::SplitMode>,
     /// Requests in flight per pool (overrides the pools file).
-    #[arg(long, env = "NEV_CONCURRENCY")]
+    #[arg(long, env = "NEV_CONCURRENCY", allow_negative_numbers = true)]
     max_in_flight: Option<usize>,
     /// Token cap of every request (overrides the pools file).
-    #[arg(long, env = "MAX_COMPLETION_TOKENS")]
+    #[arg(long, env = "MAX_COMPLETION_TOKENS", allow_negative_numbers = true)]
     max_completion_tokens: Option<u64>,
     /// Print the summary as one JSON object.
     #[arg(long)]
     json: bool,
-    /// Where batch outputs go (compiler errors, the scorer) [default:
-    /// assay-out; with --resume, where the batch's outputs already are].
+    /// Where batch outputs go (compiler errors, the scorer) [default: the
+    /// database's name with -out, beside it (assay.db -> assay-out); with
+    /// --resume, where the batch's outputs already are].
     #[arg(long, env = "ASSAY_OUT")]
     out: Option<PathBuf>,
     /// Where the generated packages and their cargo target directory live;
@@ -240,16 +261,16 @@ struct RunArgs {
     probe: String,
     /// Streaming probe: start a wave once this many candidates wait
     /// [default: the spec's [probe] wave_size, else 32].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     wave_size: Option<usize>,
     /// Streaming probe: start a wave once the oldest candidate has waited
     /// this many seconds [default: the spec's [probe] wave_wait_ms, else 3].
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
     wave_wait: Option<f64>,
     /// Seconds one cargo build (probe or scorer) may run before it is
     /// killed and its unfinished candidates are probe_failure(timeout)
     /// [default: the spec's [probe] build_timeout_s, else 600].
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
     build_timeout: Option<f64>,
 }
 
@@ -267,9 +288,12 @@ fn is_bad_input(e: &anyhow::Error) -> bool {
                         | StoreError::TooNew { .. }
                         | StoreError::ReadOnly { .. }
                         | StoreError::NotResumable { .. }
+                        | StoreError::Missing { .. }
                 )
             )
             || cause.is::<UsageError>()
+            || cause.is::<assay::outputs::PathError>()
+            || cause.is::<assay::package::BuildTimedOut>()
             || cause.is::<assay::promote::PromoteError>()
     })
 }
@@ -279,6 +303,16 @@ fn is_bad_input(e: &anyhow::Error) -> bool {
 struct UsageError(String);
 
 fn main() -> ExitCode {
+    // Started by a confined cargo as its RUSTC_WORKSPACE_WRAPPER: limit and
+    // run one target's rustc, nothing else (`sandbox::compile`).
+    if let Some(settings) = std::env::var_os(assay::sandbox::compile::WRAPPER_VAR) {
+        let code = assay::sandbox::compile::run_wrapper(&settings.to_string_lossy());
+        return ExitCode::from(u8::try_from(code).unwrap_or(101));
+    }
+    // Every build this process starts wraps its rustc in this binary.
+    if let Ok(exe) = std::env::current_exe() {
+        assay::sandbox::compile::set_wrapper_exe(exe);
+    }
     // `assay show 3 | head` should end quietly, as other Unix tools do, not
     // panic on the closed pipe.
     // SAFETY: restoring the default disposition of a signal at start-up,
@@ -322,7 +356,7 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Run(args) => run(args).await,
         Command::Replay(args) => replay(args).await,
         Command::Batches { db, json } => {
-            let store = open_store(&db.db).await?;
+            let store = open_existing(&db.db).await?;
             let batches = store.batches().await?;
             if json {
                 let rows: Vec<_> = batches
@@ -345,9 +379,17 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
             batch,
             candidate,
             db,
+            yes,
         } => {
-            let store = open_store(&db.db).await?;
-            let p = assay::promote::promote(&store, batch, candidate).await?;
+            let store = open_existing(&db.db).await?;
+            let plan = assay::promote::plan(&store, batch, candidate).await?;
+            print!("{}", plan.diff());
+            if !yes && !confirm(&format!("write {}?", plan.path.display()))? {
+                println!("not written");
+                store.close().await;
+                return Ok(ExitCode::SUCCESS);
+            }
+            let p = assay::promote::apply(&store, plan).await?;
             println!(
                 "promoted candidate {} of batch {} over {} ({}/{} against {}/{})",
                 p.idx, p.batch_id, p.path, p.passed, p.total, p.reference_passed, p.total
@@ -356,7 +398,11 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Show { batch, db, json } => {
-            let store = open_store(&db.db).await?;
+            let store = open_existing(&db.db).await?;
+            if json {
+                println!("{}", batch_json(&store, batch).await?);
+                return Ok(ExitCode::SUCCESS);
+            }
             let summary = summary(&store, batch).await?;
             let lines: Vec<CandidateLine> = store
                 .candidates(batch)
@@ -365,12 +411,7 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
                 .map(CandidateLine::new)
                 .collect();
             let (figures, _) = views::pool_figures(&store, batch).await?;
-            if json {
-                let mut value = serde_json::to_value(&summary)?;
-                value["figures"] = serde_json::to_value(&figures)?;
-                value["candidates"] = serde_json::to_value(&lines)?;
-                println!("{}", serde_json::to_string_pretty(&value)?);
-            } else {
+            {
                 print!(
                     "{}{}\n{}",
                     summary.render(),
@@ -383,22 +424,52 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Compare(args) => compare(args).await,
         Command::Ladder(args) => ladder(args).await,
         Command::Export { batch, db, format } => {
-            let store = open_store(&db.db).await?;
+            let store = open_existing(&db.db).await?;
             print!("{}", views::export(&store, batch, format).await?);
             Ok(ExitCode::SUCCESS)
         }
     }
 }
 
+/// Asks on the terminal; without one, refuses (a script must say --yes).
+fn confirm(question: &str) -> Result<bool> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return Err(UsageError(
+            "promote: nothing written; pass --yes to write without a terminal to confirm on"
+                .into(),
+        )
+        .into());
+    }
+    eprint!("{question} [y/N] ");
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
+/// Opens an existing database for a command that reads (never creating
+/// one), as `open_store` does.
+async fn open_existing(path: &std::path::Path) -> Result<Store> {
+    let store = Store::open_existing(path).await?;
+    mark_dead_batches(&store).await;
+    Ok(store)
+}
+
 /// Opens the database and marks batches whose process died as interrupted,
-/// so every command sees the truth. The marking is best effort: a database
-/// that cannot be written is still readable.
+/// so every command sees the truth.
 async fn open_store(path: &std::path::Path) -> Result<Store> {
     let store = Store::open(path).await?;
-    if let Err(e) = assay::resume::interrupt_dead_batches(&store).await {
+    mark_dead_batches(&store).await;
+    Ok(store)
+}
+
+/// The marking is best effort: a database that cannot be written is still
+/// readable.
+async fn mark_dead_batches(store: &Store) {
+    if let Err(e) = assay::resume::interrupt_dead_batches(store).await {
         tracing::warn!("cannot mark dead batches interrupted: {e}");
     }
-    Ok(store)
 }
 
 /// A flag's value checked by the library's rule, or a usage error naming
@@ -427,14 +498,7 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     // A resumed batch says which spec, how many and where its outputs are.
     let resumed = match args.resume {
         Some(batch) => {
-            if !args.db.db.exists() {
-                return Err(StoreError::NoBatch {
-                    path: args.db.db.clone(),
-                    id: batch,
-                }
-                .into());
-            }
-            let store = open_store(&args.db.db).await?;
+            let store = open_existing(&args.db.db).await?;
             let row = store.batch(batch).await?;
             store.close().await;
             Some(row)
@@ -455,24 +519,17 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         Some(row) => row.n,
         None => args.n.unwrap_or(spec.draw.n),
     };
-    if n == 0 {
-        return Err(UsageError("-n: must be at least 1".into()).into());
-    }
-    let out = match (&args.out, &resumed) {
-        (Some(out), _) => out.clone(),
-        // errors_dir is OUT/batch-N/errors.
-        (None, Some(row)) => row
-            .errors_dir
-            .as_deref()
-            .and_then(|d| std::path::Path::new(d).parent()?.parent())
-            .map_or_else(|| PathBuf::from("assay-out"), PathBuf::from),
-        (None, None) => PathBuf::from("assay-out"),
-    };
-    // Absolute, because scoring runs each candidate in its own directory.
-    let out = std::path::absolute(&out).with_context(|| format!("{}: bad path", out.display()))?;
-    let work_dir = args.work_dir.unwrap_or_else(|| out.join("work"));
-    let work_dir = std::path::absolute(&work_dir)
-        .with_context(|| format!("{}: bad path", work_dir.display()))?;
+    assay::spec::check_candidates(n).map_err(|e| UsageError(format!("-n: {e}")))?;
+    // errors_dir is OUT/batch-N/errors: a resumed batch keeps its folder.
+    let resumed_out = resumed.as_ref().and_then(|row| {
+        let dir = std::path::Path::new(row.errors_dir.as_deref()?);
+        Some(dir.parent()?.parent()?.to_path_buf())
+    });
+    let outputs = Outputs::resolve(
+        &args.db.db,
+        args.out.as_deref().or(resumed_out.as_deref()),
+        args.work_dir.as_deref(),
+    )?;
     let mode: ProbeMode = args
         .probe
         .parse()
@@ -485,15 +542,20 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     let cfg = RunConfig {
         probe,
         n,
-        target_dir: work_dir.join("target"),
-        work_dir,
-        out_dir: out,
+        target_dir: outputs.work_dir.join("target"),
+        work_dir: outputs.work_dir.clone(),
+        out_dir: outputs.out.clone(),
         spec,
     };
-    if args.max_in_flight == Some(0) {
-        return Err(
-            UsageError("--max-in-flight (NEV_CONCURRENCY): must be at least 1".into()).into(),
-        );
+    if args
+        .max_in_flight
+        .is_some_and(|k| k == 0 || k > assay::draw::pools::MAX_IN_FLIGHT)
+    {
+        return Err(UsageError(format!(
+            "--max-in-flight (NEV_CONCURRENCY): must be between 1 and {}",
+            assay::draw::pools::MAX_IN_FLIGHT
+        ))
+        .into());
     }
     if args.max_completion_tokens == Some(0) {
         return Err(UsageError(
@@ -519,11 +581,14 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         eprintln!("warning: {w}");
     }
     plan.check_reachable().await?;
+    // Every path checked before anything is written: the work directory
+    // before the cases' check builds there, the rest once the task is known
+    // to be good (a refused task leaves no output folder).
+    outputs.prepare_work_dir()?;
     let checked = pipeline::check_cases(&cfg).await?;
-    let store = open_store(&args.db.db).await?;
+    outputs.prepare()?;
+    let store = open_store(&outputs.db).await?;
     store.check_writable().await?;
-    std::fs::create_dir_all(&cfg.out_dir)
-        .with_context(|| format!("cannot create {}", cfg.out_dir.display()))?;
     let progress = if args.json {
         Progress::hidden()
     } else {
@@ -539,14 +604,30 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     if args.promote {
         assay::promote::promote_best(&store, batch).await?;
     }
-    let summary = summary(&store, batch).await?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        println!("{}", batch_json(&store, batch).await?);
     } else {
-        print!("{}", summary.render());
+        print!("{}", summary(&store, batch).await?.render());
     }
     store.close().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A batch as `run --json` and `show --json` print it: the summary, the
+/// draw figures and every candidate's verdicts (docs/reports.md).
+async fn batch_json(store: &Store, batch: BatchId) -> Result<String> {
+    let summary = summary(store, batch).await?;
+    let lines: Vec<CandidateLine> = store
+        .candidates(batch)
+        .await?
+        .iter()
+        .map(CandidateLine::new)
+        .collect();
+    let (figures, _) = views::pool_figures(store, batch).await?;
+    let mut value = serde_json::to_value(&summary)?;
+    value["figures"] = serde_json::to_value(&figures)?;
+    value["candidates"] = serde_json::to_value(&lines)?;
+    Ok(serde_json::to_string_pretty(&value)?)
 }
 
 async fn compare(args: CompareArgs) -> Result<ExitCode> {
@@ -561,13 +642,11 @@ async fn compare(args: CompareArgs) -> Result<ExitCode> {
             if args.pool.len() < 2 {
                 return Err(UsageError("compare --spec: name at least two --pool".into()).into());
             }
-            let cfg = sweep_config(spec, args.n, &args.sweep)?;
+            let cfg = sweep_config(spec, args.n, &args.sweep, &args.db.db)?;
             let prepared = sweep::prepare_per_pool(&cfg, &draw_options(&args.sweep), &args.pool)?;
             for w in &prepared.warnings {
                 eprintln!("warning: {w}");
             }
-            std::fs::create_dir_all(&cfg.out_dir)
-                .with_context(|| format!("cannot create {}", cfg.out_dir.display()))?;
             let schedule = if args.sequential {
                 sweep::Schedule::Sequential
             } else {
@@ -588,7 +667,7 @@ async fn compare(args: CompareArgs) -> Result<ExitCode> {
         }
         None => args.batches.clone(),
     };
-    let store = open_store(&args.db.db).await?;
+    let store = open_existing(&args.db.db).await?;
     let (comparison, samples) = views::comparison(&store, &batches).await?;
     if let Some(path) = &args.svg {
         write_svg(path, &assay::plot::compare_svg(&samples)?)?;
@@ -606,7 +685,7 @@ async fn compare(args: CompareArgs) -> Result<ExitCode> {
 }
 
 async fn ladder(args: LadderArgs) -> Result<ExitCode> {
-    let cfg = sweep_config(&args.spec, None, &args.sweep)?;
+    let cfg = sweep_config(&args.spec, None, &args.sweep, &args.db.db)?;
     let prepared =
         sweep::prepare_ladder(&cfg, &draw_options(&args.sweep), &args.pool, &args.levels)?;
     if let Some((_, _, _, warnings)) = prepared.first() {
@@ -614,8 +693,6 @@ async fn ladder(args: LadderArgs) -> Result<ExitCode> {
             eprintln!("warning: {w}");
         }
     }
-    std::fs::create_dir_all(&cfg.out_dir)
-        .with_context(|| format!("cannot create {}", cfg.out_dir.display()))?;
     let store = open_store(&args.db.db).await?;
     let progress = if args.json {
         Progress::hidden()
@@ -644,29 +721,29 @@ async fn ladder(args: LadderArgs) -> Result<ExitCode> {
 
 /// The run configuration of a command that runs new batches (as `run`
 /// builds it).
-fn sweep_config(spec: &std::path::Path, n: Option<usize>, args: &SweepArgs) -> Result<RunConfig> {
+fn sweep_config(
+    spec: &std::path::Path,
+    n: Option<usize>,
+    args: &SweepArgs,
+    db: &std::path::Path,
+) -> Result<RunConfig> {
     let spec = Spec::load(spec)?;
     let n = n.unwrap_or(spec.draw.n);
-    if n == 0 {
-        return Err(UsageError("-n: must be at least 1".into()).into());
-    }
+    assay::spec::check_candidates(n).map_err(|e| UsageError(format!("-n: {e}")))?;
     if args.max_completion_tokens == Some(0) {
         return Err(UsageError(
             "--max-completion-tokens (MAX_COMPLETION_TOKENS): must be at least 1".into(),
         )
         .into());
     }
-    let out = std::path::absolute(&args.out)
-        .with_context(|| format!("{}: bad path", args.out.display()))?;
-    let work_dir = args.work_dir.clone().unwrap_or_else(|| out.join("work"));
-    let work_dir = std::path::absolute(&work_dir)
-        .with_context(|| format!("{}: bad path", work_dir.display()))?;
+    let outputs = Outputs::resolve(db, args.out.as_deref(), args.work_dir.as_deref())?;
+    outputs.prepare()?;
     Ok(RunConfig {
         probe: pipeline::ProbeSettings::for_spec(&spec),
         n,
-        target_dir: work_dir.join("target"),
-        work_dir,
-        out_dir: out,
+        target_dir: outputs.work_dir.join("target"),
+        work_dir: outputs.work_dir,
+        out_dir: outputs.out,
         spec,
     })
 }
@@ -707,10 +784,11 @@ async fn replay(args: ReplayArgs) -> Result<ExitCode> {
         args.build_timeout,
         assay::probe::check_build_timeout,
     )?;
-    let work_dir = args.work_dir.unwrap_or_else(|| args.out.join("work"));
-    let work_dir = std::path::absolute(&work_dir)
-        .with_context(|| format!("{}: bad path", work_dir.display()))?;
-    let store = open_store(&args.db.db).await?;
+    let store = open_existing(&args.db.db).await?;
+    store.check_writable().await?;
+    let outputs = Outputs::resolve(&args.db.db, args.out.as_deref(), args.work_dir.as_deref())?;
+    outputs.prepare()?;
+    let work_dir = outputs.work_dir;
     let cfg = ReplayConfig {
         build_timeout,
         batch: args.batch,
@@ -768,5 +846,7 @@ fn init_logging(verbose: u8) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_target(false)
+        // Colour only for a person at a terminal, never in a log file.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
 }

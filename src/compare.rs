@@ -44,6 +44,12 @@ pub struct PoolFigures {
     /// Sum of the usage blocks' completion tokens; `None` if any reply has none.
     pub output_tokens: Option<u64>,
     pub replies_with_usage: usize,
+    /// Sum of the replies' prompt tokens; `None` if any reply lacks one.
+    pub prompt_tokens: Option<u64>,
+    /// Of those, the tokens the server took from its prompt cache
+    /// (`cached_tokens`, llama.cpp's `cache_n`); `None` if any reply lacks
+    /// the figure. Caching is what spreads TTFT between equal prompts.
+    pub cached_prompt_tokens: Option<u64>,
     /// Output tokens / draw wall.
     pub output_tok_per_s: Option<f64>,
     /// Output tokens / streamed chunks (vLLM packs several tokens a chunk);
@@ -160,6 +166,13 @@ impl PoolFigures {
             .count();
         let output_tokens: Option<u64> = (replies_with_usage == ok.len() && !ok.is_empty())
             .then(|| ok.iter().filter_map(|d| d.reply.completion_tokens).sum());
+        let sum_all = |f: fn(&Drawn) -> Option<u64>| -> Option<u64> {
+            (!ok.is_empty())
+                .then(|| ok.iter().map(|d| f(d)).sum::<Option<u64>>())
+                .flatten()
+        };
+        let prompt_tokens = sum_all(|d| d.reply.prompt_tokens);
+        let cached_prompt_tokens = sum_all(|d| d.reply.cached_prompt_tokens);
         let chunked: Vec<(u64, u64)> = ok
             .iter()
             .filter_map(|d| Some((d.reply.completion_tokens?, d.reply.chunks?)))
@@ -203,6 +216,8 @@ impl PoolFigures {
             completions_per_s: per_draw_s(ok.len() as f64),
             output_tokens,
             replies_with_usage,
+            prompt_tokens,
+            cached_prompt_tokens,
             output_tok_per_s: output_tokens.and_then(|t| per_draw_s(t as f64)),
             tokens_per_chunk,
             ttft_ms: Stats::of(ok.iter().filter_map(|d| d.reply.ttft_ms)),
@@ -248,13 +263,14 @@ impl PoolFigures {
         };
         format!(
             "draw: {} completions/s  {} output tok/s  TTFT mean/p50/max {}  \
-             latency mean/p50/max {}  hit cap {}  empty or null {}\n",
+             latency mean/p50/max {}  hit cap {}  empty or null {}  prompt tokens {}\n",
             rate(self, self.completions_per_s, 2),
             rate(self, self.output_tok_per_s, 1),
             triple(self.ttft_ms),
             triple(self.latency_ms),
             self.hit_cap,
             self.empty_or_null,
+            prompt_tokens(self),
         )
     }
 
@@ -306,6 +322,7 @@ impl Comparison {
                 col(cols, |p| rate(p, p.output_tok_per_s, 1)),
             ),
             ("tokens/chunk", col(cols, |p| num(p.tokens_per_chunk, 2))),
+            ("prompt tokens (cached)", col(cols, prompt_tokens)),
             ("TTFT mean (ms)", col(cols, |p| stat(p.ttft_ms, |s| s.mean))),
             ("TTFT p50 (ms)", col(cols, |p| stat(p.ttft_ms, |s| s.p50))),
             ("TTFT max (ms)", col(cols, |p| stat(p.ttft_ms, |s| s.max))),
@@ -406,6 +423,16 @@ pub fn table(corner: &str, headings: &[String], rows: &[(&str, Vec<String>)]) ->
         out.push('\n');
     }
     out
+}
+
+/// `1200 (cached 1100)`; either part `unknown` when a reply lacks it.
+fn prompt_tokens(p: &PoolFigures) -> String {
+    let known = |t: Option<u64>| t.map_or("unknown".to_owned(), |t| t.to_string());
+    format!(
+        "{} (cached {})",
+        known(p.prompt_tokens),
+        known(p.cached_prompt_tokens)
+    )
 }
 
 fn col(cols: &[PoolFigures], f: impl Fn(&PoolFigures) -> String) -> Vec<String> {
@@ -643,6 +670,8 @@ mod tests {
         assert_eq!(f.output_tokens, Some(500));
         assert_eq!(f.output_tok_per_s, Some(250.0));
         assert_eq!(f.tokens_per_chunk, Some(2.0));
+        assert_eq!(f.prompt_tokens, Some(40));
+        assert_eq!(f.cached_prompt_tokens, None, "no reply said");
         let text = Comparison {
             pools: vec![f.clone()],
         }
@@ -691,6 +720,7 @@ mod tests {
         });
         assert_eq!(f.output_tokens, None);
         assert_eq!(f.output_tok_per_s, None);
+        assert_eq!(f.prompt_tokens, Some(20));
         assert_eq!(f.admitted_per_1k_output_tokens, None);
         assert_eq!(f.replies_with_usage, 1);
         assert_eq!(f.completions_per_s, Some(2.0));

@@ -251,6 +251,20 @@ async fn drive(
     }
 }
 
+/// The batch's output folder: a resumed batch keeps its own when it writes
+/// to the same output folder; otherwise a folder no batch has used, so two
+/// databases (or a deleted one) never mix their files.
+async fn batch_dir(cfg: &RunConfig, store: &Store, batch: BatchId) -> Result<PathBuf> {
+    let stored = store.batch(batch).await?.errors_dir.map(PathBuf::from);
+    if let Some(dir) = stored.as_deref().and_then(Path::parent) {
+        if dir.parent() == Some(cfg.out_dir.as_path()) && dir.is_dir() {
+            return Ok(dir.to_path_buf());
+        }
+    }
+    crate::outputs::new_batch_dir(&cfg.out_dir, batch)
+        .with_context(|| format!("cannot create a batch folder in {}", cfg.out_dir.display()))
+}
+
 async fn run_batch(
     cfg: &RunConfig,
     plan: &Plan,
@@ -260,7 +274,7 @@ async fn run_batch(
     stored: &ResumePlan,
     prepared: PhaseFigures,
 ) -> Result<()> {
-    let batch_dir = cfg.out_dir.join(format!("batch-{batch}"));
+    let batch_dir = batch_dir(cfg, store, batch).await?;
     let errors_dir = batch_dir.join("errors");
     std::fs::create_dir_all(&errors_dir)
         .with_context(|| format!("cannot create {}", errors_dir.display()))?;
@@ -272,7 +286,7 @@ async fn run_batch(
         .set_batch_setup(
             batch,
             cfg.spec.dedup_by,
-            &sandbox.describe(),
+            &sandbox.describe(cfg.spec.limits.memory_bytes),
             sandbox.warnings(),
             &blake3::hash(cfg.spec.committed.source.as_bytes()).to_hex(),
         )
@@ -313,6 +327,11 @@ async fn run_batch(
     let (streamed, mut stats) = streamed?;
     record(store, batch, draw_figures).await?;
     testpoint::reached("draw.done").await;
+    // Nothing to extract: the batch fails with the engine's sentence, and
+    // every reply stays stored.
+    if let Some(why) = crate::draw::all_failed(&replies) {
+        anyhow::bail!(why);
+    }
 
     let guard = PhaseGuard::start(Phase::ExtractDedup);
     let extracted = extract_and_dedup(&cfg.spec, &replies, store, batch, stored).await?;
@@ -721,11 +740,11 @@ async fn store_probe(
     Ok(())
 }
 
-/// A built scorer, copied into the batch's directory so scoring needs no
-/// lock on the task's package.
+/// A batch's scoring images and judge, copied into the batch's directory
+/// so scoring needs no lock on the task's package.
 struct Scorer {
-    exe: PathBuf,
-    keys: Vec<ModuleKey>,
+    images: Vec<(ModuleKey, PathBuf)>,
+    oracle: score::Oracle,
 }
 
 async fn build_scorer(
@@ -737,8 +756,8 @@ async fn build_scorer(
     batch: BatchId,
 ) -> Result<Scorer> {
     package.write_module(&ModuleKey::Committed, &spec.committed.source)?;
-    let built = score::build_scorer(package, &keys, &spec.harness.crate_name).await?;
-    for (key, errors) in &built.excluded {
+    let built = score::build_images(package, &keys, &spec.harness.crate_name).await?;
+    for (key, errors) in &built.failed {
         let failed = Scored {
             key: key.clone(),
             verdict: ScoreVerdict::ScoreBuildFailed,
@@ -753,13 +772,26 @@ async fn build_scorer(
         };
         store_score(store, batch, &failed).await?;
     }
-    let exe = batch_dir.join("scorer");
-    std::fs::copy(&built.exe, &exe)
-        .with_context(|| format!("cannot copy the scorer to {}", exe.display()))?;
-    Ok(Scorer {
-        exe,
-        keys: built.included,
-    })
+    let dir = batch_dir.join("images");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let copy = |from: &Path, name: &str| -> Result<PathBuf> {
+        let to = dir.join(name);
+        std::fs::copy(from, &to)
+            .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
+        Ok(to)
+    };
+    let judge = copy(&built.judge, "judge")?;
+    let mut images = Vec::with_capacity(built.built.len());
+    for (key, exe) in &built.built {
+        images.push((key.clone(), copy(exe, &key.name())?));
+    }
+    let oracle = score::Oracle::new(
+        &judge,
+        Arc::from(spec.cases.text.as_str()),
+        spec.cases.count,
+    )
+    .await?;
+    Ok(Scorer { images, oracle })
 }
 
 async fn score_all(
@@ -770,13 +802,11 @@ async fn score_all(
     progress: &Progress,
     batch: BatchId,
 ) -> Result<()> {
-    let bar = progress.bar("score", scorer.keys.len());
+    let bar = progress.bar("score", scorer.images.len());
     let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut running = score::spawn_all(
-        &scorer.exe,
-        scorer.keys,
-        Arc::from(spec.cases.text.as_str()),
-        spec.cases.count,
+        scorer.images,
+        Arc::new(scorer.oracle),
         RunLimits::from_spec(&spec.limits),
         parallel,
         sandbox,

@@ -15,6 +15,8 @@ use crate::score::ScoreVerdict;
 use crate::spec::Spec;
 use crate::store::{BatchId, CandidateRow, PromotionRow, Store};
 
+mod diff;
+
 /// Why a promotion was refused. These are the user's input, not failures.
 #[derive(Debug, thiserror::Error)]
 pub enum PromoteError {
@@ -42,6 +44,13 @@ pub enum PromoteError {
          before promoting"
     )]
     CommittedChanged { batch: BatchId, path: PathBuf },
+    #[error("batch {batch}: candidate {idx} line {line}: {why}")]
+    Forbidden {
+        batch: BatchId,
+        idx: usize,
+        line: usize,
+        why: String,
+    },
     #[error("batch {batch}: task `{task}` no longer matches {spec}")]
     TaskMismatch {
         batch: BatchId,
@@ -67,8 +76,43 @@ pub async fn promote_best(store: &Store, batch: BatchId) -> anyhow::Result<Optio
     }
 }
 
+/// A promotion checked and ready to write: what the committed file is and
+/// what it would become. Nothing is written until [`apply`].
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub path: PathBuf,
+    /// The committed file as it is (the text the batch scored).
+    pub current: String,
+    /// The provenance header and the candidate's source.
+    pub text: String,
+    row: PromotionRow,
+}
+
+impl Plan {
+    /// The change as a unified diff (three lines of context), for the user
+    /// to read before the file is written.
+    pub fn diff(&self) -> String {
+        let name = self.path.display().to_string();
+        diff::unified(&self.current, &self.text, &name, 3)
+    }
+}
+
 /// Promotes candidate `idx` of `batch`, or says why not.
 pub async fn promote(store: &Store, batch: BatchId, idx: usize) -> anyhow::Result<PromotionRow> {
+    let plan = plan(store, batch, idx).await?;
+    apply(store, plan).await
+}
+
+/// Writes a planned promotion (atomically) and records it.
+pub async fn apply(store: &Store, plan: Plan) -> anyhow::Result<PromotionRow> {
+    write_atomically(&plan.path, &plan.text)?;
+    store.record_promotion(&plan.row).await?;
+    Ok(plan.row)
+}
+
+/// Checks that candidate `idx` of `batch` may be promoted and what it would
+/// write, or says why not.
+pub async fn plan(store: &Store, batch: BatchId, idx: usize) -> anyhow::Result<Plan> {
     let row = store.batch(batch).await?;
     let candidates = store.candidates(batch).await?;
     let candidate = candidates
@@ -102,6 +146,18 @@ pub async fn promote(store: &Store, batch: BatchId, idx: usize) -> anyhow::Resul
         }
         .into());
     }
+    // The policy as it stands now: a candidate scored under a relaxed
+    // policy is not written where every later batch links it once the
+    // task forbids what it does.
+    if let Err(v) = spec.policy.check(source) {
+        return Err(PromoteError::Forbidden {
+            batch,
+            idx,
+            line: v.line,
+            why: v.summary(),
+        }
+        .into());
+    }
     let current = std::fs::read(&spec.committed.path)
         .with_context(|| format!("cannot read {}", spec.committed.path.display()))?;
     let current_hash = blake3::hash(&current).to_hex().to_string();
@@ -123,7 +179,6 @@ pub async fn promote(store: &Store, batch: BatchId, idx: usize) -> anyhow::Resul
         reference_passed,
         &now,
     );
-    write_atomically(&spec.committed.path, &format!("{header}{source}"))?;
     let promotion = PromotionRow {
         batch_id: batch,
         idx,
@@ -134,8 +189,12 @@ pub async fn promote(store: &Store, batch: BatchId, idx: usize) -> anyhow::Resul
         reference_passed,
         promoted_at: now,
     };
-    store.record_promotion(&promotion).await?;
-    Ok(promotion)
+    Ok(Plan {
+        path: spec.committed.path.clone(),
+        current: String::from_utf8_lossy(&current).into_owned(),
+        text: format!("{header}{source}"),
+        row: promotion,
+    })
 }
 
 fn admitted_source(

@@ -210,10 +210,10 @@ impl Summary {
         );
         let best = match &self.best {
             Some(b) => format!(
-                "best {}/{} (candidate {})",
+                "most passed {}/{} (candidate {})",
                 b.passed, b.total, b.candidate_id
             ),
-            None => "best none".to_owned(),
+            None => "most passed none".to_owned(),
         };
         let committed = match &self.committed {
             Some(c) if c.verdict.starts_with("scored") => {
@@ -223,7 +223,10 @@ impl Summary {
             None => "committed not scored".to_owned(),
         };
         let admitted = match self.top_admitted {
-            Some(top) => format!("admitted {} (top: candidate {top})", self.admitted),
+            Some(top) => format!(
+                "admitted {} (ranked first: candidate {top})",
+                self.admitted
+            ),
             None => format!("admitted {}", self.admitted),
         };
         let _ = writeln!(
@@ -240,6 +243,7 @@ impl Summary {
                 self.replies,
             ));
         }
+        out.push_str(SUMMARY_KEY);
         if let Some(run) = &self.probe_run {
             out.push_str(&probe_run_lines(run));
         }
@@ -472,43 +476,103 @@ impl CandidateLine {
 
 /// The per-candidate table of `show`.
 pub fn candidate_table(lines: &[CandidateLine]) -> String {
-    let mut out = format!(
-        "{:>4}  {:<14}  {:<10}  {:<28}  {:<22}  {:<5}  {}\n",
-        "cand", "extract", "dup of", "probe", "score", "admit", "errors"
-    );
-    for l in lines {
-        let _ = writeln!(
-            out,
-            "{:>4}  {:<14}  {:<10}  {:<28}  {:<22}  {:<5}  {}",
-            l.candidate_id,
-            l.extract,
-            l.dup_of
-                .map(|d| d.to_string())
-                .unwrap_or_else(|| "-".into()),
-            l.probe.as_deref().unwrap_or("-"),
-            l.score.as_deref().unwrap_or("-"),
-            if l.admitted { "yes" } else { "no" },
-            l.error_file.as_deref().unwrap_or(""),
-        );
-    }
-    out
+    let score = |l: &CandidateLine| {
+        let mut s = l.score.clone().unwrap_or_else(|| "-".into());
+        if let Some(failures) = l.cases.as_deref().and_then(case_failures) {
+            s = format!("{s} {failures}");
+        }
+        s
+    };
+    let rows: Vec<[String; 7]> = lines
+        .iter()
+        .map(|l| {
+            [
+                l.candidate_id.to_string(),
+                l.extract.clone(),
+                l.dup_of.map_or_else(|| "-".into(), |d| d.to_string()),
+                l.probe.clone().unwrap_or_else(|| "-".into()),
+                score(l),
+                if l.admitted { "yes" } else { "no" }.into(),
+                l.error_file.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let header = ["cand", "extract", "dup of", "probe", "score", "admit", "errors"];
+    aligned(&header, &rows, &[true, false, false, false, false, false, false])
+}
+
+/// How a candidate's failed cases failed, where that is more than a wrong
+/// answer: `(3 panicked, 1 timed out)`; `None` when every failure (if any)
+/// was a wrong answer.
+pub fn case_failures(cases: &str) -> Option<String> {
+    let count = |c: char| cases.chars().filter(|&x| x == c).count();
+    let parts: Vec<String> = [('x', "panicked"), ('t', "timed out"), ('c', "crashed")]
+        .into_iter()
+        .filter(|(c, _)| count(*c) > 0)
+        .map(|(c, what)| format!("{} {what}", count(c)))
+        .collect();
+    (!parts.is_empty()).then(|| format!("({})", parts.join(", ")))
 }
 
 /// The table of `batches`.
 pub fn batch_table(batches: &[BatchRow]) -> String {
-    let mut out = format!(
-        "{:>5}  {:<12}  {:<10}  {:<11}  {:>4}  {}\n",
-        "batch", "task", "pool", "status", "n", "started"
-    );
-    for b in batches {
-        let _ = writeln!(
-            out,
-            "{:>5}  {:<12}  {:<10}  {:<11}  {:>4}  {}",
-            b.id, b.task, b.pool, b.status, b.n, b.started_at
-        );
+    let rows: Vec<[String; 6]> = batches
+        .iter()
+        .map(|b| {
+            [
+                b.id.to_string(),
+                b.task.clone(),
+                b.pool.clone(),
+                b.status.as_str().to_owned(),
+                b.n.to_string(),
+                b.started_at.clone(),
+            ]
+        })
+        .collect();
+    let header = ["batch", "task", "pool", "status", "n", "started"];
+    aligned(&header, &rows, &[true, false, false, false, true, false])
+}
+
+/// Columns as wide as their widest cell, two spaces apart; numbers
+/// (`right`) aligned right, text left; the last column is not padded.
+fn aligned<const N: usize>(header: &[&str; N], rows: &[[String; N]], right: &[bool; N]) -> String {
+    let mut widths = header.map(str::len);
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: [&str; N]| {
+        let mut l = String::new();
+        for (k, cell) in cells.iter().enumerate() {
+            if k > 0 {
+                l.push_str("  ");
+            }
+            let pad = widths[k].saturating_sub(cell.chars().count());
+            if k + 1 == N && !right[k] {
+                l.push_str(cell);
+            } else if right[k] {
+                l.push_str(&" ".repeat(pad));
+                l.push_str(cell);
+            } else {
+                l.push_str(cell);
+                l.push_str(&" ".repeat(pad));
+            }
+        }
+        l.push('\n');
+        l
+    };
+    let mut out = line(*header);
+    for row in rows {
+        out.push_str(&line(std::array::from_fn(|k| row[k].as_str())));
     }
     out
 }
+
+/// What the summary's words mean, printed under its phase table.
+const SUMMARY_KEY: &str = "key: ranked first = the admitted candidate --promote would write \
+    (by score, then CPU time); most passed = the most cases any candidate passed, admitted \
+    or not; busy = CPUs in use, on average (CPU-s / wall) and in the busiest 200 ms\n";
 
 #[cfg(test)]
 mod tests {
@@ -628,5 +692,37 @@ mod tests {
             lines[1],
             "extract+dedup      0.02    0.02       1.0        1.0"
         );
+    }
+
+    #[test]
+    fn case_failures_say_how_cases_failed_beyond_wrong_answers() {
+        assert_eq!(case_failures("ppppf"), None);
+        assert_eq!(case_failures("ppxxx").as_deref(), Some("(3 panicked)"));
+        assert_eq!(
+            case_failures("pxtc-f").as_deref(),
+            Some("(1 panicked, 1 timed out, 1 crashed)")
+        );
+    }
+
+    /// Issue 17: the `n` header sat three columns right of its values.
+    #[test]
+    fn batch_table_columns_line_up_with_their_headers() {
+        let table = aligned(
+            &["batch", "task", "status", "n"],
+            &[
+                ["1".into(), "a-much-longer-task".into(), "finished".into(), "42".into()],
+                ["12".into(), "t".into(), "interrupted".into(), "7".into()],
+            ],
+            &[true, false, false, true],
+        );
+        let lines: Vec<&str> = table.lines().collect();
+        let end_of = |line: &str, word: &str| line.find(word).unwrap() + word.len();
+        // Right-aligned numbers end where their header ends.
+        assert_eq!(end_of(lines[0], " n"), lines[1].len());
+        assert_eq!(lines[1].len(), lines[2].len());
+        assert_eq!(end_of(lines[0], "batch"), end_of(lines[2], "12"));
+        // Left-aligned text starts where its header starts.
+        assert_eq!(lines[0].find("status"), lines[1].find("finished"));
+        assert_eq!(lines[0].find("status"), lines[2].find("interrupted"));
     }
 }

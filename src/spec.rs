@@ -33,6 +33,9 @@ pub struct Spec {
     pub dedup_by: crate::dedup::DedupBy,
     /// The task's own probe settings (`[probe]`); flags override them.
     pub probe: ProbeSpec,
+    /// What candidates' sources may contain (`[policy]`; every rule
+    /// enforced unless relaxed there).
+    pub policy: crate::policy::Policy,
 }
 
 /// What a task may set about its probe (`[probe]`, every key optional):
@@ -40,6 +43,9 @@ pub struct Spec {
 /// answer slowly smaller or shorter waves. `None`: the default.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ProbeSpec {
+    /// `compile_cpu_s` and `compile_memory_mb`: what one target's rustc
+    /// may use (`sandbox::compile`).
+    pub compile_limits: crate::sandbox::compile::CompileLimits,
     /// `build_timeout_s`: how long one nested cargo build may run.
     pub build_timeout: Option<Duration>,
     /// `wave_size`: a streaming wave starts once this many candidates wait.
@@ -209,6 +215,21 @@ struct RawSpec {
     dedup: RawDedup,
     #[serde(default)]
     probe: RawProbe,
+    #[serde(default)]
+    policy: RawPolicy,
+}
+
+/// `[policy]`: one key per rule, `"allow"` or `"forbid"` (the default).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    unsafe_code: Option<toml::Spanned<String>>,
+    path_attribute: Option<toml::Spanned<String>>,
+    include: Option<toml::Spanned<String>>,
+    extern_block: Option<toml::Spanned<String>>,
+    asm: Option<toml::Spanned<String>>,
+    crate_attribute: Option<toml::Spanned<String>>,
+    macro_indirection: Option<toml::Spanned<String>>,
 }
 
 /// Spanned, so that an out-of-range value's error names its line.
@@ -218,6 +239,8 @@ struct RawProbe {
     build_timeout_s: Option<toml::Spanned<u64>>,
     wave_size: Option<toml::Spanned<usize>>,
     wave_wait_ms: Option<toml::Spanned<u64>>,
+    compile_cpu_s: Option<toml::Spanned<u64>>,
+    compile_memory_mb: Option<toml::Spanned<u64>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -277,15 +300,12 @@ impl Validator {
         if syn::parse_str::<syn::Ident>(&raw.entry).is_err() {
             return Err(self.invalid("entry", format!("`{}` is not a Rust identifier", raw.entry)));
         }
-        if raw.draw.n == 0 {
-            return Err(self.invalid("draw.n", "must be at least 1"));
-        }
+        check_candidates(raw.draw.n).map_err(|m| self.invalid("draw.n", m))?;
         if !(0.0..=1.0).contains(&raw.admit.min_score) {
             return Err(self.invalid("admit.min_score", "must be between 0 and 1"));
         }
-        if raw.limits.wall_ms == 0 {
-            return Err(self.invalid("limits.wall_ms", "must be at least 1"));
-        }
+        in_range(raw.limits.wall_ms, 1, MAX_WALL_MS)
+            .map_err(|m| self.invalid("limits.wall_ms", m))?;
         let dedup_by = match &raw.dedup.by {
             None => crate::dedup::DedupBy::default(),
             Some(by) => by
@@ -302,16 +322,19 @@ impl Validator {
                 ))
             }
         };
-        if raw.limits.case_wall_ms == Some(0) {
-            return Err(self.invalid("limits.case_wall_ms", "must be at least 1"));
+        if let Some(ms) = raw.limits.case_wall_ms {
+            in_range(ms, 1, MAX_WALL_MS).map_err(|m| self.invalid("limits.case_wall_ms", m))?;
         }
-        if raw.limits.processes == Some(0) {
-            return Err(self.invalid("limits.processes", "must be at least 1"));
+        if let Some(p) = raw.limits.processes {
+            in_range(p, 1, MAX_PROCESSES).map_err(|m| self.invalid("limits.processes", m))?;
         }
-        if raw.limits.memory_mb.is_some_and(|m| m < 16) {
-            return Err(self.invalid("limits.memory_mb", "must be at least 16"));
-        }
+        let memory_mb = raw.limits.memory_mb.unwrap_or(1024);
+        in_range(memory_mb, 16, MAX_MEMORY_MB).map_err(|m| self.invalid("limits.memory_mb", m))?;
+        let memory_bytes = memory_mb
+            .checked_mul(1 << 20)
+            .ok_or_else(|| self.invalid("limits.memory_mb", "too large"))?;
         let probe = self.probe(&raw.probe)?;
+        let policy = self.policy(&raw.policy)?;
         let prompt_path = self.file_at("prompt", &raw.prompt)?;
         let cases_path = self.file_at("cases", &raw.cases)?;
         let committed_path = self.file_at("committed", &raw.committed)?;
@@ -346,6 +369,18 @@ impl Validator {
                 })?;
             guard.push(pos);
         }
+        let committed_source = read(&committed_path)?;
+        if let Err(v) = policy.check(&committed_source) {
+            return Err(SpecError::Invalid {
+                file: committed_path,
+                line: Some(v.line),
+                key: "committed",
+                message: format!(
+                    "the committed candidate breaks the task's policy: {}",
+                    v.summary()
+                ),
+            });
+        }
         Ok(Spec {
             prompt: read(&prompt_path)?,
             harness: self.harness(&raw.harness)?,
@@ -356,7 +391,7 @@ impl Validator {
                 names,
             },
             committed: Committed {
-                source: read(&committed_path)?,
+                source: committed_source,
                 path: committed_path,
             },
             draw: Draw {
@@ -377,10 +412,11 @@ impl Validator {
                     raw.limits.case_wall_ms.unwrap_or(raw.limits.wall_ms),
                 ),
                 processes: raw.limits.processes.unwrap_or(DEFAULT_PROCESSES),
-                memory_bytes: raw.limits.memory_mb.unwrap_or(1024) << 20,
+                memory_bytes,
             },
             dedup_by,
             probe,
+            policy,
             name: raw.name,
             entry: raw.entry,
             path: self.file,
@@ -475,11 +511,63 @@ impl Validator {
             ),
             None => None,
         };
+        let mut compile_limits = crate::sandbox::compile::CompileLimits::default();
+        if let Some(v) = &raw.compile_cpu_s {
+            if !(1..=MAX_COMPILE_CPU_S).contains(v.get_ref()) {
+                return Err(self.invalid_at(
+                    "probe.compile_cpu_s",
+                    v.span().start,
+                    format!("must be between 1 and {MAX_COMPILE_CPU_S}"),
+                ));
+            }
+            compile_limits.cpu_secs = *v.get_ref();
+        }
+        if let Some(v) = &raw.compile_memory_mb {
+            if *v.get_ref() < 256 || *v.get_ref() > 1 << 20 {
+                return Err(self.invalid_at(
+                    "probe.compile_memory_mb",
+                    v.span().start,
+                    "must be between 256 and 1048576".to_owned(),
+                ));
+            }
+            compile_limits.memory_bytes = *v.get_ref() << 20;
+        }
         Ok(ProbeSpec {
+            compile_limits,
             build_timeout,
             wave_size,
             wave_wait,
         })
+    }
+
+    /// The `[policy]` table: each key a rule, `"allow"` or `"forbid"`.
+    fn policy(&self, raw: &RawPolicy) -> Result<crate::policy::Policy, SpecError> {
+        use crate::policy::Rule;
+        let keys = [
+            (Rule::UnsafeCode, "policy.unsafe_code", &raw.unsafe_code),
+            (Rule::PathAttribute, "policy.path_attribute", &raw.path_attribute),
+            (Rule::Include, "policy.include", &raw.include),
+            (Rule::ExternBlock, "policy.extern_block", &raw.extern_block),
+            (Rule::Asm, "policy.asm", &raw.asm),
+            (Rule::CrateAttribute, "policy.crate_attribute", &raw.crate_attribute),
+            (Rule::MacroIndirection, "policy.macro_indirection", &raw.macro_indirection),
+        ];
+        let mut allowed = Vec::new();
+        for (rule, key, value) in keys {
+            let Some(value) = value else { continue };
+            match value.get_ref().as_str() {
+                "allow" => allowed.push(rule),
+                "forbid" => {}
+                other => {
+                    return Err(self.invalid_at(
+                        key,
+                        value.span().start,
+                        format!("`{other}`: expected \"allow\" or \"forbid\""),
+                    ))
+                }
+            }
+        }
+        Ok(crate::policy::Policy::allowing(allowed))
     }
 
     /// An invalid value whose place in the file is known.
@@ -502,8 +590,35 @@ impl Validator {
     }
 }
 
+/// The most CPU seconds a spec may give one target's compile.
+pub const MAX_COMPILE_CPU_S: u64 = 3600;
+
 /// Processes one scoring run may hold at once unless the spec says.
 pub const DEFAULT_PROCESSES: u64 = 32;
+
+/// The most candidates one batch may ask for (the spec's `draw.n`, `-n`).
+pub const MAX_CANDIDATES: usize = 1_000_000;
+/// The longest wall-time limit of a run or a case: one day.
+pub const MAX_WALL_MS: u64 = 86_400_000;
+/// The most processes a run may hold: the kernel's own ceiling for a pids
+/// cgroup (`PID_MAX_LIMIT` on 64-bit), which refuses more.
+pub const MAX_PROCESSES: u64 = 4_194_304;
+/// The largest memory limit of a run: 16 TiB, so that the limit in bytes
+/// (and any sum of it) fits in a u64 with room to spare.
+pub const MAX_MEMORY_MB: u64 = 16 << 20;
+
+/// A batch's number of candidates is between 1 and [`MAX_CANDIDATES`].
+pub fn check_candidates(n: usize) -> Result<usize, String> {
+    in_range(n as u64, 1, MAX_CANDIDATES as u64).map(|_| n)
+}
+
+fn in_range(value: u64, min: u64, max: u64) -> Result<u64, String> {
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("must be between {min} and {max}"))
+    }
+}
 
 /// The `name` field of each case (non-blank line), where it is a string.
 /// Lines are known to be JSON objects by the time this is used.
@@ -555,7 +670,7 @@ fn count_cases(path: &Path, text: &str) -> Result<usize, SpecError> {
 }
 
 fn read(path: &Path) -> Result<String, SpecError> {
-    std::fs::read_to_string(path).map_err(|source| SpecError::Read {
+    crate::input::read_to_string(path).map_err(|source| SpecError::Read {
         file: path.to_path_buf(),
         source,
     })
@@ -684,11 +799,43 @@ wave_wait_ms = 500
         assert_eq!(
             spec.probe,
             ProbeSpec {
+                compile_limits: Default::default(),
                 build_timeout: Some(Duration::from_secs(900)),
                 wave_size: Some(8),
                 wave_wait: Some(Duration::from_millis(500)),
             }
         );
+    }
+
+    #[test]
+    fn the_policy_table_relaxes_rules_and_names_a_bad_key() {
+        use crate::policy::Rule;
+        let spec = load(&format!("{GOOD}\n[policy]\ninclude = \"allow\"\nasm = \"forbid\"\n")).unwrap();
+        assert!(spec.policy.allows(Rule::Include));
+        assert!(!spec.policy.allows(Rule::Asm) && !spec.policy.allows(Rule::UnsafeCode));
+        assert_eq!(load(GOOD).unwrap().policy, crate::policy::Policy::default());
+        let err = load(&format!("{GOOD}\n[policy]\nunsafe_code = \"maybe\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("spec.toml:19: `policy.unsafe_code`: `maybe`"), "{err}");
+        let err = load(&format!("{GOOD}\n[policy]\ngoto = \"allow\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("spec.toml:19") && err.contains("unknown field `goto`"), "{err}");
+    }
+
+    #[test]
+    fn a_committed_file_that_breaks_the_policy_is_bad_input_naming_its_line() {
+        let dir = task_dir();
+        std::fs::write(dir.path().join("spec.toml"), GOOD).unwrap();
+        std::fs::write(
+            dir.path().join("committed.rs"),
+            "pub fn f() {}\nconst S: &str = include_str!(\"x\");\n",
+        )
+        .unwrap();
+        let err = Spec::load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("committed.rs:2: `committed`"), "{err}");
+        assert!(err.contains("forbidden by the task's policy (include)"), "{err}");
     }
 
     /// Each bad spec and a fragment its one-line error must contain.
@@ -702,7 +849,23 @@ wave_wait_ms = 500
             (&GOOD.replace("entry = \"f\"", "entry = \"2f\""), "`entry`"),
             (
                 &GOOD.replace("n = 3", "n = 0"),
-                "`draw.n`: must be at least 1",
+                "`draw.n`: must be between 1 and 1000000",
+            ),
+            (
+                &GOOD.replace("wall_ms = 100", "wall_ms = 100\nmemory_mb = 17592186044416"),
+                "`limits.memory_mb`: must be between 16 and 16777216",
+            ),
+            (
+                &GOOD.replace("wall_ms = 100", "wall_ms = 100\nprocesses = 4194305"),
+                "`limits.processes`: must be between 1 and 4194304",
+            ),
+            (
+                &GOOD.replace("wall_ms = 100", "wall_ms = 86400001"),
+                "`limits.wall_ms`: must be between 1 and 86400000",
+            ),
+            (
+                &GOOD.replace("wall_ms = 100", "wall_ms = 100\ncase_wall_ms = 0"),
+                "`limits.case_wall_ms`: must be between 1",
             ),
             (
                 &GOOD.replace("min_score = 0.5", "min_score = 5"),

@@ -48,6 +48,10 @@ pub enum StoreError {
     },
     #[error("{path}: the database is read-only")]
     ReadOnly { path: PathBuf },
+    /// A reading command names a database that is not there: it never
+    /// creates one.
+    #[error("{path}: no such database (check --db or ASSAY_DB)")]
+    Missing { path: PathBuf },
     #[error("{path}: batch {id} {why}")]
     NotResumable {
         path: PathBuf,
@@ -193,12 +197,29 @@ pub struct ProbeRunRow {
 }
 
 impl Store {
+    /// Opens an existing database and brings its schema up to date; for
+    /// commands that read, which never create a database (a mistyped
+    /// `--db` would otherwise answer with an empty one).
+    pub async fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        if !path.is_file() {
+            return Err(StoreError::Missing {
+                path: path.to_path_buf(),
+            });
+        }
+        Store::open(path).await
+    }
+
     /// Opens (creating if missing) the database and brings its schema up to date.
     pub async fn open(path: &Path) -> Result<Store, StoreError> {
         let open_err = |message: String| StoreError::Open {
             path: path.to_path_buf(),
             message,
         };
+        // A device or a folder is no database: SQLite would write its
+        // journal beside it (`/dev/full-journal`).
+        if path.exists() && !path.is_file() {
+            return Err(open_err("not a regular file".to_owned()));
+        }
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             if !parent.is_dir() {
                 return Err(open_err(format!(
@@ -251,9 +272,19 @@ impl Store {
     }
 
     fn sql(&self) -> impl Fn(sqlx::Error) -> StoreError + '_ {
-        move |source| StoreError::Sql {
-            path: self.path.clone(),
-            source,
+        // A write refused because the file is read-only is the user's
+        // setup, wherever it surfaces.
+        move |source| {
+            if is_read_only(&source) {
+                StoreError::ReadOnly {
+                    path: self.path.clone(),
+                }
+            } else {
+                StoreError::Sql {
+                    path: self.path.clone(),
+                    source,
+                }
+            }
         }
     }
 
@@ -987,9 +1018,10 @@ impl Store {
             "INSERT INTO replies (batch_id, idx, pool, model, content, reasoning, finish_reason,
                                   prompt_tokens, completion_tokens, ttft_ms, latency_ms, received_at,
                                   outcome, http_status, error_message, error_body, ttft_reasoning_ms,
-                                  chunks, hit_cap, cut_early, cap_tokens_left, attempts)
+                                  chunks, hit_cap, cut_early, cap_tokens_left, attempts,
+                                  cached_prompt_tokens)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
-                     ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(batch)
         .bind(drawn.idx as i64)
@@ -1012,6 +1044,7 @@ impl Store {
         .bind(r.cut_early)
         .bind(r.cap_tokens_left.map(|t| t as i64))
         .bind(r.attempts.len() as i64)
+        .bind(r.cached_prompt_tokens.map(|t| t as i64))
         .execute(&mut **tx)
         .await
         .map_err(self.sql())?;
@@ -1073,7 +1106,8 @@ impl Store {
         let rows = sqlx::query(
             "SELECT idx, pool, model, content, reasoning, finish_reason, prompt_tokens,
                     completion_tokens, ttft_ms, latency_ms, outcome, error_message, error_body,
-                    ttft_reasoning_ms, chunks, hit_cap, cut_early, cap_tokens_left
+                    ttft_reasoning_ms, chunks, hit_cap, cut_early, cap_tokens_left,
+                    cached_prompt_tokens
              FROM replies WHERE batch_id = ? ORDER BY idx",
         )
         .bind(batch)
@@ -1094,6 +1128,7 @@ impl Store {
                         reasoning: r.get("reasoning"),
                         finish_reason: r.get("finish_reason"),
                         prompt_tokens: u("prompt_tokens"),
+                        cached_prompt_tokens: u("cached_prompt_tokens"),
                         completion_tokens: u("completion_tokens"),
                         model: r.get("model"),
                         ttft_ms: r.get("ttft_ms"),

@@ -255,7 +255,7 @@ fn promotion_replaces_the_committed_file_only_when_beaten_in_the_same_run() {
     assert_ne!(promoted, committed_before);
 
     // Batch 1 again: its reference is no longer the committed file.
-    let out = scratch.assay(&["promote", "1", "0"]);
+    let out = scratch.assay(&["promote", "1", "0", "--yes"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("changed since batch 1"), "{err}");

@@ -214,7 +214,7 @@ fn a_database_in_a_missing_directory() {
         &["run", &tiny(), "--db", "no/such/dir/assay.db"],
         &[
             "no/such/dir/assay.db",
-            "directory no/such/dir does not exist",
+            "no/such/dir does not exist",
         ],
     );
     nothing_written(&scratch);
@@ -239,7 +239,7 @@ fn a_database_in_a_read_only_directory() {
 #[test]
 fn a_read_only_database() {
     let scratch = Scratch::new();
-    scratch.assay_ok(&["batches"]);
+    scratch.create_empty_db();
     let db = scratch.db();
     let mut perms = std::fs::metadata(&db).unwrap().permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o444);
@@ -268,7 +268,7 @@ fn a_read_only_database() {
 #[test]
 fn a_database_from_a_newer_schema() {
     let scratch = Scratch::new();
-    scratch.assay_ok(&["batches"]);
+    scratch.create_empty_db();
     scratch.sql(async |db| {
         sqlx::query(
             "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time)
@@ -295,15 +295,15 @@ fn a_database_from_a_newer_schema() {
 #[test]
 fn an_unknown_batch_id() {
     let scratch = Scratch::new();
-    // Without a database, resuming creates none.
+    // Without a database, resuming creates none and names the database.
     refused(
         &scratch,
         &["run", "--resume", "9"],
-        &["assay.db: no batch 9"],
+        &["assay.db: no such database"],
     );
     nothing_written(&scratch);
 
-    scratch.assay_ok(&["batches"]);
+    scratch.create_empty_db();
     let before = db_rows(&scratch);
     refused(&scratch, &["show", "9"], &["assay.db: no batch 9"]);
     refused(
@@ -320,7 +320,7 @@ fn n_zero() {
     refused(
         &scratch,
         &["run", &tiny(), "-n", "0"],
-        &["-n: must be at least 1"],
+        &["-n: must be between 1 and 1000000"],
     );
     nothing_written(&scratch);
 }
@@ -331,6 +331,7 @@ fn resuming_against_a_changed_spec() {
     let task = task(&scratch);
     let a = run_task(&scratch, &task);
     scratch.start_at("pause@draw.done", &args(&a)).kill9();
+    // A reading command marks the killed batch interrupted first.
     scratch.assay_ok(&["batches"]);
     edit(
         &task.join("cases.jsonl"),
@@ -356,6 +357,7 @@ fn resuming_with_another_task_spec() {
     let task = task(&scratch);
     let a = run_task(&scratch, &task);
     scratch.start_at("pause@draw.done", &args(&a)).kill9();
+    // A reading command marks the killed batch interrupted first.
     scratch.assay_ok(&["batches"]);
     edit(
         &task.join("spec.toml"),
@@ -382,7 +384,7 @@ fn pools_file(scratch: &Scratch, body: &str) -> String {
 fn refused_twice(scratch: &Scratch, args: &[&str], want: &[&str]) {
     refused(scratch, args, want);
     nothing_written(scratch);
-    scratch.assay_ok(&["batches"]);
+    scratch.create_empty_db();
     let before = db_rows(scratch);
     refused(scratch, args, want);
     assert_eq!(db_rows(scratch), before);

@@ -204,7 +204,7 @@ fn text_summary_has_counts_phases_and_errors_dir() {
         "{text}"
     );
     assert!(
-        lines[1].starts_with("extracted 5/6  unique 4  compiled 3/4  admitted 1 (top: candidate 0)  best 10/10 (candidate 0)  committed 8/10"),
+        lines[1].starts_with("extracted 5/6  unique 4  compiled 3/4  admitted 1 (ranked first: candidate 0)  most passed 10/10 (candidate 0)  committed 8/10"),
         "{text}"
     );
     assert!(lines[2].starts_with("phase"), "{text}");
@@ -260,7 +260,7 @@ fn bad_input_is_one_line_and_exit_2() {
             &["run", "no/such/spec"],
             "no/such/spec/spec.toml: cannot read",
         ),
-        (&["show", "9"], "no batch 9"),
+        (&["show", "9"], "no such database"),
         (
             &["run", "nope", "--db", "/no/such/dir/a.db"],
             "nope/spec.toml",

@@ -269,14 +269,15 @@ fn hostile_candidates_get_their_verdicts_and_change_nothing_outside() {
         "the fixture directory changed"
     );
 
-    // Nothing left running: no process runs the batch's scorer, and the
-    // batch's cgroups are gone.
-    let scorer = scratch
+    // Nothing left running: no process runs one of the batch's scoring
+    // images, and the batch's cgroups are gone.
+    let images = scratch
         .path()
-        .join(format!("assay-out/batch-{batch}/scorer"));
+        .join(format!("assay-out/batch-{batch}/images"));
+    assert!(images.join("judge").is_file(), "no images in {}", images.display());
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         if let Ok(exe) = std::fs::read_link(entry.path().join("exe")) {
-            assert_ne!(exe, scorer, "process {:?} still runs", entry.file_name());
+            assert!(!exe.starts_with(&images), "process {:?} still runs", entry.file_name());
         }
     }
     for root in cgroup_bases() {

@@ -225,9 +225,12 @@ fn compare_runs_a_batch_per_pool_and_matches_the_gateway() {
             "{alias}: TTFT {ttft} ms, injected {first}, latency {latency}"
         );
     }
-    assert_eq!(
-        slow["tokens_per_chunk"], 1.0,
-        "llama.cpp: one token a chunk"
+    // llama.cpp: one token a chunk, and the end token counted but never
+    // streamed.
+    let slow_per_chunk = slow["tokens_per_chunk"].as_f64().unwrap();
+    assert!(
+        slow_per_chunk > 1.0 && slow_per_chunk < 2.0,
+        "llama.cpp tokens per chunk {slow_per_chunk}"
     );
     assert!(
         fast["tokens_per_chunk"].as_f64().unwrap() > 2.0,

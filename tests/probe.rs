@@ -333,7 +333,7 @@ fn a_batch_probed_in_each_mode_matches_its_recorded_verdicts() {
 fn replay_bad_input_is_one_line_and_exit_2() {
     let scratch = Scratch::new();
     let cases: &[(&[&str], &str)] = &[
-        (&["replay", "7"], "no batch 7"),
+        (&["replay", "7"], "no such database"),
         (
             &["replay", "1", "--modes", "wide,narrow"],
             "--modes: unknown probe mode `narrow`",

@@ -35,6 +35,9 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 
+pub mod recorder;
+pub use recorder::{Exchange, Recorder};
+
 /// How an engine puts a stream on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
@@ -42,8 +45,16 @@ pub enum Dialect {
     /// a final chunk with empty `choices` carries `usage`; with
     /// `continuous_usage_stats` every chunk carries usage so far.
     Vllm { tokens_per_chunk: usize },
-    /// llama.cpp server: one token per chunk; the last chunk carries
-    /// `finish_reason`, `usage` (when asked) and llama.cpp's `timings`.
+    /// llama.cpp server, as measured against the real one
+    /// (tests/llama.rs compares the shapes): a role-only first delta with
+    /// `"content": null`, then one token per chunk (the gateway's tokens
+    /// are never split characters), a finish chunk with an empty delta,
+    /// then with `include_usage` a separate chunk with `"choices": []`
+    /// carrying `usage` and `timings` (without it, `timings` ride on the
+    /// finish chunk). On `stop`, `completion_tokens` counts the end token,
+    /// which is never streamed: chunks + 1. With `timings_per_token`, every
+    /// text chunk carries running `timings`. Errors are JSON bodies with an
+    /// integer `code`.
     LlamaCpp,
     /// TabbyAPI: one token per chunk and never a usage block.
     Tabby,
@@ -181,8 +192,12 @@ pub struct Served {
     pub model: String,
     /// HTTP status sent.
     pub status: u16,
-    /// Tokens of the reply sent (reasoning included), by the gateway's count.
+    /// Completion tokens the gateway reported in its usage block (llama.cpp
+    /// counts the unstreamed end token of a `stop`: `streamed_tokens + 1`).
     pub completion_tokens: usize,
+    /// Tokens of the reply streamed (reasoning included), by the gateway's
+    /// count.
+    pub streamed_tokens: usize,
     pub prompt_tokens: usize,
     /// Chunks that carried text.
     pub text_chunks: usize,
@@ -401,6 +416,7 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
             model: alias.clone(),
             status,
             completion_tokens: 0,
+            streamed_tokens: 0,
             prompt_tokens: 0,
             text_chunks: 0,
             fault,
@@ -412,11 +428,13 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
     if let Some(key) = &shared.config.key {
         if authorization.as_deref() != Some(&format!("Bearer {key}")) {
             log(401, None);
-            return error_response(
-                StatusCode::UNAUTHORIZED,
-                json!({"error": "Unauthorized"}).to_string(),
-                &[],
-            );
+            let dialect = shared.config.models.get(&alias).map(|m| m.dialect);
+            let body = match dialect {
+                Some(Dialect::LlamaCpp) => json!({"error": {"code": 401,
+                    "message": "Invalid API Key", "type": "authentication_error"}}),
+                _ => json!({"error": "Unauthorized"}),
+            };
+            return error_response(StatusCode::UNAUTHORIZED, body.to_string(), &[]);
         }
     }
     let Some(model) = shared.config.models.get(&alias) else {
@@ -472,6 +490,7 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
         .map(|c| c as usize);
     let include_usage = body["stream_options"]["include_usage"] == json!(true);
     let continuous = body["stream_options"]["continuous_usage_stats"] == json!(true);
+    let timings_per_token = body["timings_per_token"] == json!(true);
     let prompt_tokens = body["messages"]
         .as_array()
         .map(|ms| {
@@ -492,6 +511,7 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
         knee: model.knee,
         include_usage,
         continuous,
+        timings_per_token,
         prompt_tokens,
         arrived,
         fault,
@@ -586,6 +606,7 @@ struct Stream {
     knee: Option<usize>,
     include_usage: bool,
     continuous: bool,
+    timings_per_token: bool,
     prompt_tokens: usize,
     arrived: Instant,
     fault: Option<Fault>,
@@ -607,8 +628,25 @@ impl Stream {
     }
 
     fn usage(&self, completion: usize) -> Value {
-        json!({"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
-               "total_tokens": self.prompt_tokens + completion})
+        let mut usage = json!({"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
+               "total_tokens": self.prompt_tokens + completion});
+        if self.dialect == Dialect::LlamaCpp {
+            usage["prompt_tokens_details"] = json!({"cached_tokens": 0});
+        }
+        usage
+    }
+
+    /// llama.cpp's `timings` after `predicted` tokens: the whole prompt
+    /// evaluated, nothing from the cache.
+    fn timings(&self, predicted: usize) -> Value {
+        let elapsed_ms = self.arrived.elapsed().as_secs_f64() * 1e3;
+        json!({
+            "cache_n": 0,
+            "prompt_n": self.prompt_tokens,
+            "prompt_ms": self.latency.as_secs_f64() * 1e3,
+            "predicted_n": predicted,
+            "predicted_ms": elapsed_ms,
+        })
     }
 
     async fn run(
@@ -640,7 +678,11 @@ impl Stream {
             None => 1.0,
         };
         let mut alive = true;
-        if let Some(lead) = &plan.lead {
+        let lead = match (&plan.lead, self.dialect) {
+            (None, Dialect::LlamaCpp) => Some(Value::Null),
+            (lead, _) => lead.clone(),
+        };
+        if let Some(lead) = &lead {
             tokio::time::sleep_until(due.into()).await;
             let delta = json!({"role": "assistant", "content": lead});
             alive &= send(self.chunk(delta, None, None)).await;
@@ -679,7 +721,7 @@ impl Stream {
             } else {
                 json!({ "content": text })
             };
-            if i == 0 {
+            if i == 0 && self.dialect != Dialect::LlamaCpp {
                 delta["role"] = json!("assistant");
             }
             sent_tokens += n;
@@ -687,17 +729,26 @@ impl Stream {
             if !*is_reasoning {
                 content.push_str(text);
             }
-            let extra = (self.continuous
-                && self.include_usage
-                && matches!(self.dialect, Dialect::Vllm { .. }))
-            .then(|| ("usage", self.usage(sent_tokens)));
+            let extra = match self.dialect {
+                Dialect::Vllm { .. } if self.continuous && self.include_usage => {
+                    Some(("usage", self.usage(sent_tokens)))
+                }
+                Dialect::LlamaCpp if self.timings_per_token => {
+                    Some(("timings", self.timings(sent_tokens)))
+                }
+                _ => None,
+            };
             alive &= send(self.chunk(delta, None, extra)).await;
         }
+        // llama.cpp counts the end token of a stop, which it never streams.
+        let reported_tokens = match self.dialect {
+            Dialect::LlamaCpp if plan.finish_reason == "stop" => sent_tokens + 1,
+            _ => sent_tokens,
+        };
         if alive {
-            if plan.chunks.is_empty() && plan.lead.is_none() {
+            if plan.chunks.is_empty() && lead.is_none() {
                 tokio::time::sleep_until(due.into()).await;
             }
-            let elapsed_ms = self.arrived.elapsed().as_secs_f64() * 1e3;
             let finish = Some(plan.finish_reason);
             let last = match self.dialect {
                 Dialect::Vllm { .. } => {
@@ -713,21 +764,20 @@ impl Stream {
                     Bytes::from(out)
                 }
                 Dialect::LlamaCpp => {
-                    let mut obj = json!({
-                        "id": "chatcmpl-gateway", "object": "chat.completion.chunk",
-                        "created": 0, "model": self.alias,
-                        "choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
-                        "timings": {
-                            "prompt_n": self.prompt_tokens,
-                            "prompt_ms": self.latency.as_secs_f64() * 1e3,
-                            "predicted_n": sent_tokens,
-                            "predicted_ms": elapsed_ms,
-                        },
-                    });
+                    let timings = self.timings(reported_tokens);
                     if self.include_usage {
-                        obj["usage"] = self.usage(sent_tokens);
+                        let mut out = self.chunk(json!({}), finish, None).to_vec();
+                        let usage = json!({
+                            "id": "chatcmpl-gateway", "object": "chat.completion.chunk",
+                            "created": 0, "model": self.alias, "choices": [],
+                            "usage": self.usage(reported_tokens),
+                            "timings": timings,
+                        });
+                        out.extend_from_slice(format!("data: {usage}\n\n").as_bytes());
+                        Bytes::from(out)
+                    } else {
+                        self.chunk(json!({}), finish, Some(("timings", timings)))
                     }
-                    Bytes::from(format!("data: {obj}\n\n"))
                 }
                 Dialect::Tabby => self.chunk(json!({}), finish, None),
             };
@@ -739,7 +789,8 @@ impl Stream {
         shared.served.lock().unwrap().push(Served {
             model: self.alias.clone(),
             status: 200,
-            completion_tokens: sent_tokens,
+            completion_tokens: reported_tokens,
+            streamed_tokens: sent_tokens,
             prompt_tokens: self.prompt_tokens,
             text_chunks,
             fault: self.fault.clone(),

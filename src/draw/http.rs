@@ -195,6 +195,9 @@ struct End {
     outcome: Outcome,
     error: Option<ErrorText>,
     retry_after: Option<Duration>,
+    /// The prompt's size as an error body gave it (llama.cpp's
+    /// `n_prompt_tokens` on a context overflow).
+    prompt_tokens: Option<u64>,
 }
 
 impl End {
@@ -203,6 +206,7 @@ impl End {
             outcome: Outcome::Ok,
             error: None,
             retry_after: None,
+            prompt_tokens: None,
         }
     }
 
@@ -214,6 +218,7 @@ impl End {
                 body: None,
             }),
             retry_after: None,
+            prompt_tokens: None,
         }
     }
 
@@ -225,6 +230,7 @@ impl End {
                 body: None,
             }),
             retry_after: None,
+            prompt_tokens: None,
         };
         match e {
             OpenAIError::Boxed(b) => match b.downcast::<HttpFailure>() {
@@ -235,6 +241,7 @@ impl End {
                         body: (!f.body.is_empty()).then(|| f.body.clone()),
                     }),
                     retry_after: f.retry_after,
+                    prompt_tokens: body_prompt_tokens(&f.body),
                 },
                 Err(other) => plain(Outcome::ConnectionError, error_chain(&*other)),
             },
@@ -248,6 +255,7 @@ impl End {
                     body: Some(truncate(content)),
                 }),
                 retry_after: None,
+                prompt_tokens: None,
             },
             OpenAIError::ApiError(api) => End {
                 outcome: Outcome::HttpError {
@@ -258,6 +266,7 @@ impl End {
                     body: None,
                 }),
                 retry_after: None,
+                prompt_tokens: None,
             },
             other => plain(Outcome::ConnectionError, other.to_string()),
         }
@@ -331,6 +340,13 @@ fn sentence(body: &str) -> Option<String> {
     Some(body.lines().next().unwrap_or(body).to_owned())
 }
 
+/// The prompt's size in an error body: llama.cpp's `error.n_prompt_tokens`
+/// (sent with `exceed_context_size_error`).
+fn body_prompt_tokens(body: &str) -> Option<u64> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    v["error"]["n_prompt_tokens"].as_u64()
+}
+
 /// The request body every request of a pool shares.
 fn request_body(cfg: &PoolConfig, prompt: &str) -> Value {
     let mut body = json!({
@@ -340,6 +356,13 @@ fn request_body(cfg: &PoolConfig, prompt: &str) -> Value {
         "stream": true,
         "stream_options": {"include_usage": true},
     });
+    if cfg.running_counts {
+        // Running token counts in every chunk: llama.cpp's `timings`
+        // (`predicted_n`, `prompt_n`, `cache_n`) and vLLM's usage so far.
+        // Each engine ignores the other's field.
+        body["timings_per_token"] = json!(true);
+        body["stream_options"]["continuous_usage_stats"] = json!(true);
+    }
     if let Some(cap) = cfg.max_completion_tokens {
         match cfg.cap_field {
             CapField::Both => {
@@ -498,6 +521,10 @@ struct Chunk {
     choices: Vec<Choice>,
     #[serde(default)]
     usage: Option<Usage>,
+    /// llama.cpp's counts: on the last chunk, or on every chunk with
+    /// `timings_per_token`.
+    #[serde(default)]
+    timings: Option<Timings>,
     #[serde(default)]
     model: Option<String>,
 }
@@ -528,6 +555,26 @@ struct Usage {
     prompt_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+/// llama.cpp's `timings`: tokens generated so far, prompt tokens evaluated
+/// and prompt tokens taken from the cache.
+#[derive(Debug, Clone, Copy, Deserialize)]
+struct Timings {
+    #[serde(default)]
+    predicted_n: Option<u64>,
+    #[serde(default)]
+    prompt_n: Option<u64>,
+    #[serde(default)]
+    cache_n: Option<u64>,
 }
 
 /// What one attempt's stream has brought so far.
@@ -543,7 +590,10 @@ struct Accum {
     reasoning_field: String,
     first_reasoning_field_ms: Option<f64>,
     chunks: u64,
+    /// The latest usage block (every chunk's with vLLM's continuous usage).
     usage: Option<Usage>,
+    /// The latest `timings` (every chunk's with `timings_per_token`).
+    timings: Option<Timings>,
     finish_reason: Option<String>,
     model: Option<String>,
     cut_early: bool,
@@ -557,6 +607,9 @@ impl Accum {
         }
         if chunk.usage.is_some() {
             self.usage = chunk.usage;
+        }
+        if chunk.timings.is_some() {
+            self.timings = chunk.timings;
         }
         let mut grew = false;
         let mut text = false;
@@ -637,14 +690,16 @@ impl Accum {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let completion_tokens = self.usage.and_then(|u| u.completion_tokens);
+        let counts = Counts::of(self.usage, self.timings, end.prompt_tokens);
+        let completion_tokens = counts.completion;
         let hit_cap = self.finish_reason.as_deref() == Some("length")
             || matches!((completion_tokens, cap), (Some(t), Some(c)) if t >= c);
         Reply {
             content: self.content_seen.then(|| self.raw[answer_range].to_owned()),
             reasoning: (!reasoning.is_empty()).then_some(reasoning),
             finish_reason: self.finish_reason,
-            prompt_tokens: self.usage.and_then(|u| u.prompt_tokens),
+            prompt_tokens: counts.prompt,
+            cached_prompt_tokens: counts.cached,
             completion_tokens,
             model: self.model,
             ttft_ms,
@@ -660,6 +715,34 @@ impl Accum {
             outcome: end.outcome,
             error: end.error,
             attempts,
+        }
+    }
+}
+
+/// A reply's token counts, the server's own: the usage block first, then
+/// llama.cpp's `timings` (the last one read, which is a running count when
+/// the stream was closed early), then an error body's prompt size.
+#[derive(Debug, Default, PartialEq)]
+struct Counts {
+    prompt: Option<u64>,
+    cached: Option<u64>,
+    completion: Option<u64>,
+}
+
+impl Counts {
+    fn of(usage: Option<Usage>, timings: Option<Timings>, error_prompt: Option<u64>) -> Counts {
+        let timed_prompt = timings.and_then(|t| Some(t.prompt_n? + t.cache_n.unwrap_or(0)));
+        Counts {
+            prompt: usage
+                .and_then(|u| u.prompt_tokens)
+                .or(timed_prompt)
+                .or(error_prompt),
+            cached: usage
+                .and_then(|u| u.prompt_tokens_details?.cached_tokens)
+                .or(timings.and_then(|t| t.cache_n)),
+            completion: usage
+                .and_then(|u| u.completion_tokens)
+                .or(timings.and_then(|t| t.predicted_n)),
         }
     }
 }
@@ -778,6 +861,42 @@ mod tests {
     }
 
     #[test]
+    fn token_counts_are_the_servers_own() {
+        let usage: Usage = serde_json::from_value(json!({"prompt_tokens": 21,
+            "completion_tokens": 34, "prompt_tokens_details": {"cached_tokens": 20}}))
+        .unwrap();
+        let timings: Timings =
+            serde_json::from_value(json!({"predicted_n": 12, "prompt_n": 1, "cache_n": 20}))
+                .unwrap();
+        let counts = |u, t, e| Counts::of(u, t, e);
+        let c = |p, k, t| Counts {
+            prompt: p,
+            cached: k,
+            completion: t,
+        };
+        assert_eq!(
+            counts(Some(usage), Some(timings), None),
+            c(Some(21), Some(20), Some(34)),
+            "the usage block first"
+        );
+        assert_eq!(
+            counts(None, Some(timings), None),
+            c(Some(21), Some(20), Some(12)),
+            "a stream closed early: the running counts"
+        );
+        assert_eq!(
+            counts(None, None, Some(3443)),
+            c(Some(3443), None, None),
+            "a refused prompt's size"
+        );
+        assert_eq!(counts(None, None, None), Counts::default(), "unknown");
+        assert_eq!(
+            body_prompt_tokens(r#"{"error":{"code":400,"type":"exceed_context_size_error","n_prompt_tokens":3443,"n_ctx":2048}}"#),
+            Some(3443)
+        );
+    }
+
+    #[test]
     fn retry_delays_back_off_and_honour_retry_after() {
         assert_eq!(retry_delay(1, None), Duration::from_millis(250));
         assert_eq!(retry_delay(3, None), Duration::from_millis(1000));
@@ -806,6 +925,7 @@ extra_body = { chat_template_kwargs = { enable_thinking = false }, stream_option
         assert_eq!(b["stream"], json!(true));
         assert_eq!(b["stream_options"]["include_usage"], json!(true));
         assert_eq!(b["stream_options"]["continuous_usage_stats"], json!(true));
+        assert_eq!(b["timings_per_token"], json!(true), "running counts");
         assert_eq!(b["max_completion_tokens"], json!(100));
         assert!(b.get("max_tokens").is_none());
         assert_eq!(

@@ -46,8 +46,14 @@ pub struct Reply {
     /// Reasoning kept apart: `reasoning_content` deltas and `<think>` blocks.
     pub reasoning: Option<String>,
     pub finish_reason: Option<String>,
-    /// From the server's usage block; `None` is unknown, never zero.
+    /// The server's own counts: its usage block, else llama.cpp's `timings`
+    /// (running counts when the stream was closed early), else, for the
+    /// prompt, an error body's `n_prompt_tokens`. `None` is unknown, never
+    /// zero or estimated.
     pub prompt_tokens: Option<u64>,
+    /// Prompt tokens the server took from its cache
+    /// (`prompt_tokens_details.cached_tokens`, llama.cpp's `cache_n`).
+    pub cached_prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
     pub model: Option<String>,
     /// Request start to the first content chunk.
@@ -56,8 +62,10 @@ pub struct Reply {
     pub ttft_reasoning_ms: Option<f64>,
     /// Request start to the end of the stream.
     pub latency_ms: Option<f64>,
-    /// Stream chunks that carried text (content or reasoning); tokens per
-    /// chunk is `completion_tokens / chunks`.
+    /// Stream chunks that carried text (content or reasoning). Not a token
+    /// count: vLLM packs several tokens a chunk, llama.cpp sends a character
+    /// split over byte tokens as one chunk and counts a stop's end token,
+    /// which it never streams (docs/gateway.md).
     pub chunks: Option<u64>,
     /// The reply stopped at the token cap.
     pub hit_cap: bool,
@@ -238,11 +246,12 @@ pub enum DrawError {
     },
     #[error("pool `{pool}` needs a pools file: --pools FILE, or pools.toml beside the spec or in the working directory")]
     NoPoolsFile { pool: String },
-    #[error("{file}: pool `{pool}`: `api_key_env` names {var}, which is not set")]
+    #[error("{file}: pool `{pool}`: `api_key_env` names {var}, which {why}")]
     MissingKey {
         file: PathBuf,
         pool: String,
         var: String,
+        why: &'static str,
     },
     #[error("{what}: {message}")]
     BadChoice { what: String, message: String },
@@ -285,6 +294,11 @@ impl Plan {
             }
         }
         let shares: Vec<Option<u64>> = choices.iter().map(|c| c.share).collect();
+        // A pool that is to serve nothing is a mistake, whichever pool it is
+        // (the replay pool returns early below, before the shares' sum).
+        if let Some(c) = choices.iter().find(|c| c.share == Some(0)) {
+            return Err(bad(format!("pool `{}`: a share must be at least 1", c.name)));
+        }
         let split = match mode {
             SplitMode::Race if shares.iter().any(Option::is_some) => {
                 return Err(bad(
@@ -336,15 +350,13 @@ impl Plan {
                 });
             };
             let key = match &cfg.api_key_env {
-                Some(var) => match std::env::var(var) {
-                    Ok(k) if !k.is_empty() => Some(SecretString::from(k)),
-                    _ => {
-                        return Err(DrawError::MissingKey {
-                            file: file.path.clone(),
-                            pool: c.name.clone(),
-                            var: var.clone(),
-                        })
-                    }
+                Some(var) => match std::env::var_os(var) {
+                    Some(k) if !k.is_empty() => match k.into_string() {
+                        Ok(k) => Some(SecretString::from(k)),
+                        Err(_) => return Err(missing_key(&file, c, var, "is not UTF-8")),
+                    },
+                    Some(_) => return Err(missing_key(&file, c, var, "is set but empty")),
+                    None => return Err(missing_key(&file, c, var, "is not set")),
                 },
                 None => opts.default_key.clone(),
             };
@@ -541,6 +553,31 @@ impl Pool {
     }
 }
 
+/// Why a draw failed as a whole: `Some` when no reply of the batch is `ok`
+/// (every request refused, broke or was never sent), with the engine's own
+/// sentence of the first request that got an answer.
+pub fn all_failed(replies: &[Drawn]) -> Option<String> {
+    if replies.is_empty() || replies.iter().any(|d| d.reply.outcome.is_ok()) {
+        return None;
+    }
+    let sent = replies
+        .iter()
+        .filter(|d| d.reply.outcome != Outcome::PoolStopped)
+        .min_by_key(|d| d.idx)
+        .unwrap_or(&replies[0]);
+    let sentence = sent
+        .reply
+        .error
+        .as_ref()
+        .map_or("(no message)", |e| e.message.as_str());
+    Some(format!(
+        "the draw failed: none of {} requests got a reply; pool `{}`: {}: {sentence}",
+        replies.len(),
+        sent.pool,
+        sent.reply.outcome
+    ))
+}
+
 /// Splits `n` over `weights` by largest remainders; ties go to the first.
 fn apportion(n: usize, weights: &[u64]) -> Vec<usize> {
     let total: u64 = weights.iter().sum();
@@ -576,13 +613,15 @@ impl Outcome {
         }
     }
 
-    /// The pool will refuse every request like this one: a bad key or an
-    /// unknown model.
+    /// The pool will refuse every request like this one: a bad key (401,
+    /// 403), an unknown model (404), or a request the server will not take
+    /// (400, 413, 422: a prompt over the context, a bad parameter). A
+    /// pool's requests differ only in their seed, so what one gets, all get.
     pub fn is_refusal(&self) -> bool {
         matches!(
             self,
             Outcome::HttpError {
-                status: 401 | 403 | 404
+                status: 400 | 401 | 403 | 404 | 413 | 422
             }
         )
     }
@@ -632,6 +671,16 @@ impl FromStr for Outcome {
                 Outcome::HttpError { status }
             }
         })
+    }
+}
+
+/// A pool's key variable that gives no key: unset, empty or not UTF-8.
+fn missing_key(file: &PoolsFile, c: &PoolChoice, var: &str, why: &'static str) -> DrawError {
+    DrawError::MissingKey {
+        file: file.path.clone(),
+        pool: c.name.clone(),
+        var: var.to_owned(),
+        why,
     }
 }
 
@@ -701,9 +750,35 @@ mod tests {
         assert!(http(429).is_retryable() && http(503).is_retryable());
         assert!(!http(400).is_retryable() && !http(401).is_retryable());
         assert!(http(401).is_refusal() && http(404).is_refusal());
+        assert!(http(400).is_refusal(), "a context overflow recurs");
         assert!(!http(500).is_refusal());
         assert!(Outcome::ConnectionError.is_retryable());
         assert!(!Outcome::MalformedChunk.is_retryable());
+    }
+
+    #[test]
+    fn a_draw_fails_only_when_no_reply_is_ok() {
+        let drawn = |idx, outcome, message: &str| Drawn {
+            idx,
+            pool: "p".into(),
+            reply: Reply {
+                outcome,
+                error: (!message.is_empty()).then(|| ErrorText {
+                    message: message.into(),
+                    body: None,
+                }),
+                ..Reply::default()
+            },
+        };
+        let refused = drawn(1, Outcome::HttpError { status: 401 }, "Invalid API Key");
+        let stopped = drawn(0, Outcome::PoolStopped, "not sent");
+        let why = all_failed(&[stopped.clone(), refused.clone()]).unwrap();
+        assert_eq!(
+            why,
+            "the draw failed: none of 2 requests got a reply; pool `p`: http_error(401): Invalid API Key"
+        );
+        assert_eq!(all_failed(&[refused, drawn(2, Outcome::Ok, "")]), None);
+        assert_eq!(all_failed(&[]), None);
     }
 
     #[test]

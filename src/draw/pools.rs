@@ -55,6 +55,13 @@ pub struct PoolConfig {
     /// Merged into every request body last (engine-specific switches).
     #[serde(default)]
     pub extra_body: Option<toml::Table>,
+    /// Ask for running token counts in every chunk, in both dialects that
+    /// offer them (llama.cpp's `timings_per_token`, vLLM's
+    /// `stream_options.continuous_usage_stats`), so a reply closed early
+    /// still knows what it spent. Engines ignore the field they do not know;
+    /// `false` for a server that refuses unknown fields.
+    #[serde(default = "default_running_counts")]
+    pub running_counts: bool,
 }
 
 /// Which request field the token cap goes in.
@@ -94,6 +101,9 @@ fn default_timeout() -> f64 {
 fn default_attempts() -> u32 {
     3
 }
+fn default_running_counts() -> bool {
+    true
+}
 fn default_max_retry_wait() -> f64 {
     60.0
 }
@@ -109,7 +119,7 @@ impl PoolsFile {
     /// Reads and checks a pools file. Errors name the file, the line where
     /// the parser knows it, and the pool and field.
     pub fn load(path: &Path) -> Result<PoolsFile, DrawError> {
-        let text = std::fs::read_to_string(path).map_err(|source| DrawError::Read {
+        let text = crate::input::read_to_string(path).map_err(|source| DrawError::Read {
             file: path.to_path_buf(),
             source,
         })?;
@@ -141,12 +151,23 @@ impl PoolsFile {
             if p.max_in_flight == 0 {
                 return Err(bad(name, "max_in_flight", "must be at least 1"));
             }
-            if !(p.timeout_s > 0.0 && p.timeout_s.is_finite()) {
+            // Bounded, so that every duration made of them exists.
+            if !(p.timeout_s > 0.0 && p.timeout_s <= MAX_SECONDS) {
                 return Err(bad(
                     name,
                     "timeout_s",
-                    "must be a positive number of seconds",
+                    "must be a positive number of seconds, at most 86400",
                 ));
+            }
+            if !(0.0..=MAX_SECONDS).contains(&p.max_retry_wait_s) {
+                return Err(bad(
+                    name,
+                    "max_retry_wait_s",
+                    "must be between 0 and 86400 seconds",
+                ));
+            }
+            if p.max_in_flight > MAX_IN_FLIGHT {
+                return Err(bad(name, "max_in_flight", "must be at most 100000"));
             }
             if p.max_attempts == 0 {
                 return Err(bad(name, "max_attempts", "must be at least 1"));
@@ -178,6 +199,11 @@ impl PoolsFile {
             .find(|p| p.is_file())
     }
 }
+
+/// The longest time limit or wait a pool may set: one day.
+const MAX_SECONDS: f64 = 86_400.0;
+/// The most requests in flight a pool may allow.
+pub const MAX_IN_FLIGHT: usize = 100_000;
 
 impl PoolConfig {
     pub fn timeout(&self) -> Duration {
@@ -237,6 +263,9 @@ extra_body = { chat_template_kwargs = { enable_thinking = false } }
             ),
             (&format!("{ok}api_key_env = \"sk=1\"\n"), "`api_key_env`"),
             (&format!("{ok}timeout_s = -1\n"), "`timeout_s`"),
+            (&format!("{ok}timeout_s = 1e300\n"), "`timeout_s`"),
+            (&format!("{ok}max_retry_wait_s = -1\n"), "`max_retry_wait_s`"),
+            (&format!("{ok}max_in_flight = 100001\n"), "`max_in_flight`"),
             ("[pools.a]\nmodel = \"m\"\n", "missing field `base_url`"),
             (&ok.replace("pools.a", "pools.replay"), "pool `replay`"),
         ];

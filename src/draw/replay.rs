@@ -19,7 +19,7 @@ pub struct ReplayPool {
 impl ReplayPool {
     /// Reads and checks a whole corpus; a bad line is an error naming it.
     pub fn open(name: &str, path: &Path) -> Result<ReplayPool, DrawError> {
-        let text = std::fs::read_to_string(path).map_err(|source| DrawError::Read {
+        let text = crate::input::read_to_string(path).map_err(|source| DrawError::Read {
             file: path.to_path_buf(),
             source,
         })?;

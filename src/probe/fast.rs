@@ -22,7 +22,7 @@ use std::path::Path;
 use anyhow::Result;
 use proc_macro2::{Delimiter, TokenTree};
 
-use super::scan::{self, Found};
+use crate::policy::scan::{self, Found};
 use super::{ProbeOutcome, ProbeStats, ProbeVerdict, Probed};
 use crate::package::{CompilerDiag, ModuleKey, Package, Profile};
 
@@ -56,9 +56,10 @@ const GLOBAL_ATTRS: &[&str] = &[
 /// Conservative: a false alarm costs only speed.
 pub fn needs_own_crate(source: &str) -> Option<&'static str> {
     scan::first_reason(source, &|found| match found {
-        Found::Attr(attr) => {
+        Found::Attr(attr, _) => {
             scan::names_any(attr, GLOBAL_ATTRS).then_some("global symbol or exported macro")
         }
+        Found::CrateAttr(..) => Some("crate-level attribute"),
         Found::Ident(tokens, i, name) => match name.as_str() {
             "crate" | "super" if tokens.punct(i + 1, ':') && tokens.punct(i + 2, ':') => {
                 Some("path through the crate root")

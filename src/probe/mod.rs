@@ -39,7 +39,6 @@
 //! what it is, so every probe run records it.
 
 mod fast;
-mod scan;
 mod serial;
 pub mod stream;
 mod toolchain;
@@ -51,7 +50,9 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::package::{BuildReport, Package};
+use crate::package::{BuildReport, ModuleKey, Package};
+use crate::policy::Rule;
+use crate::sandbox::compile::LimitHit;
 use crate::testpoint;
 
 pub use fast::{floor as fast_floor, needs_own_crate};
@@ -86,6 +87,14 @@ pub enum ProbeVerdict {
     /// The probe itself failed for this candidate; the diagnostics hold
     /// cargo's or rustc's own words.
     ProbeFailure(ProbeFailure),
+    /// The task's policy refuses its source; it was never built. The
+    /// diagnostics name the rule and show the offending line.
+    Forbidden(Rule),
+    /// Its own compile ran past its CPU time limit and was stopped (a
+    /// const-evaluation loop, say); its build-mates kept going.
+    CompileTimeout,
+    /// Its own compile ran out of its memory limit.
+    CompileOutOfMemory,
 }
 
 /// Why the probe's infrastructure gave no answer for a candidate.
@@ -168,11 +177,62 @@ pub struct ProbeRetry {
     pub attempt: usize,
 }
 
-/// Probes `candidates` (batch index, source) in `mode`, probing again the
+/// Probes `candidates` (batch index, source) in `mode`. Candidates the
+/// package's policy refuses get `forbidden(rule)` and are never built; the
+/// others are probed, probing again the
 /// candidates whose build failed for a reason that can be transient (see
 /// [`ProbeFailure::is_spurious`]). Calls `on_progress` with the number of
 /// candidates that have a verdict so far.
 pub async fn probe(
+    package: &Package,
+    mode: ProbeMode,
+    candidates: &[(usize, &str)],
+    mut on_progress: impl FnMut(usize),
+) -> Result<ProbeOutcome> {
+    if candidates.is_empty() {
+        return Ok(ProbeOutcome::default());
+    }
+    // The policy first: a refused candidate is never built.
+    let (refused, allowed) = check_policy(package, candidates);
+    if !refused.is_empty() {
+        let base = refused.len();
+        on_progress(base);
+        let mut outcome = probe_checked(package, mode, &allowed, |n| on_progress(base + n)).await?;
+        outcome.probed.extend(refused);
+        let order = |idx: usize| candidates.iter().position(|(i, _)| *i == idx);
+        outcome.probed.sort_by_key(|p| order(p.idx));
+        return Ok(outcome);
+    }
+    probe_checked(package, mode, candidates, on_progress).await
+}
+
+/// The candidates the package's policy refuses, with their verdicts, and
+/// the others.
+fn check_policy<'a>(
+    package: &Package,
+    candidates: &[(usize, &'a str)],
+) -> (Vec<Probed>, Vec<(usize, &'a str)>) {
+    let mut refused = Vec::new();
+    let mut allowed = Vec::new();
+    for &(idx, source) in candidates {
+        match package.policy().check(source) {
+            Ok(()) => allowed.push((idx, source)),
+            Err(violation) => {
+                tracing::debug!(candidate = idx, rule = %violation.rule, "refused by the policy");
+                refused.push(Probed {
+                    idx,
+                    verdict: ProbeVerdict::Forbidden(violation.rule),
+                    diagnostics: violation.render(&ModuleKey::Candidate(idx).file(), source),
+                    warnings: 0,
+                });
+            }
+        }
+    }
+    (refused, allowed)
+}
+
+/// [`probe`] of candidates the policy allows.
+async fn probe_checked(
     package: &Package,
     mode: ProbeMode,
     candidates: &[(usize, &str)],
@@ -361,7 +421,16 @@ impl ProbeStats {
 /// target (wide and serial).
 fn target_verdict(idx: usize, report: &BuildReport, target: &str) -> Probed {
     let diag = report.diagnostics.get(target).cloned().unwrap_or_default();
-    let (verdict, diagnostics) = if diag.ices > 0 {
+    let limit = report.limit_hits.get(target).copied();
+    let (verdict, diagnostics) = if let Some(hit) = limit.filter(|_| !report.built.contains_key(target)) {
+        let verdict = match hit {
+            LimitHit::Timeout => ProbeVerdict::CompileTimeout,
+            LimitHit::OutOfMemory => ProbeVerdict::CompileOutOfMemory,
+        };
+        let mut text = diag.rendered;
+        text.push_str(&format!("assay: {verdict}: the compile of this candidate was stopped at its limit\n"));
+        (verdict, text)
+    } else if diag.ices > 0 {
         (
             ProbeVerdict::ProbeFailure(ProbeFailure::CompilerCrashed),
             diag.rendered,
@@ -475,6 +544,9 @@ impl fmt::Display for ProbeVerdict {
             ProbeVerdict::CompileError { codes } => write!(f, "compile_error({})", codes.join(",")),
             ProbeVerdict::DependencyFailure => f.write_str("dependency_failure"),
             ProbeVerdict::ProbeFailure(why) => write!(f, "probe_failure({})", why.as_str()),
+            ProbeVerdict::Forbidden(rule) => write!(f, "forbidden({rule})"),
+            ProbeVerdict::CompileTimeout => f.write_str("compile_timeout"),
+            ProbeVerdict::CompileOutOfMemory => f.write_str("compile_out_of_memory"),
         }
     }
 }
@@ -487,9 +559,17 @@ impl FromStr for ProbeVerdict {
             "compiled" => ProbeVerdict::Compiled,
             "compile_error" => ProbeVerdict::CompileError { codes: Vec::new() },
             "dependency_failure" => ProbeVerdict::DependencyFailure,
+            "compile_timeout" => ProbeVerdict::CompileTimeout,
+            "compile_out_of_memory" => ProbeVerdict::CompileOutOfMemory,
             // The walking skeleton's string, before failures had kinds.
             "probe_failure" => ProbeVerdict::ProbeFailure(ProbeFailure::CargoFailed),
             _ => {
+                if let Some(rule) = s
+                    .strip_prefix("forbidden(")
+                    .and_then(|rest| rest.strip_suffix(')'))
+                {
+                    return Ok(ProbeVerdict::Forbidden(rule.parse().map_err(|_| unknown())?));
+                }
                 if let Some(kind) = s
                     .strip_prefix("probe_failure(")
                     .and_then(|rest| rest.strip_suffix(')'))
@@ -537,8 +617,11 @@ mod tests {
                 codes: vec!["E0308".into(), "E0425".into()],
             },
             ProbeVerdict::DependencyFailure,
+            ProbeVerdict::CompileTimeout,
+            ProbeVerdict::CompileOutOfMemory,
         ];
         all.extend(ProbeFailure::ALL.map(ProbeVerdict::ProbeFailure));
+        all.extend(Rule::ALL.map(ProbeVerdict::Forbidden));
         for v in all {
             assert_eq!(v.to_string().parse::<ProbeVerdict>().unwrap(), v);
         }
@@ -557,6 +640,11 @@ mod tests {
             "probe_failure".parse::<ProbeVerdict>().unwrap(),
             ProbeVerdict::ProbeFailure(ProbeFailure::CargoFailed)
         );
+        assert_eq!(
+            ProbeVerdict::Forbidden(Rule::UnsafeCode).to_string(),
+            "forbidden(unsafe_code)"
+        );
+        assert!("forbidden(goto)".parse::<ProbeVerdict>().is_err());
         assert!("compiles".parse::<ProbeVerdict>().is_err());
         assert!("probe_failure(gremlins)".parse::<ProbeVerdict>().is_err());
     }

@@ -34,7 +34,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::scan::{self, Found};
+use crate::policy::scan::{self, Found};
 use super::{target_verdict, ProbeOutcome, ProbeStats, ProbeVerdict, Probed};
 use crate::package::{BuildReport, ModuleKey, Package, Profile};
 
@@ -250,6 +250,10 @@ fn must_relink(verdict: &Probed, report: &BuildReport, name: &str) -> bool {
         ProbeVerdict::ProbeFailure(super::ProbeFailure::CompilerCrashed) => true,
         // The harness failed, or the build itself: the binary would say the same.
         ProbeVerdict::DependencyFailure | ProbeVerdict::ProbeFailure(_) => false,
+        // Its own limit stopped it, or it was never built.
+        ProbeVerdict::CompileTimeout
+        | ProbeVerdict::CompileOutOfMemory
+        | ProbeVerdict::Forbidden(_) => false,
     }
 }
 
@@ -308,9 +312,10 @@ fn write_lib_root(package: &Package, idx: usize, name: &str) -> Result<()> {
 /// Conservative: a false alarm costs only the link.
 pub fn needs_link(source: &str) -> Option<&'static str> {
     scan::first_reason(source, &|found| match found {
-        Found::Attr(attr) => {
+        Found::Attr(attr, _) => {
             scan::names_any(attr, LINK_ATTRS).then_some("symbol or linkage attribute")
         }
+        Found::CrateAttr(..) => Some("crate-level attribute"),
         Found::Ident(tokens, i, name) => match name.as_str() {
             "extern" => {
                 let harmless = tokens.ident(i + 1).as_deref() == Some("crate")

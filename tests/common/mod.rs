@@ -120,6 +120,22 @@ impl Scratch {
         }
     }
 
+    /// Creates the scratch database, empty but for its schema, as the
+    /// first `run` would (reading commands never create one).
+    pub fn create_empty_db(&self) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            assay::store::Store::open(&self.db())
+                .await
+                .expect("a new database opens")
+                .close()
+                .await
+        });
+    }
+
     /// Runs SQL against the database file (a second connection, as another
     /// process would).
     pub fn sql<T>(&self, f: impl AsyncFnOnce(&sqlx::SqlitePool) -> T) -> T {

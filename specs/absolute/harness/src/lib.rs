@@ -2,8 +2,11 @@
 //! 10.3.7 for absolutely positioned, non-replaced elements.
 //!
 //! Every public item of this crate root is glob-imported into every
-//! candidate, so the root holds only the task's types, `Entry`, `Case`,
-//! `load_cases` and `run_case`.
+//! candidate, so the root holds only the task's types and the contract of
+//! docs/tasks.md: `Entry`, `Case`, `load_cases`, `input_line`, `run_input`
+//! and `judge`. A candidate's run gets only inputs (`run_input`); the
+//! expected values are read and compared by the judge, which links no
+//! candidate.
 
 use serde::{Deserialize, Serialize};
 
@@ -91,12 +94,29 @@ pub fn load_cases(text: &str) -> Result<Vec<Case>, String> {
     Ok(cases)
 }
 
-/// Runs the candidate on one case; true when every field of its answer is
-/// within 1e-6 of the expected one (NaN never matches). A panic of the
-/// candidate propagates.
-pub fn run_case(entry: Entry, case: &Case) -> bool {
-    let got = entry(&case.input);
-    let want = &case.expected;
+/// A case's input as a candidate's run receives it: JSON, one line.
+pub fn input_line(case: &Case) -> String {
+    serde_json::to_string(&case.input).expect("an input always serializes")
+}
+
+/// Runs the candidate on one encoded input and encodes its answer (JSON;
+/// a NaN or infinite field becomes `null`, which never matches). A panic of
+/// the candidate propagates.
+pub fn run_input(entry: Entry, line: &str) -> Result<String, String> {
+    let input: Input = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    serde_json::to_string(&entry(&input)).map_err(|e| e.to_string())
+}
+
+/// True when every field of the encoded answer is within 1e-6 of the
+/// expected one (NaN never matches; an answer that does not decode fails).
+pub fn judge(case: &Case, output: &str) -> bool {
+    let Ok(got) = serde_json::from_str::<Output>(output) else {
+        return false;
+    };
+    matches(&got, &case.expected)
+}
+
+fn matches(got: &Output, want: &Output) -> bool {
     [
         (got.left, want.left),
         (got.width, want.width),
@@ -132,6 +152,11 @@ mod tests {
 
     fn panics(_: &Input) -> Output {
         panic!("candidate panicked")
+    }
+
+    /// What the runner and the judge do together, across the two processes.
+    fn run_case(entry: Entry, case: &Case) -> bool {
+        judge(case, &run_input(entry, &input_line(case)).unwrap())
     }
 
     #[test]
@@ -183,6 +208,14 @@ mod tests {
         assert!(!run_case(nan_answer, &case));
         case.expected.width = f64::NAN;
         assert!(!run_case(nan_answer, &case));
+    }
+
+    #[test]
+    fn an_answer_that_does_not_decode_fails() {
+        let case = &load_cases(LINE).unwrap()[0];
+        assert!(!judge(case, "not json"));
+        assert!(!judge(case, r#"{"left": 10.0}"#));
+        assert!(run_input(right_answer, "{}").is_err());
     }
 
     #[test]

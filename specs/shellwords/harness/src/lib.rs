@@ -1,8 +1,10 @@
 //! Harness of the `shellwords` task: POSIX shell word splitting.
 //!
 //! The crate root is glob-imported into every candidate, so it exports only
-//! what the task contract needs: [`Entry`], [`Case`], [`load_cases`] and
-//! [`run_case`].
+//! what the task contract needs: [`Entry`], [`Case`], [`load_cases`],
+//! [`input_line`], [`run_input`] and [`judge`]. A candidate's run gets only
+//! inputs; the expected values are read and compared by the judge, which
+//! links no candidate.
 
 use serde::Deserialize;
 
@@ -45,10 +47,22 @@ pub fn load_cases(text: &str) -> Result<Vec<Case>, String> {
     Ok(cases)
 }
 
-/// Runs the candidate on one case; true when its answer equals the expected
-/// one exactly (same words in the same order, or None for None).
-pub fn run_case(entry: Entry, case: &Case) -> bool {
-    entry(&case.input) == case.expected
+/// A case's input as a candidate's run receives it: a JSON string.
+pub fn input_line(case: &Case) -> String {
+    serde_json::to_string(&case.input).expect("a string always serializes")
+}
+
+/// Runs the candidate on one encoded input and encodes its answer (JSON:
+/// an array of words, or `null`). A panic of the candidate propagates.
+pub fn run_input(entry: Entry, line: &str) -> Result<String, String> {
+    let input: String = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    serde_json::to_string(&entry(&input)).map_err(|e| e.to_string())
+}
+
+/// True when the encoded answer is exactly the expected one (an answer that
+/// does not decode fails).
+pub fn judge(case: &Case, output: &str) -> bool {
+    serde_json::from_str::<Option<Vec<String>>>(output).is_ok_and(|got| got == case.expected)
 }
 
 #[cfg(test)]
@@ -102,6 +116,11 @@ mod tests {
         let case = "{\"name\": \"a\", \"input\": \"x\", \"expected\": [\"x\"]}";
         assert_eq!(load_cases(&format!("{case}\n\n{case}\n")).unwrap().len(), 2);
         assert!(load_cases(&format!("{case}\n\n{{}}\n")).unwrap_err().starts_with("line 3:"));
+    }
+
+    /// What the runner and the judge do together, across the two processes.
+    fn run_case(entry: Entry, case: &Case) -> bool {
+        judge(case, &run_input(entry, &input_line(case)).unwrap())
     }
 
     #[test]

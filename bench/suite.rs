@@ -1,0 +1,411 @@
+//! Suite benchmark: a generated MultiPL-E-style Rust suite run by the
+//! reference method (one `rustc` per program, one worker per CPU, as every
+//! MultiPL-E-derived harness does) and by the floor (one `rustc` over every
+//! program that compiles, each a module of one crate, then each program's
+//! `main` once in its own process, one worker per CPU), side by side in one
+//! run. Both must give the same MultiPL-E status for every completion.
+//!
+//! `cargo bench --bench suite -- [--sizes 300,1000] [--seed 1]`
+//!
+//! The slot for assay's own figure (`assay_measurement`) is empty until the
+//! suite runner is wired into the pipeline (issue 14, after issue 13).
+
+#[path = "multiple_ref.rs"]
+mod multiple_ref;
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use assay::suite::{completion_program, Problem, Status};
+use multiple_ref::{cpus, pool, run_limited, End, COMPILE_TIMEOUT, RUN_TIMEOUT};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+    };
+    let sizes: Vec<usize> = flag("--sizes")
+        .map(|s| {
+            s.split(',')
+                .map(|n| n.trim().parse().expect("--sizes: numbers"))
+                .collect()
+        })
+        .unwrap_or_else(|| vec![300, 1000]);
+    let seed: u64 = flag("--seed").map_or(1, |s| s.parse().expect("--seed: a number"));
+    println!("suite bench: {} CPUs, seed {seed}", cpus());
+    println!(
+        "{:>6} {:>7} {:>7} {:>7} | {:>9} | {:>13} {:>9} {:>9} {:>10} | {:>9}",
+        "N",
+        "OK",
+        "Syntax",
+        "Except",
+        "reference",
+        "floor compile",
+        "run",
+        "total",
+        "floor/ref",
+        "assay"
+    );
+    let mut all_agree = true;
+    for n in sizes {
+        let suite = generate(n, seed);
+        all_agree &= measure(&suite);
+    }
+    if !all_agree {
+        eprintln!("the floor and the reference method disagree on some completion");
+        std::process::exit(1);
+    }
+}
+
+/// Runs one generated suite both ways and prints its row.
+fn measure(suite: &[Generated]) -> bool {
+    let programs: Vec<String> = suite
+        .iter()
+        .map(|g| completion_program(&g.problem, &g.completion))
+        .collect();
+    let scratch = tempfile::tempdir().expect("scratch");
+
+    let started = Instant::now();
+    let reference = multiple_ref::evaluate_all(&programs, scratch.path());
+    let reference_wall = started.elapsed();
+
+    let floor = floor(&programs, &reference, scratch.path());
+
+    let count = |s: Status| reference.iter().filter(|r| **r == s).count();
+    let disagree: Vec<usize> = (0..programs.len())
+        .filter(|&i| floor.statuses[i] != reference[i])
+        .collect();
+    let intended: usize = suite
+        .iter()
+        .zip(&reference)
+        .filter(|(g, r)| g.intent.status() == **r)
+        .count();
+    let total = floor.compile + floor.run;
+    let lines: Vec<usize> = programs.iter().map(|p| p.lines().count()).collect();
+    let fns: Vec<usize> = programs
+        .iter()
+        .map(|p| p.matches("fn ").count() - 1)
+        .collect();
+    println!(
+        "       programs: {}..{} lines, {}..{} functions besides main",
+        lines.iter().min().unwrap_or(&0),
+        lines.iter().max().unwrap_or(&0),
+        fns.iter().min().unwrap_or(&0),
+        fns.iter().max().unwrap_or(&0)
+    );
+    println!(
+        "{:>6} {:>7} {:>7} {:>7} | {:>8.1}s | {:>12.1}s {:>8.1}s {:>8.1}s {:>10.2} | {:>9}",
+        programs.len(),
+        count(Status::Ok),
+        count(Status::SyntaxError),
+        count(Status::Exception),
+        secs(reference_wall),
+        secs(floor.compile),
+        secs(floor.run),
+        secs(total),
+        secs(total) / secs(reference_wall),
+        assay_measurement(&programs).map_or("(slot)".to_owned(), |d| format!("{:.1}s", secs(d))),
+    );
+    println!(
+        "       statuses: floor = reference for {}/{}; generator's intent = reference for {}/{}",
+        programs.len() - disagree.len(),
+        programs.len(),
+        intended,
+        programs.len()
+    );
+    for &i in disagree.iter().take(5) {
+        println!(
+            "       differs: #{i} reference {} floor {}",
+            reference[i], floor.statuses[i]
+        );
+    }
+    disagree.is_empty()
+}
+
+/// SLOT: assay's own wall for the same programs (probe + score of the
+/// suite as one wide scheme, sandbox on), to be wired when the suite
+/// runner is integrated with the scorer of issue 13. Until then there is
+/// no figure, and the table says `(slot)`.
+fn assay_measurement(_programs: &[String]) -> Option<Duration> {
+    None
+}
+
+struct Floor {
+    compile: Duration,
+    run: Duration,
+    statuses: Vec<Status>,
+}
+
+/// One crate of every program that compiles (as the reference found), each
+/// a module; then each program's `main` in its own process.
+fn floor(programs: &[String], reference: &[Status], scratch: &Path) -> Floor {
+    let compiles: Vec<usize> = (0..programs.len())
+        .filter(|&i| reference[i] != Status::SyntaxError)
+        .collect();
+    let dir = tempfile::tempdir_in(scratch).expect("floor dir");
+    let mut source = String::new();
+    let mut arms = String::new();
+    for &i in &compiles {
+        write!(
+            source,
+            "mod p{i} {{\n{}\npub(crate) fn __floor_main() {{ main() }}\n}}\n",
+            programs[i]
+        )
+        .unwrap();
+        writeln!(arms, "        \"{i}\" => p{i}::__floor_main(),").unwrap();
+    }
+    write!(
+        source,
+        "fn main() {{\n    match std::env::args().nth(1).unwrap_or_default().as_str() {{\n{arms}        _ => std::process::exit(64),\n    }}\n}}\n"
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("floor.rs"), source).expect("write floor.rs");
+    let started = Instant::now();
+    let mut rustc = Command::new("rustc");
+    rustc
+        .args([
+            "--edition",
+            "2021",
+            "-C",
+            "debug-assertions=on",
+            "-C",
+            "overflow-checks=on",
+        ])
+        .args(["floor.rs", "-o", "floor"])
+        .current_dir(dir.path());
+    let built = run_limited(&mut rustc, b"", COMPILE_TIMEOUT * 40).0;
+    assert_eq!(built, End::Exited(0), "the floor crate must build");
+    let compile = started.elapsed();
+
+    let started = Instant::now();
+    let binary = dir.path().join("floor");
+    let ran = pool(&compiles, cpus(), |&i| {
+        let mut cmd = Command::new(&binary);
+        cmd.arg(i.to_string()).current_dir(dir.path());
+        match run_limited(&mut cmd, b"", RUN_TIMEOUT).0 {
+            End::Exited(0) => Status::Ok,
+            End::TimedOut => Status::Timeout,
+            _ => Status::Exception,
+        }
+    });
+    let run = started.elapsed();
+    let mut statuses = vec![Status::SyntaxError; programs.len()];
+    for (&i, status) in compiles.iter().zip(ran) {
+        statuses[i] = status;
+    }
+    Floor {
+        compile,
+        run,
+        statuses,
+    }
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+// ---------------------------------------------------------------------------
+// The generator: problems of one to three functions and 10 to 60 lines, in
+// MultiPL-E's schema, with one completion each: about a tenth do not
+// compile, a fifth fail one assert, the rest pass.
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Intent {
+    Pass,
+    CompileError,
+    AssertFails,
+}
+
+impl Intent {
+    fn status(self) -> Status {
+        match self {
+            Intent::Pass => Status::Ok,
+            Intent::CompileError => Status::SyntaxError,
+            Intent::AssertFails => Status::Exception,
+        }
+    }
+}
+
+struct Generated {
+    problem: Problem,
+    completion: String,
+    intent: Intent,
+}
+
+fn generate(n: usize, seed: u64) -> Vec<Generated> {
+    let mut rng = Rng((seed.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ n as u64).max(1));
+    (0..n).map(|i| one_problem(i, &mut rng)).collect()
+}
+
+fn one_problem(i: usize, rng: &mut Rng) -> Generated {
+    let intent = match rng.below(10) {
+        0 => Intent::CompileError,
+        1 | 2 => Intent::AssertFails,
+        _ => Intent::Pass,
+    };
+    let family = Family::pick(rng);
+    let name = format!("{}_{i}", family.name());
+    let helpers = rng.below(3) as usize; // 0..=2 helpers inside the entry
+    let padding = rng.below(12) as usize; // extra statements, for size
+    let (body, eval) = family.body(rng, helpers, padding);
+    let asserts = 3 + rng.below(6) as usize;
+    let inputs: Vec<i64> = (0..asserts).map(|_| rng.below(40) as i64).collect();
+    let mut tests = format!("}}\n\nfn main() {{\n    let candidate = {name};\n");
+    let wrong = rng.below(asserts as u64) as usize;
+    for (k, x) in inputs.iter().enumerate() {
+        let mut expect = eval(*x);
+        if intent == Intent::AssertFails && k == wrong {
+            expect += 1;
+        }
+        writeln!(tests, "    assert_eq!(candidate({x}), {expect});").unwrap();
+    }
+    tests.push_str("}\n");
+    let mut completion = body;
+    if intent == Intent::CompileError {
+        let at = completion.find('\n').map_or(0, |p| p + 1);
+        let error = [
+            "    let unused: u8 = \"text\";\n",
+            "    let y = undefined_name + 1;\n",
+            "    let v: Vec<i64> = 5;\n",
+        ][rng.below(3) as usize];
+        completion.insert_str(at, error);
+    }
+    completion.push_str("}\n\nfn trailing_text_after_the_stop_token() {}\n");
+    let prompt = format!(
+        "/// {} of x (generated problem {i}).\n///\n/// >>> {name}(3)\nfn {name}(x: i64) -> i64 {{\n",
+        family.name()
+    );
+    Generated {
+        problem: Problem {
+            name,
+            prompt,
+            tests,
+            stop_tokens: vec!["\n}".to_owned()],
+        },
+        completion,
+        intent,
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Family {
+    Iterate,
+    Digits,
+    Vector,
+    Text,
+}
+
+type Eval = Box<dyn Fn(i64) -> i64>;
+
+impl Family {
+    fn pick(rng: &mut Rng) -> Family {
+        [
+            Family::Iterate,
+            Family::Digits,
+            Family::Vector,
+            Family::Text,
+        ][rng.below(4) as usize]
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Family::Iterate => "iterate",
+            Family::Digits => "digit_mix",
+            Family::Vector => "top_three",
+            Family::Text => "vowel_code",
+        }
+    }
+
+    /// The entry's body (indented, no closing brace) and the same function
+    /// evaluated here, for the asserts' expected values.
+    fn body(self, rng: &mut Rng, helpers: usize, padding: usize) -> (String, Eval) {
+        let a = 2 + rng.below(90) as i64;
+        let b = rng.below(100) as i64;
+        let m = 50 + rng.below(900) as i64;
+        let mut s = String::new();
+        // Helpers are nested functions: they survive the cut at "\n}".
+        let mut chain = String::from("v");
+        for h in 0..helpers {
+            writeln!(s, "    fn helper_{h}(v: i64) -> i64 {{\n        let w = v % {m};\n        if w < 0 {{\n            w + {m}\n        }} else {{\n            w\n        }}\n    }}").unwrap();
+            chain = format!("helper_{h}({chain})");
+        }
+        writeln!(s, "    let norm = |v: i64| -> i64 {{ {chain} }};").unwrap();
+        for p in 0..padding {
+            writeln!(
+                s,
+                "    let pad_{p} = x.wrapping_mul({}) % 7; // keeps the problem realistic in size",
+                p + 1
+            )
+            .unwrap();
+            writeln!(s, "    let _ = pad_{p};").unwrap();
+        }
+        s.push_str(&match self {
+            Family::Iterate => format!(
+                "    let mut acc: i64 = {b};\n    for i in 0..x {{\n        acc = (acc * {a} + i) % {m};\n    }}\n    norm(acc)\n"
+            ),
+            Family::Digits => format!(
+                "    let mut n = x * {a} + {b};\n    let mut total = 0;\n    while n > 0 {{\n        total += n % 10;\n        n /= 10;\n    }}\n    norm(total * 3)\n"
+            ),
+            Family::Vector => format!(
+                "    let mut v: Vec<i64> = (0..x + 3).map(|i| (i * {a} + {b}) % {m}).collect();\n    v.sort_unstable_by(|p, q| q.cmp(p));\n    norm(v.iter().take(3).sum())\n"
+            ),
+            Family::Text => format!(
+                "    let text: String = (0..x).map(|i| (b'a' + ((i * {a} + {b}) % 26) as u8) as char).collect();\n    let vowels = text.chars().filter(|c| \"aeiou\".contains(*c)).count() as i64;\n    norm(vowels * 7 + text.len() as i64)\n"
+            ),
+        });
+        // Every helper takes the value modulo m (idempotent); no helper,
+        // no change. The raw values are never negative.
+        let eval: Eval = Box::new(move |x| {
+            let raw = unnormalized(self, a, b, m, x);
+            if helpers > 0 {
+                raw.rem_euclid(m)
+            } else {
+                raw
+            }
+        });
+        (s, eval)
+    }
+}
+
+/// The families' values before `norm` (used when there is no helper).
+fn unnormalized(family: Family, a: i64, b: i64, m: i64, x: i64) -> i64 {
+    match family {
+        Family::Iterate => (0..x).fold(b, |acc, i| (acc * a + i) % m),
+        Family::Digits => {
+            let (mut n, mut t) = (x * a + b, 0);
+            while n > 0 {
+                t += n % 10;
+                n /= 10;
+            }
+            t * 3
+        }
+        Family::Vector => {
+            let mut v: Vec<i64> = (0..x + 3).map(|i| (i * a + b) % m).collect();
+            v.sort_unstable_by(|p, q| q.cmp(p));
+            v.iter().take(3).sum()
+        }
+        Family::Text => {
+            let vowels = (0..x)
+                .map(|i| (b'a' + ((i * a + b) % 26) as u8) as char)
+                .filter(|c| "aeiou".contains(*c))
+                .count() as i64;
+            vowels * 7 + x
+        }
+    }
+}
+
+/// xorshift64*: deterministic input for the generator.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) % n
+    }
+}

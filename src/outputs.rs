@@ -1,0 +1,299 @@
+//! Outputs: where a command that runs batches writes, resolved and checked
+//! before anything is written.
+//!
+//! Two steps, as flags become a configuration: `Outputs::resolve` turns the
+//! flags into absolute paths (no IO), `Outputs::prepare` creates the output
+//! and work folders and proves that they and the database's folder can be
+//! written. A bad path is bad input (exit 2) naming the flag and the path;
+//! what `prepare` created before it failed is removed again, so a refused
+//! run leaves no empty folder and no empty database behind.
+//!
+//! The default output folder is named after the database (`assay.db` ->
+//! `assay-out/` beside it, `my.db` -> `my-out/`), so two databases never
+//! share `batch-N` folders; and a batch folder is never reused
+//! (`new_batch_dir` takes `batch-N`, else `batch-N.2`, ...).
+
+use std::path::{Path, PathBuf};
+
+/// A path the user gave (or defaulted) that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("{flag} {path}: {why}")]
+pub struct PathError {
+    pub flag: &'static str,
+    pub path: PathBuf,
+    pub why: String,
+}
+
+/// The database, the output folder and the work directory of a command
+/// that runs batches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outputs {
+    pub db: PathBuf,
+    /// Each batch's outputs go to `out/batch-N/`.
+    pub out: PathBuf,
+    /// The generated packages and their cargo target directory.
+    pub work_dir: PathBuf,
+    /// The flag the work directory comes from: `--work-dir`, or `--out`
+    /// when it defaulted to `OUT/work` (what the user has to fix).
+    work_flag: &'static str,
+}
+
+/// The output folder that belongs to a database: beside it, named after it.
+pub fn default_out(db: &Path) -> PathBuf {
+    let stem = db
+        .file_stem()
+        .map_or_else(|| "assay".into(), |s| s.to_string_lossy().into_owned());
+    db.with_file_name(format!("{stem}-out"))
+}
+
+impl Outputs {
+    /// Step one: the paths, absolute (scoring runs each candidate in its own
+    /// directory), from the flags; `out` defaults to the database's folder,
+    /// `work_dir` to `OUT/work`. No IO besides reading the current directory.
+    pub fn resolve(
+        db: &Path,
+        out: Option<&Path>,
+        work_dir: Option<&Path>,
+    ) -> Result<Outputs, PathError> {
+        let db = absolute("--db", db)?;
+        let out = match out {
+            Some(out) => absolute("--out", out)?,
+            None => default_out(&db),
+        };
+        let (work_dir, work_flag) = match work_dir {
+            Some(w) => (absolute("--work-dir", w)?, "--work-dir"),
+            None => (out.join("work"), "--out"),
+        };
+        Ok(Outputs {
+            db,
+            out,
+            work_dir,
+            work_flag,
+        })
+    }
+
+    /// The first part of step two, for what must build before the batch
+    /// may write anything else (the cases' check): checks the database's
+    /// path and creates the work directory only.
+    pub fn prepare_work_dir(&self) -> Result<(), PathError> {
+        let mut created = Vec::new();
+        let result = check_db(&self.db)
+            .and_then(|()| make_writable_dir(self.work_flag, &self.work_dir, &mut created));
+        if result.is_err() {
+            remove_created(&created);
+        }
+        result
+    }
+
+    /// Step two: creates the output and work folders, and checks that they
+    /// and the database (or, if it does not exist yet, its folder) can be
+    /// written. On failure, the folders it created are removed again.
+    pub fn prepare(&self) -> Result<(), PathError> {
+        let mut created = Vec::new();
+        let result = self.prepare_into(&mut created);
+        if result.is_err() {
+            remove_created(&created);
+        }
+        result
+    }
+
+    fn prepare_into(&self, created: &mut Vec<PathBuf>) -> Result<(), PathError> {
+        check_db(&self.db)?;
+        make_writable_dir("--out", &self.out, created)?;
+        make_writable_dir(self.work_flag, &self.work_dir, created)?;
+        Ok(())
+    }
+}
+
+/// Deepest first, and only folders this process made (still empty).
+fn remove_created(created: &[PathBuf]) {
+    for dir in created.iter().rev() {
+        let _ = std::fs::remove_dir(dir);
+    }
+}
+
+/// A new folder for batch `batch` under `out`: `batch-N`, or `batch-N.2`,
+/// `batch-N.3`, ... when an earlier one exists (another database's, or one
+/// left from a deleted database). Created here, so two runs cannot take
+/// the same one.
+pub fn new_batch_dir(out: &Path, batch: i64) -> std::io::Result<PathBuf> {
+    for k in 1u32.. {
+        let name = if k == 1 {
+            format!("batch-{batch}")
+        } else {
+            format!("batch-{batch}.{k}")
+        };
+        let dir = out.join(name);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    unreachable!("some batch-N.k is free")
+}
+
+fn absolute(flag: &'static str, path: &Path) -> Result<PathBuf, PathError> {
+    if path.as_os_str().is_empty() {
+        return Err(PathError {
+            flag,
+            path: path.to_path_buf(),
+            why: "empty path".into(),
+        });
+    }
+    std::path::absolute(path).map_err(|e| PathError {
+        flag,
+        path: path.to_path_buf(),
+        why: e.to_string(),
+    })
+}
+
+/// The database is a regular file, or does not exist yet in a folder that
+/// can be written. (Whether an existing file can be written is the store's
+/// check: it knows SQLite's answer.)
+fn check_db(db: &Path) -> Result<(), PathError> {
+    let bad = |why: String| PathError {
+        flag: "--db",
+        path: db.to_path_buf(),
+        why,
+    };
+    match std::fs::metadata(db) {
+        Ok(m) if m.is_file() => return Ok(()),
+        Ok(_) => return Err(bad("not a regular file".into())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(bad(e.to_string())),
+    }
+    let parent = db.parent().unwrap_or(Path::new("/"));
+    if !parent.is_dir() {
+        return Err(bad(format!(
+            "cannot create the database: directory {} does not exist",
+            parent.display()
+        )));
+    }
+    probe_write(parent).map_err(|e| {
+        bad(format!(
+            "cannot create the database: directory {} is not writable ({e})",
+            parent.display()
+        ))
+    })
+}
+
+/// Creates `dir` (and missing parents, each recorded in `created`) and
+/// proves a file can be written in it.
+fn make_writable_dir(
+    flag: &'static str,
+    dir: &Path,
+    created: &mut Vec<PathBuf>,
+) -> Result<(), PathError> {
+    let bad = |why: String| PathError {
+        flag,
+        path: dir.to_path_buf(),
+        why,
+    };
+    let mut missing = Vec::new();
+    let mut at = dir;
+    loop {
+        match std::fs::metadata(at) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) => {
+                return Err(bad(if at == dir {
+                    "not a folder".into()
+                } else {
+                    format!("{} is not a folder", at.display())
+                }))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => missing.push(at.to_path_buf()),
+            // A file on the way up: found (and named) one step further.
+            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {}
+            Err(e) => return Err(bad(e.to_string())),
+        }
+        match at.parent() {
+            Some(p) => at = p,
+            None => break,
+        }
+    }
+    for d in missing.into_iter().rev() {
+        std::fs::create_dir(&d)
+            .map_err(|e| bad(format!("cannot create {}: {e}", d.display())))?;
+        created.push(d);
+    }
+    probe_write(dir).map_err(|e| bad(format!("cannot write in it: {e}")))
+}
+
+/// Writes and removes a temporary file in `dir`: the only sure answer to
+/// "can this be written" (permissions, a read-only mount, an immutable
+/// folder, `/proc`, root's exceptions).
+fn probe_write(dir: &Path) -> std::io::Result<()> {
+    let file = tempfile::Builder::new()
+        .prefix(".assay-probe-")
+        .tempfile_in(dir)?;
+    file.close()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_output_folder_is_named_after_the_database() {
+        for (db, out) in [
+            ("/x/assay.db", "/x/assay-out"),
+            ("/x/my.db", "/x/my-out"),
+            ("/x/y/data.sqlite", "/x/y/data-out"),
+            ("/x/noext", "/x/noext-out"),
+        ] {
+            assert_eq!(default_out(Path::new(db)), PathBuf::from(out), "{db}");
+        }
+    }
+
+    #[test]
+    fn an_explicit_output_folder_and_work_dir_win() {
+        let o = Outputs::resolve(
+            Path::new("/d/a.db"),
+            Some(Path::new("/o")),
+            Some(Path::new("/w")),
+        )
+        .unwrap();
+        assert_eq!(o.out, PathBuf::from("/o"));
+        assert_eq!(o.work_dir, PathBuf::from("/w"));
+        let o = Outputs::resolve(Path::new("/d/a.db"), None, None).unwrap();
+        assert_eq!(o.work_dir, PathBuf::from("/d/a-out/work"));
+    }
+
+    #[test]
+    fn batch_folders_are_never_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = new_batch_dir(dir.path(), 1).unwrap();
+        let b = new_batch_dir(dir.path(), 1).unwrap();
+        let c = new_batch_dir(dir.path(), 1).unwrap();
+        assert_eq!(a, dir.path().join("batch-1"));
+        assert_eq!(b, dir.path().join("batch-1.2"));
+        assert_eq!(c, dir.path().join("batch-1.3"));
+    }
+
+    #[test]
+    fn a_file_where_a_folder_belongs_is_refused_and_nothing_is_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        let o = Outputs {
+            db: dir.path().join("a.db"),
+            out: dir.path().join("new/out"),
+            work_dir: file.join("work"),
+            work_flag: "--work-dir",
+        };
+        let e = o.prepare().unwrap_err();
+        assert_eq!(e.flag, "--work-dir");
+        assert!(e.why.contains("is not a folder"), "{e}");
+        assert!(!dir.path().join("new").exists(), "created folders are removed");
+        assert!(!o.db.exists());
+    }
+
+    #[test]
+    fn a_device_is_no_database() {
+        let o = Outputs::resolve(Path::new("/dev/null"), Some(Path::new("/tmp")), None).unwrap();
+        let e = o.prepare().unwrap_err();
+        assert_eq!(e.flag, "--db");
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+    }
+}

@@ -1,0 +1,329 @@
+//! One candidate's compile: its own time and memory limit, and its own
+//! view of the package.
+//!
+//! cargo runs `RUSTC_WORKSPACE_WRAPPER` in place of `rustc` for the
+//! package's own targets (never for dependencies, so the warm harness and
+//! its dependencies are untouched). The wrapper is the assay binary itself:
+//! started with [`WRAPPER_VAR`] in its environment, `main` hands over to
+//! [`run_wrapper`] before anything else. For a candidate's target
+//! (`--crate-name cN`) the wrapper
+//!
+//! - restricts itself with a Landlock ruleset nested in the build's: the
+//!   toolchain, the system, the registry and the target directory as
+//!   before, but of the package only that candidate's own files
+//!   (`cands/cN.rs`, `cands/cN.main.rs`, `cands/cN.lib.rs`), so no
+//!   spelling of `#[path]` or `include_str!` reaches a sibling's file;
+//! - runs rustc with `RLIMIT_CPU` (a const-eval loop stops there; CPU time,
+//!   not wall, so a loaded machine does not time out an honest compile) and
+//!   `RLIMIT_AS` (a compile that would take the machine's memory fails
+//!   allocating instead);
+//! - copies rustc's stderr through to cargo, and when rustc died at one of
+//!   its limits, writes the verdict into a file named after the crate in
+//!   the verdict directory ([`limit_hit`] reads it). Nothing a candidate
+//!   compiles can write a file (const evaluation does no I/O), so the file
+//!   is the wrapper's word.
+//!
+//! Other targets of the package (the scorer, the case checker, the warm-up)
+//! get the same limits without the narrower ruleset.
+
+use std::io::{BufRead, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use anyhow::{Context, Result};
+use landlock::{
+    path_beneath_rules, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr,
+    RulesetCreatedAttr,
+};
+
+use super::cargo::{build_reads, BuildPaths};
+use super::landlock::TARGET_ABI;
+
+/// Set in the environment of the wrapper cargo starts; its value is the
+/// wrapper's settings as JSON ([`WrapperSettings`]).
+pub const WRAPPER_VAR: &str = "ASSAY_RUSTC_WRAPPER";
+
+/// Default CPU seconds one target's rustc may use. An honest candidate
+/// compiles in well under a second; the largest task's scorer in a few.
+pub const DEFAULT_COMPILE_CPU_SECS: u64 = 60;
+
+/// Default address space of one target's rustc. rustc reserves far more
+/// address space than it touches (its threads' stacks, the allocator's
+/// arenas), so this is virtual memory, not resident.
+pub const DEFAULT_COMPILE_MEMORY_BYTES: u64 = 4 << 30;
+
+/// The limits of one target's compile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompileLimits {
+    pub cpu_secs: u64,
+    pub memory_bytes: u64,
+}
+
+impl Default for CompileLimits {
+    fn default() -> Self {
+        CompileLimits {
+            cpu_secs: DEFAULT_COMPILE_CPU_SECS,
+            memory_bytes: DEFAULT_COMPILE_MEMORY_BYTES,
+        }
+    }
+}
+
+/// Which limit a target's rustc died at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitHit {
+    Timeout,
+    OutOfMemory,
+}
+
+impl LimitHit {
+    fn as_str(self) -> &'static str {
+        match self {
+            LimitHit::Timeout => "timeout",
+            LimitHit::OutOfMemory => "out_of_memory",
+        }
+    }
+}
+
+/// What the wrapper needs to know, handed over in [`WRAPPER_VAR`].
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct WrapperSettings {
+    cpu_secs: u64,
+    memory_bytes: u64,
+    /// Where the verdict files go (inside the package, writable).
+    verdicts: PathBuf,
+    /// The folder of candidate module files (`PACKAGE/cands`).
+    cands: PathBuf,
+    /// What a candidate's rustc may read besides its own files, and write.
+    read: Vec<PathBuf>,
+    write: Vec<PathBuf>,
+}
+
+static WRAPPER_EXE: OnceLock<PathBuf> = OnceLock::new();
+
+/// Names the executable cargo runs as the wrapper: the assay binary, which
+/// calls this at start-up with its own path. Without it (a library user
+/// that is not the binary) builds run without per-target limits.
+pub fn set_wrapper_exe(exe: PathBuf) {
+    let _ = WRAPPER_EXE.set(exe);
+}
+
+/// The wrapper's executable, when one was named.
+pub fn wrapper_exe() -> Option<&'static Path> {
+    WRAPPER_EXE.get().map(PathBuf::as_path)
+}
+
+/// Makes cargo run every rustc of `package`'s own targets through the
+/// wrapper with `limits`, inside the build whose allowances are `paths`.
+/// Returns false, changing nothing, when no wrapper executable was named.
+pub fn wrap(
+    cmd: &mut tokio::process::Command,
+    limits: CompileLimits,
+    package: &Path,
+    paths: &BuildPaths,
+) -> Result<bool> {
+    let Some(exe) = wrapper_exe() else {
+        return Ok(false);
+    };
+    let verdicts = verdict_dir(package);
+    std::fs::create_dir_all(&verdicts)
+        .with_context(|| format!("cannot create {}", verdicts.display()))?;
+    // What the build reads, which holds nothing of the package but the
+    // configuration files of its ancestors; and what it writes, but the
+    // package: of that only the temporary files and the verdicts.
+    let read = build_reads(paths);
+    let mut write: Vec<PathBuf> = paths
+        .write
+        .iter()
+        .filter(|w| w.as_path() != package)
+        .cloned()
+        .collect();
+    write.extend([package.join("tmp"), verdicts.clone(), PathBuf::from("/dev/null")]);
+    let settings = WrapperSettings {
+        cpu_secs: limits.cpu_secs,
+        memory_bytes: limits.memory_bytes,
+        verdicts,
+        cands: package.join("cands"),
+        read,
+        write,
+    };
+    cmd.env("RUSTC_WORKSPACE_WRAPPER", exe);
+    cmd.env(WRAPPER_VAR, serde_json::to_string(&settings)?);
+    Ok(true)
+}
+
+/// The limit `target`'s rustc died at in the last build, if it did.
+pub fn limit_hit(package: &Path, target: &str) -> Option<LimitHit> {
+    let text = std::fs::read_to_string(verdict_dir(package).join(target)).ok()?;
+    [LimitHit::Timeout, LimitHit::OutOfMemory]
+        .into_iter()
+        .find(|hit| hit.as_str() == text.trim())
+}
+
+fn verdict_dir(package: &Path) -> PathBuf {
+    package.join("compile-limits")
+}
+
+/// The wrapper's `main`: `argv` is `[assay, rustc, args...]`. Returns the
+/// exit code to end with.
+pub fn run_wrapper(settings_json: &str) -> i32 {
+    match wrapper(settings_json) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("assay compile wrapper: {e:#}");
+            101
+        }
+    }
+}
+
+fn wrapper(settings_json: &str) -> Result<i32> {
+    let settings: WrapperSettings =
+        serde_json::from_str(settings_json).context("bad wrapper settings")?;
+    let mut args = std::env::args_os().skip(1);
+    let rustc = args.next().context("no rustc to run")?;
+    let args: Vec<_> = args.collect();
+    let crate_name = args
+        .iter()
+        .position(|a| a == "--crate-name")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.to_str())
+        .map(str::to_owned);
+    if let Some(name) = &crate_name {
+        // A stale verdict of an earlier build must not outlive it.
+        let _ = std::fs::remove_file(settings.verdicts.join(name));
+        if is_candidate_target(name) {
+            confine_to_own_files(&settings, name)?;
+        }
+    }
+    let limits = CompileLimits {
+        cpu_secs: settings.cpu_secs,
+        memory_bytes: settings.memory_bytes,
+    };
+    let mut cmd = Command::new(&rustc);
+    cmd.args(&args).env_remove(WRAPPER_VAR).stderr(Stdio::piped());
+    // SAFETY: setrlimit only, between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            set_rlimit(libc::RLIMIT_CPU, limits.cpu_secs, limits.cpu_secs + 5)?;
+            set_rlimit(libc::RLIMIT_AS, limits.memory_bytes, limits.memory_bytes)?;
+            set_rlimit(libc::RLIMIT_CORE, 0, 0)
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start {}", Path::new(&rustc).display()))?;
+    let out_of_memory = copy_stderr(child.stderr.take().expect("piped stderr"));
+    let status = child.wait().context("rustc did not finish")?;
+    let hit = match status.signal() {
+        Some(libc::SIGXCPU) | Some(libc::SIGKILL) => Some(LimitHit::Timeout),
+        Some(_) if out_of_memory => Some(LimitHit::OutOfMemory),
+        _ if out_of_memory && !status.success() => Some(LimitHit::OutOfMemory),
+        _ => None,
+    };
+    if let (Some(hit), Some(name)) = (hit, &crate_name) {
+        let _ = std::fs::write(settings.verdicts.join(name), hit.as_str());
+        let what = match hit {
+            LimitHit::Timeout => format!("its CPU time limit ({} s)", limits.cpu_secs),
+            LimitHit::OutOfMemory => {
+                format!("its memory limit ({} MiB)", limits.memory_bytes >> 20)
+            }
+        };
+        eprintln!("assay: the compile of `{name}` was stopped at {what}");
+    }
+    Ok(status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
+}
+
+/// Copies rustc's stderr to ours line by line; true if rustc said that an
+/// allocation failed (the allocator's own message, printed before it
+/// aborts; text a candidate makes rustc print is always inside a JSON
+/// diagnostic, never a line of its own).
+fn copy_stderr(stderr: std::process::ChildStderr) -> bool {
+    let mut out = std::io::stderr().lock();
+    let mut oom = false;
+    let mut reader = std::io::BufReader::new(stderr);
+    let mut line = Vec::new();
+    while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+        oom |= line.starts_with(b"memory allocation of ");
+        let _ = out.write_all(&line);
+        line.clear();
+    }
+    let _ = out.flush();
+    oom
+}
+
+/// `c0`, `c17`: a candidate's own target.
+fn is_candidate_target(name: &str) -> bool {
+    name.strip_prefix('c')
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Nests a Landlock ruleset under the build's: everything the build reads
+/// and writes but the package, and of the package only `name`'s files.
+fn confine_to_own_files(settings: &WrapperSettings, name: &str) -> Result<()> {
+    let abi = TARGET_ABI;
+    let own: Vec<PathBuf> = ["rs", "main.rs", "lib.rs"]
+        .iter()
+        .map(|ext| settings.cands.join(format!("{name}.{ext}")))
+        .filter(|p| p.exists())
+        .collect();
+    let read: Vec<&PathBuf> = settings
+        .read
+        .iter()
+        .chain(&own)
+        .filter(|p| p.exists())
+        .collect();
+    let write: Vec<&PathBuf> = settings.write.iter().filter(|p| p.exists()).collect();
+    let status = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(abi))?
+        .create()?
+        .add_rules(path_beneath_rules(read, AccessFs::from_read(abi)))?
+        .add_rules(path_beneath_rules(write, AccessFs::from_all(abi)))?
+        .restrict_self()
+        .context("cannot restrict the compile")?;
+    let _ = status;
+    Ok(())
+}
+
+fn set_rlimit(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> std::io::Result<()> {
+    let limit = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: hard,
+    };
+    // SAFETY: setrlimit reads a valid struct.
+    if unsafe { libc::setrlimit(resource, &limit) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_candidate_targets_are_narrowed() {
+        for yes in ["c0", "c17", "c123456"] {
+            assert!(is_candidate_target(yes), "{yes}");
+        }
+        for no in ["c", "committed", "assay_scorer", "assay_warm", "cx1", "c1a", "d3"] {
+            assert!(!is_candidate_target(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn a_verdict_file_names_its_limit_and_nothing_else_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(verdict_dir(dir.path())).unwrap();
+        std::fs::write(verdict_dir(dir.path()).join("c3"), "timeout").unwrap();
+        std::fs::write(verdict_dir(dir.path()).join("c4"), "out_of_memory").unwrap();
+        std::fs::write(verdict_dir(dir.path()).join("c5"), "gremlins").unwrap();
+        assert_eq!(limit_hit(dir.path(), "c3"), Some(LimitHit::Timeout));
+        assert_eq!(limit_hit(dir.path(), "c4"), Some(LimitHit::OutOfMemory));
+        assert_eq!(limit_hit(dir.path(), "c5"), None);
+        assert_eq!(limit_hit(dir.path(), "c6"), None);
+    }
+}

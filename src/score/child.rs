@@ -1,0 +1,196 @@
+//! Process plumbing of a candidate's run: rlimits, the parent-death signal,
+//! process groups that are killed whole, reaping with `wait4`, the nonce, and
+//! a stdin that cannot kill assay.
+
+use std::collections::BTreeSet;
+use std::io::Write as _;
+use std::os::fd::AsRawFd as _;
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use super::RunLimits;
+
+/// Writes `bytes` to a child's stdin on a thread of its own and closes it.
+/// The channel is a socket written with `MSG_NOSIGNAL`, so a child that
+/// exits without reading (or a forked process that holds stdin and never
+/// reads) costs an `EPIPE` at most, never a `SIGPIPE` to assay, whatever
+/// the signal's disposition; the writer ends when the child's side closes or
+/// the returned [`Feeder`] is finished or dropped.
+pub(crate) fn feed_stdin(ours: UnixStream, bytes: Vec<u8>) -> Feeder {
+    let stream = Arc::new(ours);
+    let writer = stream.clone();
+    let spawned = std::thread::Builder::new()
+        .name("assay-stdin".into())
+        .stack_size(64 << 10)
+        .spawn(move || {
+            send_all(&writer, &bytes);
+            let _ = writer.shutdown(std::net::Shutdown::Write);
+        });
+    if spawned.is_err() {
+        // No thread: the child sees an empty stdin, which is its verdict.
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+    }
+    Feeder(stream)
+}
+
+/// The parent's end of a child's stdin; shut down when finished or dropped,
+/// which wakes a writer still blocked on it.
+pub(crate) struct Feeder(Arc<UnixStream>);
+
+impl Feeder {
+    pub fn finish(self) {}
+}
+
+impl Drop for Feeder {
+    fn drop(&mut self) {
+        let _ = self.0.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+fn send_all(stream: &UnixStream, mut bytes: &[u8]) {
+    while !bytes.is_empty() {
+        // SAFETY: sends from a valid buffer on a socket we own.
+        let n = unsafe {
+            libc::send(
+                stream.as_raw_fd(),
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
+        if n < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return;
+        }
+        bytes = &bytes[n as usize..];
+    }
+    let _ = (&*stream).flush();
+}
+
+/// Kills a child's process group when dropped, so no path out of
+/// `run_child` (an error, a cancelled task) leaves it running.
+pub(crate) struct GroupKill(pub i32);
+
+impl Drop for GroupKill {
+    fn drop(&mut self) {
+        kill_group(self.0);
+    }
+}
+
+/// Waits for `pid` and returns its wait status and CPU time (user +
+/// system, its own and that of the children it waited for).
+pub(crate) fn wait4(pid: i32) -> Result<(i32, Duration)> {
+    let mut status = 0;
+    // SAFETY: rusage is plain data; wait4 fills it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: waits for our own child, writing into valid locals.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            break;
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err).context("cannot wait for the candidate");
+        }
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    Ok((status, tv(usage.ru_utime) + tv(usage.ru_stime)))
+}
+
+pub(crate) fn apply_rlimits(limits: &RunLimits) -> std::io::Result<()> {
+    // Whole seconds; the wall-time limit is the precise one.
+    let cpu_secs = limits.wall.max(limits.case_wall).as_secs() + 1;
+    set_rlimit(libc::RLIMIT_CPU, cpu_secs)?;
+    set_rlimit(libc::RLIMIT_AS, limits.address_space_bytes)?;
+    set_rlimit(libc::RLIMIT_FSIZE, limits.file_size_bytes)?;
+    set_rlimit(libc::RLIMIT_NOFILE, limits.open_files)?;
+    set_rlimit(libc::RLIMIT_CORE, 0)?;
+    Ok(())
+}
+
+fn set_rlimit(resource: libc::__rlimit_resource_t, value: u64) -> std::io::Result<()> {
+    let limit = libc::rlimit {
+        rlim_cur: value,
+        rlim_max: value,
+    };
+    // SAFETY: setrlimit reads a valid rlimit struct and touches nothing else.
+    if unsafe { libc::setrlimit(resource, &limit) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Asks the kernel to SIGKILL the child when assay dies, however it dies (a
+/// SIGKILL to assay cannot be caught, and the child's own process group means
+/// a terminal's Ctrl-C does not reach it). Fails if the parent is already gone.
+pub(crate) fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
+    // SAFETY: prctl with PR_SET_PDEATHSIG takes a signal number and nothing else.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: getppid cannot fail.
+    if unsafe { libc::getppid() } != parent {
+        return Err(std::io::Error::other(
+            "assay exited before the candidate started",
+        ));
+    }
+    Ok(())
+}
+
+/// The process groups of candidates running now, so that an exit at once
+/// (a second Ctrl-C) can kill them first.
+fn live_groups() -> &'static std::sync::Mutex<BTreeSet<i32>> {
+    static GROUPS: std::sync::OnceLock<std::sync::Mutex<BTreeSet<i32>>> =
+        std::sync::OnceLock::new();
+    GROUPS.get_or_init(Default::default)
+}
+
+/// A running candidate's process group: killed and forgotten on drop.
+pub(crate) struct LiveGroup(i32);
+
+impl LiveGroup {
+    pub fn register(pgid: i32) -> LiveGroup {
+        live_groups()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(pgid);
+        LiveGroup(pgid)
+    }
+}
+
+impl Drop for LiveGroup {
+    fn drop(&mut self) {
+        // `GroupKill` kills; this only unlists.
+        live_groups()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.0);
+    }
+}
+
+/// Kills every candidate's process group that is running now.
+pub fn kill_live_groups() {
+    let groups = live_groups().lock().unwrap_or_else(|e| e.into_inner());
+    for pgid in groups.iter() {
+        kill_group(*pgid);
+    }
+}
+
+pub(crate) fn kill_group(pgid: i32) {
+    // SAFETY: killpg only sends a signal; a group already gone is ESRCH.
+    unsafe {
+        libc::killpg(pgid, libc::SIGKILL);
+    }
+}
+
+pub(crate) fn nonce() -> Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("no randomness for the nonce: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}

@@ -1,0 +1,216 @@
+//! What a completion's program came to: MultiPL-E's status, and assay's.
+//!
+//! MultiPL-E's Rust evaluator (`eval_rust.py`) says `SyntaxError` when
+//! rustc fails, `Timeout` when the build or the run passes its time limit,
+//! `OK` when the program exits 0 and `Exception` for any other exit. So a
+//! candidate that calls `std::process::exit(0)` before the asserts is `OK`
+//! there. assay runs each case through a dispatch `main` that prints a
+//! marker only after the case returned ([`super::cases`]), and a run that
+//! exits 0 without it left early: `Exception` in assay's status, `OK` in
+//! MultiPL-E's. Both are kept for every completion.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// MultiPL-E's status strings, stable in the store and in reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Status {
+    Ok,
+    SyntaxError,
+    Exception,
+    Timeout,
+}
+
+impl Status {
+    pub const ALL: [Status; 4] = [
+        Status::Ok,
+        Status::SyntaxError,
+        Status::Exception,
+        Status::Timeout,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "OK",
+            Status::SyntaxError => "SyntaxError",
+            Status::Exception => "Exception",
+            Status::Timeout => "Timeout",
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Status {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Status, String> {
+        Status::ALL
+            .into_iter()
+            .find(|status| status.as_str() == s)
+            .ok_or_else(|| format!("`{s}` is not a status (OK, SyntaxError, Exception, Timeout)"))
+    }
+}
+
+/// How one run of a built program (the whole `main`, or one case) ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaseEnd {
+    /// Exit 0, and the dispatch marker was printed: the case returned.
+    Passed,
+    /// Exit 0 without the marker: the candidate ended the process early.
+    ExitedEarly,
+    /// Any other exit code (a failed assert or a panic exits 101).
+    Failed {
+        code: i32,
+    },
+    /// Killed by a signal (an abort, a stack overflow, the memory limit).
+    Signalled {
+        signal: i32,
+    },
+    TimedOut,
+}
+
+impl CaseEnd {
+    /// MultiPL-E's reading of the same run: only the exit status counts.
+    fn multiple_status(self) -> Status {
+        match self {
+            CaseEnd::Passed | CaseEnd::ExitedEarly => Status::Ok,
+            CaseEnd::Failed { .. } | CaseEnd::Signalled { .. } => Status::Exception,
+            CaseEnd::TimedOut => Status::Timeout,
+        }
+    }
+
+    fn status(self) -> Status {
+        match self {
+            CaseEnd::Passed => Status::Ok,
+            CaseEnd::ExitedEarly | CaseEnd::Failed { .. } | CaseEnd::Signalled { .. } => {
+                Status::Exception
+            }
+            CaseEnd::TimedOut => Status::Timeout,
+        }
+    }
+}
+
+/// Everything assay learned about one completion's program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompletionOutcome {
+    /// rustc refused the program.
+    CompileError,
+    /// The build passed its time limit.
+    CompileTimeout,
+    /// Built; `whole` is the run of the original `main`, `cases` one run
+    /// per case (for a `main` that is one case, that one run again).
+    Ran { whole: CaseEnd, cases: Vec<CaseEnd> },
+}
+
+impl CompletionOutcome {
+    /// The status MultiPL-E's evaluator would give this program.
+    pub fn multiple_status(&self) -> Status {
+        match self {
+            CompletionOutcome::CompileError => Status::SyntaxError,
+            CompletionOutcome::CompileTimeout => Status::Timeout,
+            CompletionOutcome::Ran { whole, .. } => whole.multiple_status(),
+        }
+    }
+
+    /// assay's status: as MultiPL-E's, except that a program passes only
+    /// when the whole `main` and every case returned; an early exit or a
+    /// case failing alone (a candidate with state across calls) is
+    /// `Exception`.
+    pub fn status(&self) -> Status {
+        match self {
+            CompletionOutcome::Ran { whole, cases } => match whole.status() {
+                Status::Ok if cases.iter().all(|c| *c == CaseEnd::Passed) => Status::Ok,
+                Status::Ok => Status::Exception,
+                other => other,
+            },
+            other => other.multiple_status(),
+        }
+    }
+
+    /// Cases passed and cases run (0 of 0 when nothing was built).
+    pub fn cases_passed(&self) -> (usize, usize) {
+        match self {
+            CompletionOutcome::Ran { cases, .. } => (
+                cases.iter().filter(|c| **c == CaseEnd::Passed).count(),
+                cases.len(),
+            ),
+            _ => (0, 0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_round_trip() {
+        for s in Status::ALL {
+            assert_eq!(s.to_string().parse::<Status>(), Ok(s));
+        }
+        assert_eq!(
+            ["OK", "SyntaxError", "Exception", "Timeout"].map(|s| s.parse::<Status>().unwrap()),
+            Status::ALL
+        );
+        assert!("ok".parse::<Status>().is_err());
+    }
+
+    #[test]
+    fn statuses_of_each_outcome() {
+        use CaseEnd::*;
+        let ran = |whole, cases: &[CaseEnd]| CompletionOutcome::Ran {
+            whole,
+            cases: cases.to_vec(),
+        };
+        // (outcome, MultiPL-E's status, assay's status)
+        let table = [
+            (
+                CompletionOutcome::CompileError,
+                Status::SyntaxError,
+                Status::SyntaxError,
+            ),
+            (
+                CompletionOutcome::CompileTimeout,
+                Status::Timeout,
+                Status::Timeout,
+            ),
+            (ran(Passed, &[Passed, Passed]), Status::Ok, Status::Ok),
+            (
+                ran(Failed { code: 101 }, &[Passed, Failed { code: 101 }]),
+                Status::Exception,
+                Status::Exception,
+            ),
+            (
+                ran(Signalled { signal: 6 }, &[Signalled { signal: 6 }]),
+                Status::Exception,
+                Status::Exception,
+            ),
+            (ran(TimedOut, &[TimedOut]), Status::Timeout, Status::Timeout),
+            // The early exit: OK for MultiPL-E, not for assay.
+            (
+                ran(ExitedEarly, &[ExitedEarly, ExitedEarly]),
+                Status::Ok,
+                Status::Exception,
+            ),
+            // Whole passes, one case alone does not: state across calls.
+            (
+                ran(Passed, &[Passed, Failed { code: 101 }]),
+                Status::Ok,
+                Status::Exception,
+            ),
+        ];
+        for (outcome, multiple, assay) in table {
+            assert_eq!(outcome.multiple_status(), multiple, "{outcome:?}");
+            assert_eq!(outcome.status(), assay, "{outcome:?}");
+        }
+        assert_eq!(
+            ran(Passed, &[Passed, Failed { code: 1 }, Passed]).cases_passed(),
+            (2, 3)
+        );
+        assert_eq!(CompletionOutcome::CompileError.cases_passed(), (0, 0));
+    }
+}

@@ -1,0 +1,367 @@
+//! A first-time user's and a task author's path (issue 17): output paths
+//! that cannot collide, reading commands that never create a database,
+//! `promote` that shows before it writes, `run --json` with every
+//! candidate, every JSON field documented, and the bad input fuzzing found.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use common::{repo, tiny, Scratch};
+use serde_json::Value;
+
+/// Runs `assay args` and checks the refusal: exit 2, one line holding
+/// every fragment of `want`, nothing on stdout.
+fn refused(scratch: &Scratch, args: &[&str], want: &[&str]) -> String {
+    let out = scratch.assay(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: not one line: {err}");
+    for fragment in want {
+        assert!(err.contains(fragment), "{args:?}: {err:?} lacks {fragment:?}");
+    }
+    err
+}
+
+fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let entry = entry.unwrap();
+        let to = dst.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &to);
+        } else {
+            std::fs::copy(entry.path(), &to).unwrap();
+        }
+    }
+}
+
+/// The tiny task copied into the scratch directory, to be changed.
+fn task(scratch: &Scratch) -> PathBuf {
+    let dst = scratch.path().join("task");
+    copy_dir(Path::new(&tiny()), &dst);
+    dst
+}
+
+fn edit(path: &Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains(from), "{} lacks {from:?}", path.display());
+    std::fs::write(path, text.replacen(from, to, 1)).unwrap();
+}
+
+/// Issue 17, item 6: `batches --db typo.db` created an empty database.
+#[test]
+fn reading_commands_never_create_a_database() {
+    let scratch = Scratch::new();
+    for args in [
+        &["batches"][..],
+        &["batches", "--json"],
+        &["show", "1"],
+        &["show", "1", "--json"],
+        &["export", "1"],
+        &["compare", "1", "2"],
+        &["replay", "1"],
+        &["promote", "1", "0", "--yes"],
+        &["run", "--resume", "1"],
+    ] {
+        let mut with_db = args.to_vec();
+        with_db.extend(["--db", "typo.db"]);
+        refused(&scratch, &with_db, &["typo.db: no such database"]);
+        assert!(!scratch.path().join("typo.db").exists(), "{args:?} created it");
+        // And through ASSAY_DB.
+        refused(&scratch, args, &["assay.db: no such database"]);
+        assert!(!scratch.db().exists(), "{args:?} created it");
+    }
+    assert!(!scratch.path().join("assay-out").exists());
+    assert!(!scratch.path().join("typo-out").exists());
+}
+
+/// Issue 17, item 5: two databases with the default `--out` wrote into the
+/// same `assay-out/batch-1/errors/`.
+#[test]
+fn two_databases_never_share_a_batch_folder() {
+    let scratch = Scratch::new();
+    let errors_dir = |db: &str| -> String {
+        let v = scratch.json(&["run", &tiny(), "--db", db, "--json"]);
+        v["errors_dir"].as_str().unwrap().to_owned()
+    };
+    let a = errors_dir("a.db");
+    let b = errors_dir("b.db");
+    let root = scratch.path().canonicalize().unwrap();
+    assert_eq!(Path::new(&a), root.join("a-out/batch-1/errors"));
+    assert_eq!(Path::new(&b), root.join("b-out/batch-1/errors"));
+    // Told to share one output folder, they still do not share a batch's.
+    let shared = |db: &str| -> String {
+        let v = scratch.json(&["run", &tiny(), "--db", db, "--out", "shared", "--json"]);
+        v["errors_dir"].as_str().unwrap().to_owned()
+    };
+    let c = shared("c.db");
+    let d = shared("d.db");
+    assert_eq!(Path::new(&c), root.join("shared/batch-1/errors"));
+    assert_eq!(Path::new(&d), root.join("shared/batch-1.2/errors"));
+    // Each candidate's error file is in its own batch's folder.
+    let shown = scratch.json(&["show", "1", "--db", "d.db", "--json"]);
+    let files: Vec<&str> = shown["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["error_file"].as_str())
+        .collect();
+    assert!(!files.is_empty(), "tiny has a candidate that does not compile");
+    for f in files {
+        assert!(f.starts_with(&d), "{f} is outside {d}");
+        assert!(Path::new(f).is_file(), "{f}");
+    }
+}
+
+/// Issue 17, item 7: `promote 1 0` overwrote committed.rs with no preview.
+#[test]
+fn promote_shows_the_change_and_writes_only_when_told() {
+    let scratch = Scratch::new();
+    let task = task(&scratch);
+    // The harness stays where it is (as in tests/admission.rs): one task
+    // name, one harness path in the shared work directory.
+    edit(
+        &task.join("spec.toml"),
+        "harness = \"harness\"",
+        &format!("harness = \"{}/harness\"", tiny()),
+    );
+    let task_arg = task.display().to_string();
+    let committed = task.join("committed.rs");
+    let before = std::fs::read_to_string(&committed).unwrap();
+    scratch.json(&["run", &task_arg, "--json"]);
+
+    // No terminal to confirm on and no --yes: the diff, then a refusal.
+    let out = scratch
+        .command(&["promote", "1", "0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("pass --yes"), "{stderr}");
+    assert!(stdout.contains(&format!("--- {}", committed.display())), "{stdout}");
+    assert!(stdout.contains("+// Promoted by assay on "), "{stdout}");
+    assert!(stdout.contains("batch 1, candidate 0"), "{stdout}");
+    // The committed lines that go, and the candidate's that come.
+    assert!(stdout.lines().any(|l| l.starts_with('-') && !l.starts_with("---")), "{stdout}");
+    assert!(stdout.contains("+pub fn double(x: u64) -> u64 { x * 2 }"), "{stdout}");
+    assert_eq!(std::fs::read_to_string(&committed).unwrap(), before, "written without --yes");
+    let shown = scratch.json(&["show", "1", "--json"]);
+    assert!(shown["promotions"].as_array().unwrap().is_empty());
+
+    // With --yes: the same diff, then the file.
+    let out = scratch.assay(&["promote", "1", "0", "--yes"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let after = std::fs::read_to_string(&committed).unwrap();
+    assert!(after.starts_with("// Promoted by assay on "), "{after}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("promoted candidate 0 of batch 1"));
+}
+
+/// Issue 17, item 8: `run --json` had no per-candidate verdicts.
+#[test]
+fn run_json_carries_every_candidates_verdicts() {
+    let scratch = Scratch::new();
+    let run = scratch.json(&["run", &tiny(), "--json"]);
+    let show = scratch.json(&["show", "1", "--json"]);
+    assert_eq!(run["candidates"], show["candidates"]);
+    assert_eq!(run["candidates"].as_array().unwrap().len(), 6);
+    assert!(run["candidates"][0]["score"].is_string(), "{run}");
+    assert_eq!(run["figures"], show["figures"]);
+}
+
+/// Every key of a JSON value, at every depth.
+fn keys(v: &Value, out: &mut BTreeSet<String>) {
+    match v {
+        Value::Object(map) => {
+            for (k, v) in map {
+                out.insert(k.clone());
+                keys(v, out);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|i| keys(i, out)),
+        _ => {}
+    }
+}
+
+/// Issue 17: docs/reports.md documents every field of every JSON report.
+/// A field added to a report without its line (the field's name in
+/// backticks) fails here.
+#[test]
+fn every_json_field_is_documented_in_reports_md() {
+    let scratch = Scratch::new();
+    // --promote writes the task's committed file: a copy's, never the
+    // fixture's.
+    let task = task(&scratch);
+    edit(
+        &task.join("spec.toml"),
+        "harness = \"harness\"",
+        &format!("harness = \"{}/harness\"", tiny()),
+    );
+    let mut all = BTreeSet::new();
+    for v in [
+        scratch.json(&["run", &task.display().to_string(), "--json", "--promote"]),
+        scratch.json(&["run", &tiny(), "--json", "-n", "4"]),
+        scratch.json(&["show", "1", "--json"]),
+        scratch.json(&["batches", "--json"]),
+        scratch.json(&["export", "1", "--format", "json"]),
+        scratch.json(&["compare", "1", "2", "--json"]),
+    ] {
+        keys(&v, &mut all);
+    }
+    let doc = std::fs::read_to_string(repo().join("docs/reports.md")).unwrap();
+    let missing: Vec<&String> = all
+        .iter()
+        .filter(|k| !doc.contains(&format!("`{k}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/reports.md has no line for {missing:?}"
+    );
+}
+
+/// Fuzzing found bad paths that failed with exit 1 after writing, or left
+/// an empty database behind.
+#[test]
+fn bad_paths_are_refused_before_anything_is_written() {
+    let scratch = Scratch::new();
+    let file = scratch.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let file = file.display().to_string();
+    let under_file = format!("{file}/work");
+    for (args, want) in [
+        (vec!["--work-dir", &file], vec!["--work-dir", "not a folder"]),
+        (vec!["--work-dir", &under_file], vec!["--work-dir", "is not a folder"]),
+        (vec!["--work-dir", "/proc/assay-work"], vec!["--work-dir", "/proc/assay-work"]),
+        (vec!["--work-dir", "/sys/assay-work"], vec!["--work-dir", "/sys/assay-work"]),
+        (vec!["--out", &file], vec!["--out", "not a folder"]),
+        (vec!["--out", "/dev/null"], vec!["--out /dev/null", "not a folder"]),
+        (vec!["--db", "/dev/full"], vec!["--db /dev/full", "not a regular file"]),
+        (vec!["--db", "/sys/x.db"], vec!["--db /sys/x.db", "not writable"]),
+    ] {
+        let task = tiny();
+        let mut full = vec!["run", task.as_str()];
+        full.extend(&args);
+        refused(&scratch, &full, &want);
+        assert!(!scratch.db().exists(), "{args:?} left a database");
+        assert!(!scratch.path().join("assay-out").exists(), "{args:?} left a folder");
+    }
+    assert!(!Path::new("/dev/full-journal").exists());
+}
+
+/// Fuzzing: `--pools /dev/zero` grew to 4 GB and was killed.
+#[test]
+fn an_endless_input_file_is_refused() {
+    let scratch = Scratch::new();
+    refused(
+        &scratch,
+        &["run", &tiny(), "--pools", "/dev/zero", "--pool", "a"],
+        &["/dev/zero", "larger than 256 MiB"],
+    );
+    assert!(!scratch.db().exists());
+}
+
+/// Fuzzing: limits out of range wrapped (memory_mb = 2^44) or were taken.
+#[test]
+fn limits_out_of_range_are_refused_with_the_file_and_key() {
+    let scratch = Scratch::new();
+    let task = task(&scratch);
+    let spec = task.join("spec.toml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    for (add, key) in [
+        ("memory_mb = 17592186044416", "`limits.memory_mb`: must be between 16 and"),
+        ("processes = 99999999", "`limits.processes`: must be between 1 and"),
+    ] {
+        std::fs::write(&spec, text.replacen("[limits]", &format!("[limits]\n{add}"), 1)).unwrap();
+        refused(&scratch, &["run", &task.display().to_string()], &["spec.toml", key]);
+        assert!(!scratch.db().exists());
+    }
+}
+
+/// Fuzzing: `--pool replay=0` ran; negative numbers did not name the flag;
+/// an empty key variable was reported as not set.
+#[test]
+fn bad_flags_name_the_flag() {
+    let scratch = Scratch::new();
+    refused(
+        &scratch,
+        &["run", &tiny(), "--pool", "replay=0"],
+        &["--pool", "`replay`: a share must be at least 1"],
+    );
+    for (flag, value) in [
+        ("-n", "-1"),
+        ("--build-timeout", "-1"),
+        ("--wave-size", "-3"),
+        ("--max-in-flight", "-1"),
+    ] {
+        let out = scratch.assay(&["run", &tiny(), flag, value]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {err}");
+        assert!(err.contains(flag), "{flag} {value}: {err}");
+    }
+    let pools = scratch.path().join("pools.toml");
+    std::fs::write(
+        &pools,
+        "[pools.a]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n\
+         api_key_env = \"ASSAY_TEST_EMPTY_KEY\"\n\n[pools.a.sampling]\ntemperature = 0.7\n",
+    )
+    .unwrap();
+    let out = scratch
+        .command(&["run", &tiny(), "--pools", &pools.display().to_string(), "--pool", "a"])
+        .env("ASSAY_TEST_EMPTY_KEY", "")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("ASSAY_TEST_EMPTY_KEY, which is set but empty"), "{err}");
+    assert!(!scratch.db().exists());
+}
+
+/// Fuzzing: log lines carried colour codes into a file; `-v` logs go to a
+/// pipe here, never a terminal.
+#[test]
+fn logs_to_a_pipe_have_no_colour_codes() {
+    let scratch = Scratch::new();
+    let out = scratch.assay(&["-v", "run", &tiny()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("INFO"), "-v logs at info: {err}");
+    assert!(!err.contains('\u{1b}'), "colour codes in a log: {err}");
+}
+
+/// Issue 17, items 9 and 11: the sandbox line names the memory limit; the
+/// text report says how failed cases failed.
+#[test]
+fn the_text_report_names_the_memory_limit_and_panics() {
+    let scratch = Scratch::new();
+    let task = task(&scratch);
+    // A candidate that passes small inputs and panics (overflow checks are
+    // on in the scorer) on the large ones.
+    let replies = task.join("replies.jsonl");
+    let panicking = serde_json::json!({
+        "content": "```rust\npub fn double(x: u64) -> u64 { if x > 6 { panic!(\"big\") } x * 2 }\n```"
+    });
+    std::fs::write(&replies, format!("{panicking}\n")).unwrap();
+    edit(&task.join("spec.toml"), "[limits]", "[limits]\nmemory_mb = 300");
+    let text = scratch.assay_ok(&["run", &task.display().to_string(), "-n", "1"]);
+    let sandbox = text.lines().find(|l| l.starts_with("sandbox: ")).unwrap();
+    if sandbox.contains("memory cgroup v") {
+        assert!(sandbox.contains("max 300 MB"), "{sandbox}");
+    }
+    assert!(!sandbox.contains("memory_mb"), "{sandbox}");
+    let cases: Vec<Value> = std::fs::read_to_string(task.join("cases.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let shown = scratch.json(&["show", "1", "--json"]);
+    let letters = shown["candidates"][0]["cases"].as_str().unwrap().to_owned();
+    let panics = letters.matches('x').count();
+    assert!(panics > 0, "the candidate panics on some of {} cases: {letters}", cases.len());
+    let table = scratch.assay_ok(&["show", "1"]);
+    assert!(table.contains(&format!("({panics} panicked)")), "{table}");
+}

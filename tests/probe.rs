@@ -116,12 +116,14 @@ async fn edge_corpus_gets_the_same_verdicts_in_every_mode() {
     assert_eq!(fast["fallbacks"], 12, "{report}");
     assert!(fast["passes"].as_u64().unwrap() >= 2, "{report}");
     // Wide links again the unlinked targets whose failure could come from
-    // code generation: the post-monomorphization errors (1, and 15, which
-    // only an rlib meets) and the lint raised to an error (10, whose code
-    // is not an error code of rustc's front end).
+    // code generation: the post-monomorphization error (1) and the lint
+    // raised to an error (10, whose code is not an error code of rustc's
+    // front end). 15's error sits in code nothing uses, which an optimized
+    // rlib, like a binary, never generates (a debug rlib would, and would
+    // need the link to clear it): its unlinked target compiles.
     let wide = &report["runs"][0];
     assert_eq!(wide["mode"], "wide");
-    assert_eq!(wide["fallbacks"], 3, "{report}");
+    assert_eq!(wide["fallbacks"], 2, "{report}");
     assert_eq!(wide["builds"], 2, "{report}");
 
     let store = scratch.store().await;
@@ -365,6 +367,11 @@ async fn the_probe_stays_warm_under_cargo_run() {
     let scratch = Scratch::new();
     // The first batch may build the harness.
     scratch.run_batch(&fresh);
+    // Another task's package builds the same registry dependencies into
+    // the shared target directory in between; they must stay fresh for
+    // this one (cargo fingerprints their source path, so every package's
+    // cargo must see the registry at one path).
+    Scratch::new().run_batch(&repo().join("tests/fixtures/tiny"));
 
     // Under `cargo +stable run`.
     let wrapper = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cargo-run-wrapper");

@@ -31,6 +31,12 @@ pub struct BuildPaths {
     pub read: Vec<PathBuf>,
     /// Read and write: the generated package, the target directory.
     pub write: Vec<PathBuf>,
+    /// Where the confined cargo's own cargo home goes (read and write).
+    /// One per target directory, never one per package: cargo's
+    /// fingerprints hold each dependency's source path, so two packages
+    /// that saw the registry at two paths would rebuild every dependency in
+    /// the shared target directory each time the other had built.
+    pub cargo_home: PathBuf,
 }
 
 /// System paths the compiler and linker read: programs, libraries, the
@@ -83,9 +89,9 @@ pub fn confine_cargo(cmd: &mut tokio::process::Command, paths: &BuildPaths) -> R
         std::fs::create_dir_all(&tmp)
             .with_context(|| format!("cannot create {}", tmp.display()))?;
         cmd.env("TMPDIR", &tmp);
-        if let (Some(real), _) = homes() {
-            cmd.env("CARGO_HOME", shadow_cargo_home(first, &real)?);
-        }
+    }
+    if let (Some(real), _) = homes() {
+        cmd.env("CARGO_HOME", shadow_cargo_home(&paths.cargo_home, &real)?);
     }
     // The confined cargo can neither reach the network nor write the
     // registry; offline it says so at once instead of retrying, and it
@@ -101,13 +107,13 @@ pub fn confine_cargo(cmd: &mut tokio::process::Command, paths: &BuildPaths) -> R
     Ok(())
 }
 
-/// The confined cargo's own cargo home, `PACKAGE/cargo-home`: links to the
-/// real one's registry and git checkouts, and nothing else, so cargo finds
-/// no configuration, credentials or `env` to read (and would be denied
-/// them: the real cargo home's own files are outside the ruleset). Its
-/// lock files and last-use records are its own, inside the package.
-fn shadow_cargo_home(package: &Path, real: &Path) -> Result<PathBuf> {
-    let shadow = package.join("cargo-home");
+/// The confined cargo's own cargo home at `shadow`: links to the real
+/// one's registry and git checkouts, and nothing else, so cargo finds no
+/// configuration, credentials or `env` to read (and would be denied them:
+/// the real cargo home's own files are outside the ruleset). Its lock files
+/// and last-use records are its own.
+fn shadow_cargo_home(shadow: &Path, real: &Path) -> Result<PathBuf> {
+    let shadow = shadow.to_path_buf();
     std::fs::create_dir_all(&shadow)
         .with_context(|| format!("cannot create {}", shadow.display()))?;
     for name in CARGO_HOME_LINKED {
@@ -166,6 +172,7 @@ pub(super) fn build_reads(paths: &BuildPaths) -> Vec<PathBuf> {
 
 fn build_writes(paths: &BuildPaths) -> Vec<PathBuf> {
     let mut write: Vec<PathBuf> = paths.write.clone();
+    write.push(paths.cargo_home.clone());
     write.push(PathBuf::from("/dev/null"));
     write
 }

@@ -158,7 +158,23 @@ fn check_db(db: &Path) -> Result<(), PathError> {
         why,
     };
     match std::fs::metadata(db) {
-        Ok(m) if m.is_file() => return Ok(()),
+        // Opened for writing and closed again, which changes nothing: a
+        // database this user cannot write is refused before any work.
+        Ok(m) if m.is_file() => {
+            return match std::fs::OpenOptions::new().write(true).open(db) {
+                Ok(_) => Ok(()),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::PermissionDenied
+                            | std::io::ErrorKind::ReadOnlyFilesystem
+                    ) =>
+                {
+                    Err(bad("the database is read-only".into()))
+                }
+                Err(e) => Err(bad(e.to_string())),
+            };
+        }
         Ok(_) => return Err(bad("not a regular file".into())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(bad(e.to_string())),
@@ -213,8 +229,7 @@ fn make_writable_dir(
         }
     }
     for d in missing.into_iter().rev() {
-        std::fs::create_dir(&d)
-            .map_err(|e| bad(format!("cannot create {}: {e}", d.display())))?;
+        std::fs::create_dir(&d).map_err(|e| bad(format!("cannot create {}: {e}", d.display())))?;
         created.push(d);
     }
     probe_write(dir).map_err(|e| bad(format!("cannot write in it: {e}")))
@@ -285,7 +300,10 @@ mod tests {
         let e = o.prepare().unwrap_err();
         assert_eq!(e.flag, "--work-dir");
         assert!(e.why.contains("is not a folder"), "{e}");
-        assert!(!dir.path().join("new").exists(), "created folders are removed");
+        assert!(
+            !dir.path().join("new").exists(),
+            "created folders are removed"
+        );
         assert!(!o.db.exists());
     }
 

@@ -212,10 +212,7 @@ fn a_database_in_a_missing_directory() {
     refused(
         &scratch,
         &["run", &tiny(), "--db", "no/such/dir/assay.db"],
-        &[
-            "no/such/dir/assay.db",
-            "no/such/dir does not exist",
-        ],
+        &["no/such/dir/assay.db", "no/such/dir does not exist"],
     );
     nothing_written(&scratch);
     assert!(!scratch.path().join("no").exists());
@@ -249,20 +246,40 @@ fn a_read_only_database() {
         let c = std::ffi::CString::new(db.as_os_str().as_encoded_bytes()).unwrap();
         libc::access(c.as_ptr(), libc::W_OK) == 0
     };
-    if writable {
-        // Root writes through file modes, so for root the database is not
-        // read-only and there is nothing to refuse; the read-only directory
-        // case above covers root.
-        eprintln!("running as root: a 0444 file is writable; case not applicable");
-        return;
-    }
     let before = db_rows(&scratch);
-    refused(
-        &scratch,
-        &["run", &tiny()],
-        &["assay.db: the database is read-only"],
-    );
+    let args = ["run", &tiny()];
+    let want = "assay.db: the database is read-only";
+    if writable {
+        // Root writes through file modes, so root runs assay as an
+        // unprivileged user, for whom the file is read-only.
+        let out = as_nobody(&scratch, &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+        assert!(err.contains(want), "{err:?} lacks {want:?}");
+    } else {
+        refused(&scratch, &args, &[want]);
+    }
     assert_eq!(db_rows(&scratch), before);
+}
+
+/// Runs assay as uid and gid 65534 (nobody), with the scratch directory
+/// opened to it; for the cases where root would write through file modes.
+fn as_nobody(scratch: &Scratch, args: &[&str]) -> std::process::Output {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    std::fs::set_permissions(scratch.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    // The shared work directory is root's; this user gets one of its own.
+    let work = scratch.path().join("nobody-work");
+    std::fs::create_dir(&work).unwrap();
+    std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o777)).unwrap();
+    scratch
+        .command(args)
+        .env("ASSAY_WORK_DIR", &work)
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .expect("assay starts as nobody")
 }
 
 #[test]
@@ -427,12 +444,10 @@ fn a_pool_key_variable_that_is_unset() {
 
 #[test]
 fn an_unreachable_gateway() {
-    // A port that was free a moment ago: nothing listens there.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // A port we hold bound but never listen on: connections to it are
+    // refused for as long as the test runs, and no other process can take
+    // it in between.
+    let (_held, port) = bound_not_listening();
     let scratch = Scratch::new();
     let pools = pools_file(
         &scratch,
@@ -450,4 +465,29 @@ fn an_unreachable_gateway() {
             &format!("http://127.0.0.1:{port}/v1 is unreachable"),
         ],
     );
+}
+
+/// A TCP socket bound to a free loopback port, never put in the listening
+/// state, so that a connection to the port is refused; the port stays ours
+/// until the descriptor is dropped.
+fn bound_not_listening() -> (std::os::fd::OwnedFd, u16) {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    // SAFETY: plain socket calls on a descriptor we own; the address
+    // structures are zeroed and sized as the calls require.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let fd = OwnedFd::from_raw_fd(fd);
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as libc::sa_family_t;
+        addr.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let rc = libc::bind(fd.as_raw_fd(), (&raw const addr).cast(), len);
+        assert_eq!(rc, 0, "bind: {}", std::io::Error::last_os_error());
+        let mut bound: libc::sockaddr_in = std::mem::zeroed();
+        let mut len = len;
+        let rc = libc::getsockname(fd.as_raw_fd(), (&raw mut bound).cast(), &mut len);
+        assert_eq!(rc, 0, "getsockname: {}", std::io::Error::last_os_error());
+        (fd, u16::from_be(bound.sin_port))
+    }
 }

@@ -128,8 +128,22 @@ fn hostile_candidates_get_their_verdicts_and_change_nothing_outside() {
     }
     let fixture_before = snapshot(&fixture(), &["harness/target", "harness/Cargo.lock"]);
     // Held in the parent's network namespace for the whole run; the network
-    // candidate must not reach it.
-    let listener = TcpListener::bind(("127.0.0.1", LISTEN_PORT)).ok();
+    // candidate must not reach it. If another process holds the port,
+    // something listens there all the same, and the candidate's verdict
+    // (it returns 0 when it reached anything) still tells; only our own
+    // accept check is then out of reach, so say so instead of skipping.
+    let listener = match TcpListener::bind(("127.0.0.1", LISTEN_PORT)) {
+        Ok(listener) => Some(listener),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            assert!(
+                std::net::TcpStream::connect(("127.0.0.1", LISTEN_PORT)).is_ok(),
+                "127.0.0.1:{LISTEN_PORT} is in use but nothing accepts on it"
+            );
+            eprintln!("127.0.0.1:{LISTEN_PORT} is held by another process; its listener stands in");
+            None
+        }
+        Err(e) => panic!("cannot listen on 127.0.0.1:{LISTEN_PORT}: {e}"),
+    };
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_assay"))
         .args(["run", &fixture().display().to_string(), "--json"])
@@ -143,20 +157,22 @@ fn hostile_candidates_get_their_verdicts_and_change_nothing_outside() {
         .spawn()
         .expect("assay starts");
     let assay_pid = child.id();
+    // Both pipes read at once: a full stderr pipe must not stall assay
+    // while we wait for its stdout.
+    let mut stderr_pipe = child.stderr.take().unwrap();
+    let stderr_reader = std::thread::spawn(move || {
+        let mut stderr = String::new();
+        stderr_pipe.read_to_string(&mut stderr).unwrap();
+        stderr
+    });
     let mut stdout = String::new();
-    let mut stderr = String::new();
     child
         .stdout
         .take()
         .unwrap()
         .read_to_string(&mut stdout)
         .unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let stderr = stderr_reader.join().unwrap();
     let status = child.wait().unwrap();
     assert!(status.success(), "assay run failed: {stderr}\n{stdout}");
     let summary: Value = serde_json::from_str(&stdout).unwrap();
@@ -274,10 +290,18 @@ fn hostile_candidates_get_their_verdicts_and_change_nothing_outside() {
     let images = scratch
         .path()
         .join(format!("assay-out/batch-{batch}/images"));
-    assert!(images.join("judge").is_file(), "no images in {}", images.display());
+    assert!(
+        images.join("judge").is_file(),
+        "no images in {}",
+        images.display()
+    );
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         if let Ok(exe) = std::fs::read_link(entry.path().join("exe")) {
-            assert!(!exe.starts_with(&images), "process {:?} still runs", entry.file_name());
+            assert!(
+                !exe.starts_with(&images),
+                "process {:?} still runs",
+                entry.file_name()
+            );
         }
     }
     for root in cgroup_bases() {

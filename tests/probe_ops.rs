@@ -151,7 +151,8 @@ fn spinning_task(scratch: &Scratch) -> PathBuf {
         format!(
             "name = \"tiny-spin\"\nprompt = {:?}\nharness = {:?}\nentry = \"double\"\n\
              cases = {:?}\ncommitted = {:?}\n\n[draw]\nn = 2\nreplay = \"replies.jsonl\"\n\n\
-             [admit]\nmin_score = 0.9\n\n[limits]\nwall_ms = 1000\n",
+             [admit]\nmin_score = 0.9\n\n[limits]\nwall_ms = 5000\n\n\
+             [probe]\ncompile_cpu_s = 3600\n",
             abs("prompt.md"),
             abs("harness"),
             abs("cases.jsonl"),
@@ -192,7 +193,10 @@ fn spinning_task(scratch: &Scratch) -> PathBuf {
 fn a_build_past_the_time_limit_is_a_timeout_and_is_not_retried() {
     let scratch = Scratch::new();
     // Batch 1 warms the harness's score profile, so that the scorer of
-    // batch 2 builds well within the short limit.
+    // batch 2 builds well within the limit. The limit is wide enough that
+    // no loaded machine makes the good candidate's build reach it, and the
+    // compile CPU limit is raised past it so that the wall limit, the one
+    // under test, is what ends the spinning build.
     scratch.assay_ok(&["run", &tiny(), "--json"]);
     let task = spinning_task(&scratch);
     let out = scratch
@@ -200,7 +204,7 @@ fn a_build_past_the_time_limit_is_a_timeout_and_is_not_retried() {
             "run",
             &task.display().to_string(),
             "--build-timeout",
-            "15",
+            "60",
             "--wave-size",
             "2",
             "--json",
@@ -285,8 +289,9 @@ fn a_spec_probe_value_out_of_range_is_refused() {
     let task = spinning_task(&scratch);
     let spec = task.join("spec.toml");
     let text = std::fs::read_to_string(&spec).unwrap();
-    std::fs::write(&spec, format!("{text}\n[probe]\nwave_size = 0\n")).unwrap();
-    let line = text.lines().count() + 3;
+    // Into the spec's own [probe] table, as its last line.
+    std::fs::write(&spec, format!("{text}wave_size = 0\n")).unwrap();
+    let line = text.lines().count() + 1;
     refused(
         &scratch,
         &["run", &task.display().to_string()],

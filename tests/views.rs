@@ -112,9 +112,16 @@ fn compare_two_stored_batches() {
 
     let text = scratch.assay_ok(&["compare", "1", "2"]);
     let first = text.lines().next().unwrap();
-    assert!(
-        first.ends_with("batch 1 (replay)  batch 2 (replay)"),
+    // The header names both batches, in order, over their columns (the
+    // columns are as wide as their widest value).
+    assert_eq!(
+        first.split_whitespace().collect::<Vec<_>>(),
+        ["batch", "1", "(replay)", "batch", "2", "(replay)"],
         "{text}"
+    );
+    assert!(
+        first.starts_with(' '),
+        "no label over the row names: {text}"
     );
     for row in [
         "completions/s",

@@ -68,7 +68,6 @@ use landlock::{restrict_self, run_ruleset, TARGET_ABI};
 use netns::try_unshare_net;
 use user::{drop_privileges, run_as_from_env, try_drop_to, unreachable_part, user_tasks, RunAs};
 
-
 /// At most this many cgroups per run: one per hierarchy holding a
 /// controller assay uses (a v1 `pids` and a v1 `memory`, or one v2 group).
 const MAX_RUN_CGROUPS: usize = 2;
@@ -602,5 +601,47 @@ mod tests {
         if let Some(uid) = sandbox.run_uid() {
             assert!(line.contains(&format!("uid {uid}")), "{line}");
         }
+        if std::env::var_os(EXPECT_DEGRADED).is_some() {
+            // Run as an unprivileged user by the test below: no network
+            // namespace and no cgroup of its own, so the warnings above
+            // were all reached.
+            assert!(!sandbox.netns, "{line}");
+            assert!(!sandbox.limits_memory(), "{line}");
+            assert!(sandbox.warnings().len() >= 2, "{:?}", sandbox.warnings());
+        }
+    }
+
+    const EXPECT_DEGRADED: &str = "ASSAY_TEST_EXPECT_DEGRADED_SANDBOX";
+
+    /// Root has every part of the sandbox, so the test above never reaches
+    /// its warnings there: run it again as uid 65534, which has none of the
+    /// privileged parts. (Where the suite already runs unprivileged, the
+    /// test above reaches them itself.)
+    #[test]
+    fn an_unprivileged_user_is_told_each_part_it_lacks() {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return;
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "sandbox::tests::description_names_every_mechanism",
+                "--nocapture",
+            ])
+            .env(EXPECT_DEGRADED, "1")
+            .current_dir("/")
+            .uid(65534)
+            .gid(65534)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("1 passed"), "{stdout}");
     }
 }

@@ -438,37 +438,43 @@ async fn the_probe_stays_warm_under_cargo_run() {
         assert!(run.deps_fresh.unwrap() >= 3, "batch {batch}: {run:?}");
     }
 
-    // The control: the same build with one of those variables set does
-    // rerun the build script, so the check above can fail.
-    let out = Command::new("cargo")
-        .args([
-            "build",
-            "--message-format=json",
-            "-p",
-            "fresh-harness",
-            "--manifest-path",
-        ])
-        .arg(shared_work_dir().join("fresh/Cargo.toml"))
-        .arg("--target-dir")
-        .arg(shared_work_dir().join("target"))
-        .env("CARGO_MANIFEST_DIR", "/somewhere/else")
-        .output()
-        .unwrap();
+    // The control: a build script that tracks those variables does rerun
+    // when one of them changes, so the check above can fail. Two builds
+    // that differ only in one variable, in the debug profile the probe
+    // never uses, so neither the probe's state nor an earlier control's
+    // decides the outcome.
+    let control = |manifest_dir: &str| {
+        let out = Command::new("cargo")
+            .args([
+                "build",
+                "--message-format=json",
+                "-p",
+                "fresh-harness",
+                "--manifest-path",
+            ])
+            .arg(shared_work_dir().join("fresh/Cargo.toml"))
+            .arg("--target-dir")
+            .arg(shared_work_dir().join("target"))
+            .env("CARGO_MANIFEST_DIR", manifest_dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).lines().any(|line| {
+            let v: Value = serde_json::from_str(line).unwrap_or_default();
+            v["reason"] == "compiler-artifact"
+                && v["package_id"]
+                    .as_str()
+                    .is_some_and(|p| p.contains("fresh-harness"))
+                && v["fresh"] == false
+        })
+    };
+    control("/somewhere/a");
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rebuilt_harness = String::from_utf8_lossy(&out.stdout).lines().any(|line| {
-        let v: Value = serde_json::from_str(line).unwrap_or_default();
-        v["reason"] == "compiler-artifact"
-            && v["package_id"]
-                .as_str()
-                .is_some_and(|p| p.contains("fresh-harness"))
-            && v["fresh"] == false
-    });
-    assert!(
-        rebuilt_harness,
+        control("/somewhere/b"),
         "the control build should rebuild the harness"
     );
 }

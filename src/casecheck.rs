@@ -55,7 +55,7 @@ pub async fn check(spec: &Spec, work_dir: &Path, target_dir: &Path) -> Result<()
             .get(CHECKER)
             .map(|d| d.rendered.clone())
             .unwrap_or_default()
-            + &report.dependency_errors.concat();
+            + &report.dependency_text();
         if errors.is_empty() {
             bail!("cannot build the case checker:\n{}", report.stderr);
         }

@@ -448,7 +448,7 @@ fn target_verdict(idx: usize, report: &BuildReport, target: &str) -> Probed {
     } else if !report.dependency_errors.is_empty() {
         (
             ProbeVerdict::DependencyFailure,
-            report.dependency_errors.concat(),
+            report.dependency_text(),
         )
     } else {
         let why = infrastructure_failure(report);

@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 
 use assay::draw::DrawOptions;
 use assay::interrupt::{Interrupt, Interrupted};
+use assay::outputs::Outputs;
 use assay::pipeline::{self, RunConfig};
 use assay::probe::stream::WavePolicy;
 use assay::probe::ProbeMode;
@@ -16,7 +17,6 @@ use assay::progress::Progress;
 use assay::replay::ReplayConfig;
 use assay::report::{self, CandidateLine, Summary};
 use assay::spec::Spec;
-use assay::outputs::Outputs;
 use assay::store::{BatchId, Store, StoreError};
 use assay::{sweep, views};
 
@@ -256,7 +256,12 @@ struct RunArgs {
     #[command(flatten)]
     db: DbArg,
     /// Number of candidates (default: the spec's).
-    #[arg(short, env = "NEV_CANDIDATES", conflicts_with = "resume", allow_negative_numbers = true)]
+    #[arg(
+        short,
+        env = "NEV_CANDIDATES",
+        conflicts_with = "resume",
+        allow_negative_numbers = true
+    )]
     n: Option<usize>,
     /// Finish an interrupted or failed batch: what it stored is kept, only
     /// the rest is drawn, probed and scored.
@@ -485,8 +490,7 @@ fn confirm(question: &str) -> Result<bool> {
     use std::io::{BufRead, IsTerminal, Write};
     if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
         return Err(UsageError(
-            "promote: nothing written; pass --yes to write without a terminal to confirm on"
-                .into(),
+            "promote: nothing written; pass --yes to write without a terminal to confirm on".into(),
         )
         .into());
     }

@@ -224,8 +224,7 @@ fn make_writable_dir(
         }
     }
     for d in missing.into_iter().rev() {
-        std::fs::create_dir(&d)
-            .map_err(|e| bad(format!("cannot create {}: {e}", d.display())))?;
+        std::fs::create_dir(&d).map_err(|e| bad(format!("cannot create {}: {e}", d.display())))?;
         created.push(d);
     }
     probe_write(dir).map_err(|e| bad(format!("cannot write in it: {e}")))
@@ -296,7 +295,10 @@ mod tests {
         let e = o.prepare().unwrap_err();
         assert_eq!(e.flag, "--work-dir");
         assert!(e.why.contains("is not a folder"), "{e}");
-        assert!(!dir.path().join("new").exists(), "created folders are removed");
+        assert!(
+            !dir.path().join("new").exists(),
+            "created folders are removed"
+        );
         assert!(!o.db.exists());
     }
 

@@ -447,7 +447,9 @@ fn main() {{}}
             read: vec![self.harness_dir.clone()],
             write: vec![self.dir.clone(), self.target_dir.clone()],
         };
-        paths.read.extend(crate::sandbox::compile::wrapper_exe().map(Path::to_path_buf));
+        paths
+            .read
+            .extend(crate::sandbox::compile::wrapper_exe().map(Path::to_path_buf));
         if !crate::sandbox::compile::wrap(&mut cmd, self.compile_limits, &self.dir, &paths)? {
             static WARNED: std::sync::Once = std::sync::Once::new();
             WARNED.call_once(|| {

@@ -32,8 +32,8 @@ use crate::resume::{self, ResumePlan};
 use crate::sandbox::Sandbox;
 use crate::score::{self, RunLimits, ScoreVerdict, Scored};
 use crate::spec::Spec;
-use crate::task;
 use crate::store::{BatchId, BatchStatus, Claim, NewBatch, ProbeRunStats, Store, StoreError};
+use crate::task;
 use crate::testpoint;
 
 /// Everything a batch needs besides the store.

@@ -34,9 +34,9 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::policy::scan::{self, Found};
 use super::{target_verdict, ProbeOutcome, ProbeStats, ProbeVerdict, Probed};
 use crate::package::{BuildReport, ModuleKey, Package, Profile};
+use crate::policy::scan::{self, Found};
 
 /// Attribute names that act on symbols, linkage or sections: a candidate
 /// using one may build alone and still fail to link (or link and clash).

@@ -92,6 +92,46 @@ enum Command {
     /// Probe a stored batch again in one or more modes; exit 1 when any
     /// verdict differs between modes, runs or from the stored one.
     Replay(ReplayArgs),
+    /// Write a new task, or check one (docs/tasks.md).
+    #[command(subcommand)]
+    Task(TaskCommand),
+}
+
+#[derive(Subcommand)]
+enum TaskCommand {
+    /// Check a task as every batch does first: spec, prompt, replay
+    /// corpus, the harness against its contract, the cases, and the
+    /// committed candidate (defines the entry, compiles, runs the cases).
+    /// Exit 2 with one line naming the file and what to fix.
+    Check {
+        /// The task: a spec.toml or the folder holding one.
+        spec: PathBuf,
+        /// The database whose output folder holds the default work
+        /// directory (nothing is written to it).
+        #[arg(long, env = "ASSAY_DB", default_value = "assay.db")]
+        db: PathBuf,
+        /// Output folder; the work directory defaults to OUT/work.
+        #[arg(long, env = "ASSAY_OUT")]
+        out: Option<PathBuf>,
+        /// Where the check's package and the cargo target directory live,
+        /// shared with `run` (so its passing check is not done again).
+        #[arg(long, env = "ASSAY_WORK_DIR")]
+        work_dir: Option<PathBuf>,
+        /// Seconds the check's cargo build may run [default: the spec's
+        /// [probe] build_timeout_s, else 600].
+        #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
+        build_timeout: Option<f64>,
+    },
+    /// Write a working task to start from: spec, prompt, harness, cases,
+    /// committed candidate and replay corpus, passing `task check` and
+    /// `run` as written.
+    New {
+        /// The task's name; its entry function is named after it.
+        name: String,
+        /// The folder to create (it must not exist) [default: ./NAME].
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Args)]
@@ -300,6 +340,14 @@ fn is_bad_input(e: &anyhow::Error) -> bool {
             || cause.is::<assay::outputs::PathError>()
             || cause.is::<assay::package::BuildTimedOut>()
             || cause.is::<assay::promote::PromoteError>()
+            || cause.is::<assay::task::TaskError>()
+            || matches!(
+                cause.downcast_ref::<assay::task::SkeletonError>(),
+                Some(
+                    assay::task::SkeletonError::BadName { .. }
+                        | assay::task::SkeletonError::Exists { .. }
+                )
+            )
     })
 }
 
@@ -427,6 +475,7 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Compare(args) => compare(args).await,
+        Command::Task(command) => task(command).await,
         Command::Ladder(args) => ladder(args).await,
         Command::Export { batch, db, format } => {
             let store = open_existing(&db.db).await?;
@@ -589,7 +638,7 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     // before the cases' check builds there, the rest once the task is known
     // to be good (a refused task leaves no output folder).
     outputs.prepare_work_dir()?;
-    let checked = pipeline::check_cases(&cfg).await?;
+    let checked = pipeline::check_task(&cfg).await?;
     outputs.prepare()?;
     let store = open_store(&outputs.db).await?;
     store.check_writable().await?;
@@ -767,6 +816,58 @@ fn draw_options(args: &SweepArgs) -> DrawOptions {
 
 fn write_svg(path: &std::path::Path, svg: &str) -> Result<()> {
     std::fs::write(path, svg).with_context(|| format!("{}: cannot write the chart", path.display()))
+}
+
+async fn task(command: TaskCommand) -> Result<ExitCode> {
+    match command {
+        TaskCommand::Check {
+            spec,
+            db,
+            out,
+            work_dir,
+            build_timeout,
+        } => {
+            let build_timeout = checked(
+                "--build-timeout",
+                build_timeout,
+                assay::probe::check_build_timeout,
+            )?;
+            let spec = Spec::load(&spec)?;
+            let outputs = Outputs::resolve(&db, out.as_deref(), work_dir.as_deref())?;
+            outputs.prepare_work_dir_alone()?;
+            let settings = pipeline::ProbeSettings::for_spec(&spec);
+            let outcome = assay::task::check(
+                &spec,
+                &outputs.work_dir,
+                &outputs.work_dir.join("target"),
+                build_timeout.unwrap_or(settings.build_timeout),
+                assay::task::CacheUse::Refresh,
+            )
+            .await?;
+            let assay::task::Outcome::Checked(report) = outcome else {
+                unreachable!("a refreshed check is never a stamp")
+            };
+            for warning in &report.warnings {
+                eprintln!("warning: {warning}");
+            }
+            print!("{}", report.render(&spec));
+            Ok(ExitCode::SUCCESS)
+        }
+        TaskCommand::New { name, dir } => {
+            let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
+            assay::task::write_skeleton(&name, &dir)?;
+            println!(
+                "wrote task `{name}` in {}: spec.toml, prompt.md, harness/, cases.jsonl, \
+                 committed.rs, replies.jsonl, ORACLE.md\n\
+                 next: make the example yours (docs/tasks.md), then `assay task check {}` \
+                 and `assay run {}`",
+                dir.display(),
+                dir.display(),
+                dir.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }
 
 async fn replay(args: ReplayArgs) -> Result<ExitCode> {

@@ -11,7 +11,6 @@
 
 pub mod account;
 pub mod admit;
-pub mod casecheck;
 pub mod compare;
 pub mod dedup;
 pub mod draw;
@@ -38,5 +37,6 @@ pub mod spec;
 pub mod store;
 pub mod suite;
 pub mod sweep;
+pub mod task;
 pub mod testpoint;
 pub mod views;

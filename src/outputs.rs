@@ -85,6 +85,17 @@ impl Outputs {
         result
     }
 
+    /// For a command that only builds in the work directory (`task
+    /// check`): creates it, and nothing else.
+    pub fn prepare_work_dir_alone(&self) -> Result<(), PathError> {
+        let mut created = Vec::new();
+        let result = make_writable_dir(self.work_flag, &self.work_dir, &mut created);
+        if result.is_err() {
+            remove_created(&created);
+        }
+        result
+    }
+
     /// Step two: creates the output and work folders, and checks that they
     /// and the database (or, if it does not exist yet, its folder) can be
     /// written. On failure, the folders it created are removed again.

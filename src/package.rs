@@ -113,8 +113,8 @@ pub struct BuildReport {
     pub built: BTreeMap<String, PathBuf>,
     /// Rendered diagnostics and error codes per target of our package.
     pub diagnostics: BTreeMap<String, TargetDiagnostics>,
-    /// Rendered errors from packages other than ours (the harness, a dependency).
-    pub dependency_errors: Vec<String>,
+    /// Errors from packages other than ours (the harness, a dependency).
+    pub dependency_errors: Vec<CompilerDiag>,
     /// Units of other packages (the harness, its dependencies, build
     /// scripts) that cargo found fresh, and those it had to rebuild, as
     /// cargo's `fresh` flag on each artifact says.
@@ -154,6 +154,18 @@ pub struct CompilerDiag {
     pub level: DiagLevel,
     pub code: Option<String>,
     pub rendered: String,
+    /// rustc's own headline (`mismatched types`).
+    pub message: String,
+    /// Where its first primary span starts: the file as rustc names it
+    /// (relative to the package for ours, absolute for a path dependency)
+    /// and the 1-based line.
+    pub at: Option<(String, usize)>,
+    /// What says more than the headline, a line each: notes without a
+    /// span (`expected fn pointer .., found fn item ..`), else the primary
+    /// span's label where it names something (`expected `u32`, found
+    /// `&str``), and suggestions of one name (`a function with a similar
+    /// name exists: `doubled``).
+    pub notes: Vec<String>,
     /// Files its spans point into: primary spans first, then the others,
     /// then macro call sites, then the children's (notes, help).
     pub files: Vec<String>,
@@ -639,7 +651,7 @@ fn main() {{}}
                     }
                     entry.messages.push(diag);
                 } else if matches!(diag.level, DiagLevel::Error | DiagLevel::Ice) {
-                    report.dependency_errors.push(diag.rendered);
+                    report.dependency_errors.push(diag);
                 }
             }
             _ => {}
@@ -666,16 +678,105 @@ impl CompilerDiag {
                 push_span_files(span, &mut files);
             }
         }
+        let at = d
+            .spans
+            .iter()
+            .find(|s| s.is_primary)
+            .map(|s| (s.file_name.clone(), s.line_start));
+        let mut notes: Vec<String> = d.children.iter().filter_map(child_note).collect();
+        // Without a note, the primary span's label may be all the detail
+        // there is (`expected `u32`, found `&str``); one that names nothing
+        // (`not found in this scope`) only repeats the headline.
+        let label = d
+            .spans
+            .iter()
+            .find(|s| s.is_primary)
+            .and_then(|s| s.label.clone())
+            .filter(|l| l.contains('`'));
+        let has_note = d
+            .children
+            .iter()
+            .any(|c| matches!(c.level, DiagnosticLevel::Note) && c.spans.is_empty());
+        if let (Some(label), false) = (label, has_note) {
+            notes.insert(0, label);
+        }
         CompilerDiag {
             level,
             code: d.code.as_ref().map(|c| c.code.clone()),
             rendered: d.rendered.clone().unwrap_or_default(),
+            message: d.message.clone(),
+            at,
+            notes,
             files,
         }
     }
 
     pub fn is_error(&self) -> bool {
         matches!(self.level, DiagLevel::Error | DiagLevel::Ice)
+    }
+
+    /// The message as one line, for a one-line report: `error[E0308]:
+    /// mismatched types; expected fn pointer `..`, found fn item `..``.
+    pub fn one_line(&self) -> String {
+        let level = match self.level {
+            DiagLevel::Error => "error",
+            DiagLevel::Ice => "internal compiler error",
+            DiagLevel::Warning => "warning",
+            DiagLevel::Other => "note",
+        };
+        let mut line = match &self.code {
+            Some(code) => format!("{level}[{code}]: {}", self.message),
+            None => format!("{level}: {}", self.message),
+        };
+        for note in &self.notes {
+            line.push_str("; ");
+            line.push_str(note);
+        }
+        collapse_lines(&line)
+    }
+}
+
+/// A child worth a line of its own (see [`CompilerDiag::notes`]). A
+/// suggestion that would insert code (an import, a whole item) is left
+/// out: it is rustc's guess at a fix for its own context, ours.
+fn child_note(child: &Diagnostic) -> Option<String> {
+    match child.level {
+        DiagnosticLevel::Note if child.spans.is_empty() => Some(child.message.clone()),
+        DiagnosticLevel::Help => {
+            let names: Vec<&str> = child
+                .spans
+                .iter()
+                .filter_map(|s| s.suggested_replacement.as_deref())
+                .collect();
+            let one_name = |n: &&str| syn::parse_str::<syn::Path>(n).is_ok();
+            match names.first() {
+                Some(name) if names.iter().all(one_name) => {
+                    Some(format!("help: {}: `{name}`", child.message))
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Lines joined with `, ` and runs of spaces made one: rustc aligns the
+/// `expected`/`found` lines of a note under each other.
+fn collapse_lines(text: &str) -> String {
+    text.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl BuildReport {
+    /// What the packages other than ours said, rendered.
+    pub fn dependency_text(&self) -> String {
+        self.dependency_errors
+            .iter()
+            .map(|d| d.rendered.as_str())
+            .collect()
     }
 }
 

@@ -19,7 +19,6 @@ use tokio::sync::mpsc;
 
 use crate::account::{Phase, PhaseFigures, PhaseGuard};
 use crate::admit;
-use crate::casecheck;
 use crate::dedup;
 use crate::draw::{DrawEvent, DrawOptions, Drawn, Plan};
 use crate::extract::{self, Extraction};
@@ -34,6 +33,7 @@ use crate::sandbox::Sandbox;
 use crate::score::{self, RunLimits, ScoreVerdict, Scored};
 use crate::spec::Spec;
 use crate::store::{BatchId, BatchStatus, Claim, NewBatch, ProbeRunStats, Store, StoreError};
+use crate::task;
 use crate::testpoint;
 
 /// Everything a batch needs besides the store.
@@ -102,7 +102,7 @@ pub fn prepare(cfg: &RunConfig, draw: &DrawOptions) -> Result<(Plan, Vec<String>
 pub async fn run(
     cfg: &RunConfig,
     plan: Plan,
-    checked: CheckedCases,
+    checked: CheckedTask,
     store: &Store,
     progress: &Progress,
     interrupt: &Interrupt,
@@ -133,20 +133,35 @@ pub async fn run(
     .await
 }
 
-/// Proof that a task's cases were checked against its harness
-/// ([`check_cases`]), with what the check cost: a batch cannot start
-/// without one, and records the cost as the start of its `prepare` phase.
+/// Proof that the task was checked ([`check_task`]), with what the check
+/// cost: a batch cannot start without one, and records the cost as the
+/// start of its `prepare` phase.
 #[derive(Debug)]
-pub struct CheckedCases(PhaseFigures);
+pub struct CheckedTask(PhaseFigures);
 
-/// Checks the task's cases against its harness ([`casecheck`]), before a
-/// batch or even a database exists, so bad cases leave nothing behind. A
-/// task's first check builds the harness's dependencies; that CPU is
-/// measured and recorded with the batch, never lost between phases.
-pub async fn check_cases(cfg: &RunConfig) -> Result<CheckedCases> {
+/// Checks the task ([`crate::task::check`]: harness contract, cases,
+/// committed candidate), before a batch or even a database exists, so a
+/// broken task leaves nothing behind. Skipped when the same files passed
+/// before. A task's first check builds the harness's dependencies; that CPU
+/// is measured and recorded with the batch, never lost between phases.
+pub async fn check_task(cfg: &RunConfig) -> Result<CheckedTask> {
     let guard = PhaseGuard::start(Phase::Prepare);
-    casecheck::check(&cfg.spec, &cfg.work_dir, &cfg.target_dir).await?;
-    Ok(CheckedCases(guard.finish()))
+    let outcome = task::check(
+        &cfg.spec,
+        &cfg.work_dir,
+        &cfg.target_dir,
+        cfg.probe.build_timeout,
+        task::CacheUse::Use,
+    )
+    .await?;
+    // The batch's report shows the committed candidate's score; the rest
+    // is for `assay task check` to say, and for -v.
+    if let task::Outcome::Checked(report) = outcome {
+        for warning in &report.warnings {
+            tracing::info!("task check: {warning}");
+        }
+    }
+    Ok(CheckedTask(guard.finish()))
 }
 
 /// Finishes an interrupted or failed batch: takes it over (one process
@@ -155,7 +170,7 @@ pub async fn check_cases(cfg: &RunConfig) -> Result<CheckedCases> {
 pub async fn resume(
     cfg: &RunConfig,
     plan: Plan,
-    checked: CheckedCases,
+    checked: CheckedTask,
     store: &Store,
     progress: &Progress,
     interrupt: &Interrupt,

@@ -129,7 +129,7 @@ pub async fn replay(store: &Store, cfg: &ReplayConfig) -> Result<ReplayReport> {
     if !warm.success {
         anyhow::bail!(
             "the task's harness does not build:\n{}{}",
-            warm.dependency_errors.concat(),
+            warm.dependency_text(),
             warm.stderr
         );
     }

@@ -21,6 +21,8 @@ pub struct Spec {
     pub dir: PathBuf,
     pub name: String,
     pub prompt: String,
+    /// The file the prompt was read from.
+    pub prompt_path: PathBuf,
     pub harness: Harness,
     /// The function every candidate must define.
     pub entry: String,
@@ -63,6 +65,9 @@ pub struct Harness {
     pub package: String,
     /// The library's crate name, as code names it (`absolute_harness`).
     pub crate_name: String,
+    /// The library's root file (`[lib] path`, else `src/lib.rs`), where
+    /// the contract's items are looked for when a check names their line.
+    pub root: PathBuf,
 }
 
 #[derive(Debug, Clone)]
@@ -383,6 +388,7 @@ impl Validator {
         }
         Ok(Spec {
             prompt: read(&prompt_path)?,
+            prompt_path,
             harness: self.harness(&raw.harness)?,
             cases: Cases {
                 path: cases_path,
@@ -458,10 +464,18 @@ impl Validator {
             .and_then(toml::Value::as_str)
             .map(str::to_owned)
             .unwrap_or_else(|| package.replace('-', "_"));
+        let root = dir.join(
+            value
+                .get("lib")
+                .and_then(|l| l.get("path"))
+                .and_then(toml::Value::as_str)
+                .unwrap_or("src/lib.rs"),
+        );
         Ok(Harness {
             dir,
             package,
             crate_name,
+            root,
         })
     }
 

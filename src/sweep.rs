@@ -117,13 +117,13 @@ pub async fn run_per_pool(
         Schedule::Sequential => {
             // Checked before the database is opened, as `assay run` does;
             // later batches check again, which costs nothing once stamped.
-            let mut checked = Some(pipeline::check_cases(cfg).await?);
+            let mut checked = Some(pipeline::check_task(cfg).await?);
             let store = Store::open(db).await?;
             let mut ids = Vec::new();
             for plan in prepared.plans {
                 let checked = match checked.take() {
                     Some(c) => c,
-                    None => pipeline::check_cases(cfg).await?,
+                    None => pipeline::check_task(cfg).await?,
                 };
                 ids.push(
                     pipeline::run(cfg, plan, checked, &store, progress, &Interrupt::never())
@@ -137,7 +137,7 @@ pub async fn run_per_pool(
             // Checked once before anything is opened, and that check goes
             // with the first batch; the others check again on their threads
             // (free once stamped).
-            let mut checked = Some(pipeline::check_cases(cfg).await?);
+            let mut checked = Some(pipeline::check_task(cfg).await?);
             // A thread and a runtime per batch: the task package's file lock
             // blocks the thread that waits for it, and must not block a
             // worker another batch needs.
@@ -159,7 +159,7 @@ pub async fn run_per_pool(
                             rt.block_on(async {
                                 let checked = match checked {
                                     Some(c) => c,
-                                    None => pipeline::check_cases(&cfg).await?,
+                                    None => pipeline::check_task(&cfg).await?,
                                 };
                                 let store = Store::open(&db).await?;
                                 let id = pipeline::run(
@@ -207,7 +207,7 @@ pub async fn run_ladder(
 ) -> Result<Vec<(usize, BatchId)>> {
     let mut out = Vec::with_capacity(prepared.len());
     for (level, cfg, plan, _) in prepared {
-        let checked = pipeline::check_cases(&cfg).await?;
+        let checked = pipeline::check_task(&cfg).await?;
         let batch =
             pipeline::run(&cfg, plan, checked, store, progress, &Interrupt::never()).await?;
         out.push((level, batch));

@@ -449,10 +449,7 @@ fn target_verdict(idx: usize, report: &BuildReport, target: &str) -> Probed {
             let codes = diag.error_codes;
             (ProbeVerdict::CompileError { codes }, diag.rendered)
         } else if !report.dependency_errors.is_empty() {
-            (
-                ProbeVerdict::DependencyFailure,
-                report.dependency_errors.concat(),
-            )
+            (ProbeVerdict::DependencyFailure, report.dependency_text())
         } else {
             let why = infrastructure_failure(report);
             let mut text = tail(&report.stderr, 4000).to_owned();

@@ -128,7 +128,7 @@ fn why_not(report: &BuildReport, name: &str) -> String {
     match report.diagnostics.get(name) {
         Some(d) if d.errors > 0 => d.rendered.clone(),
         _ if report.timed_out => "the build ran past its time limit\n".to_owned(),
-        _ => format!("{}{}", report.dependency_errors.concat(), report.stderr),
+        _ => format!("{}{}", report.dependency_text(), report.stderr),
     }
 }
 

@@ -1,16 +1,11 @@
-//! Case check: do the oracle cases fit the harness's types?
+//! The cases' check: do the oracle cases fit the harness's types?
 //!
 //! The spec only checks that each line of the cases file is a JSON object;
 //! whether the objects are the harness's `Case` is the harness's to say, and
 //! the scorer would only find out after the whole batch was drawn and probed
-//! (every candidate would then fail the same way). So before a batch starts,
-//! a tiny program linked with the harness runs `load_cases` on the file, and
-//! a rejection is bad input naming the file and the line.
-//!
-//! The checker lives in a package of its own (`WORK/casecheck/TASK`, with its
-//! own lock) so it never waits for a batch holding the task's package, and
-//! shares the warm target directory. A stamp holding the spec digest skips
-//! the check when neither the cases nor the harness changed since it passed.
+//! (every candidate would then fail the same way). So a tiny program linked
+//! with the harness (`checker_root`) runs `load_cases` on the file, and a
+//! rejection is bad input naming the file and the line.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -19,63 +14,14 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::package::{Package, Profile};
+use crate::sandbox::Sandbox;
 use crate::spec::{Spec, SpecError};
 
-const CHECKER: &str = "assay_casecheck";
-
-/// Fails with a `SpecError` naming the cases file (and line) if the harness
-/// cannot load the task's cases, or loads a different number of them.
-pub async fn check(spec: &Spec, work_dir: &Path, target_dir: &Path) -> Result<()> {
-    let (spec, work_dir, target_dir) = (
-        spec.clone(),
-        work_dir.join("casecheck"),
-        target_dir.to_path_buf(),
-    );
-    let digest = crate::resume::spec_digest(&spec);
-    let package = tokio::task::spawn_blocking({
-        let spec = spec.clone();
-        move || Package::open(&spec, &work_dir, &target_dir)
-    })
-    .await
-    .context("opening the case checker's package panicked")??;
-    let stamp = package.dir().join("passed");
-    if std::fs::read_to_string(&stamp).is_ok_and(|s| s == digest) {
-        return Ok(());
-    }
-
-    package.write_bin(CHECKER, &checker_root(&spec.harness.crate_name))?;
-    package.set_bins([CHECKER])?;
-    let report = package
-        .build(Profile::Probe, &[CHECKER.to_owned()], |_| {})
-        .await?;
-    let Some(exe) = report.built.get(CHECKER) else {
-        let errors = report
-            .diagnostics
-            .get(CHECKER)
-            .map(|d| d.rendered.clone())
-            .unwrap_or_default()
-            + &report.dependency_errors.concat();
-        if errors.is_empty() {
-            bail!("cannot build the case checker:\n{}", report.stderr);
-        }
-        let first = errors
-            .lines()
-            .find(|l| l.starts_with("error"))
-            .unwrap_or("it does not build");
-        return Err(SpecError::Invalid {
-            file: spec.path.clone(),
-            line: None,
-            key: "harness",
-            message: format!(
-                "{} does not provide `load_cases`, `input_line`, `run_input` and `judge` as docs/tasks.md asks: {first}",
-                spec.harness.dir.display()
-            ),
-        }
-        .into());
-    };
-
-    let answer = run_checker(exe, &spec.cases.text, &spec).await?;
+/// Runs the built checker `exe` on the task's cases. Fails with a
+/// `SpecError` naming the cases file (and line) if the harness cannot load
+/// them, or loads a different number of them.
+pub async fn check(exe: &Path, spec: &Spec, sandbox: &Sandbox) -> Result<()> {
+    let answer = run_checker(exe, &spec.cases.text, spec, sandbox).await?;
     let cases = &spec.cases.path;
     let rejected = |line: Option<usize>, message: String| SpecError::Syntax {
         file: cases.clone(),
@@ -95,31 +41,30 @@ pub async fn check(spec: &Spec, work_dir: &Path, target_dir: &Path) -> Result<()
                 )
                 .into());
             }
+            Ok(())
         }
         Some(("err", message)) => {
             let (line, message) = split_line(message.trim());
-            return Err(rejected(
+            Err(rejected(
                 line,
                 format!(
                     "the harness `{}` rejects the case: {message}",
                     spec.harness.crate_name
                 ),
             )
-            .into());
+            .into())
         }
         _ => bail!("the case checker answered `{answer}`"),
     }
-    std::fs::write(&stamp, digest).with_context(|| format!("cannot write {}", stamp.display()))
 }
 
-fn checker_root(harness_crate: &str) -> String {
+/// The checker's source. It uses `Case` and `load_cases` only: the rest
+/// of the contract is the contract probe's to check.
+pub fn checker_root(harness_crate: &str) -> String {
     format!(
         "// Case checker; generated by assay.\n\
          use std::io::Read;\n\n\
          fn main() {{\n\
-         \x20   // The rest of the contract (docs/tasks.md), checked by type.\n\
-         \x20   let _contract: (fn(&{harness_crate}::Case) -> String, fn(&{harness_crate}::Case, &str) -> bool, fn({harness_crate}::Entry, &str) -> Result<String, String>) =\n\
-         \x20       ({harness_crate}::input_line, {harness_crate}::judge, {harness_crate}::run_input);\n\
          \x20   let mut text = String::new();\n\
          \x20   std::io::stdin().read_to_string(&mut text).expect(\"cases on stdin\");\n\
          \x20   match {harness_crate}::load_cases(&text) {{\n\
@@ -133,8 +78,7 @@ fn checker_root(harness_crate: &str) -> String {
 /// Runs the checker under the confinement of a scoring run (`sandbox`):
 /// it links no candidate, but it is harness code, and every child that
 /// runs compiled code is confined alike.
-async fn run_checker(exe: &Path, cases: &str, spec: &Spec) -> Result<String> {
-    let sandbox = crate::sandbox::Sandbox::find(spec.limits.processes);
+async fn run_checker(exe: &Path, cases: &str, spec: &Spec, sandbox: &Sandbox) -> Result<String> {
     let exe = sandbox.runnable_exe(exe)?;
     let workdir = tempfile::Builder::new()
         .prefix("assay-casecheck-")

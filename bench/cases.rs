@@ -72,7 +72,10 @@ async fn main() -> anyhow::Result<()> {
 
     let sandbox = Sandbox::probe(32);
     let open = Sandbox::disabled_for_comparison();
-    println!("sandbox: {}", sandbox.describe(RunLimits::with_wall(Duration::from_secs(120)).address_space_bytes));
+    println!(
+        "sandbox: {}",
+        sandbox.describe(RunLimits::with_wall(Duration::from_secs(120)).address_space_bytes)
+    );
     for w in sandbox.warnings() {
         println!("sandbox warning: {w}");
     }

@@ -211,7 +211,11 @@ fn main() {
     let tiny = repo.join("tests/fixtures/tiny");
     // The baseline batch, so that "nothing stored changed" means something.
     let first = assay(&tiny, &[]);
-    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
     let mut rng = Rng(seed | 1);
     let (mut ok, mut refused) = (0, 0);
     let start = Instant::now();
@@ -236,7 +240,10 @@ fn main() {
             Some(0) => {
                 ok += 1;
                 for line in &before {
-                    assert!(after.contains(line), "{what}: a stored line changed: {line}");
+                    assert!(
+                        after.contains(line),
+                        "{what}: a stored line changed: {line}"
+                    );
                 }
             }
             Some(2) => {
@@ -257,7 +264,11 @@ fn main() {
                         .iter()
                         .any(|p| first.contains(p))
                     || clap;
-                assert!(names_it, "{what}: the error does not name {}: {err}", m.names);
+                assert!(
+                    names_it,
+                    "{what}: the error does not name {}: {err}",
+                    m.names
+                );
             }
             code => panic!("{what}: exit {code:?}: {err}"),
         }

@@ -140,8 +140,7 @@ async fn run_checker(exe: &Path, cases: &str, spec: &Spec) -> Result<String> {
         .prefix("assay-casecheck-")
         .tempdir()
         .context("cannot create the case checker's working directory")?;
-    let mut confinement =
-        sandbox.prepare_run(&exe, workdir.path(), spec.limits.memory_bytes)?;
+    let mut confinement = sandbox.prepare_run(&exe, workdir.path(), spec.limits.memory_bytes)?;
     let mut cmd = tokio::process::Command::new(&exe);
     cmd.env_clear()
         .current_dir(workdir.path())

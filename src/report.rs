@@ -223,10 +223,7 @@ impl Summary {
             None => "committed not scored".to_owned(),
         };
         let admitted = match self.top_admitted {
-            Some(top) => format!(
-                "admitted {} (ranked first: candidate {top})",
-                self.admitted
-            ),
+            Some(top) => format!("admitted {} (ranked first: candidate {top})", self.admitted),
             None => format!("admitted {}", self.admitted),
         };
         let _ = writeln!(
@@ -497,8 +494,14 @@ pub fn candidate_table(lines: &[CandidateLine]) -> String {
             ]
         })
         .collect();
-    let header = ["cand", "extract", "dup of", "probe", "score", "admit", "errors"];
-    aligned(&header, &rows, &[true, false, false, false, false, false, false])
+    let header = [
+        "cand", "extract", "dup of", "probe", "score", "admit", "errors",
+    ];
+    aligned(
+        &header,
+        &rows,
+        &[true, false, false, false, false, false, false],
+    )
 }
 
 /// How a candidate's failed cases failed, where that is more than a wrong
@@ -710,7 +713,12 @@ mod tests {
         let table = aligned(
             &["batch", "task", "status", "n"],
             &[
-                ["1".into(), "a-much-longer-task".into(), "finished".into(), "42".into()],
+                [
+                    "1".into(),
+                    "a-much-longer-task".into(),
+                    "finished".into(),
+                    "42".into(),
+                ],
                 ["12".into(), "t".into(), "interrupted".into(), "7".into()],
             ],
             &[true, false, false, true],

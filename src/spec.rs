@@ -545,12 +545,24 @@ impl Validator {
         use crate::policy::Rule;
         let keys = [
             (Rule::UnsafeCode, "policy.unsafe_code", &raw.unsafe_code),
-            (Rule::PathAttribute, "policy.path_attribute", &raw.path_attribute),
+            (
+                Rule::PathAttribute,
+                "policy.path_attribute",
+                &raw.path_attribute,
+            ),
             (Rule::Include, "policy.include", &raw.include),
             (Rule::ExternBlock, "policy.extern_block", &raw.extern_block),
             (Rule::Asm, "policy.asm", &raw.asm),
-            (Rule::CrateAttribute, "policy.crate_attribute", &raw.crate_attribute),
-            (Rule::MacroIndirection, "policy.macro_indirection", &raw.macro_indirection),
+            (
+                Rule::CrateAttribute,
+                "policy.crate_attribute",
+                &raw.crate_attribute,
+            ),
+            (
+                Rule::MacroIndirection,
+                "policy.macro_indirection",
+                &raw.macro_indirection,
+            ),
         ];
         let mut allowed = Vec::new();
         for (rule, key, value) in keys {
@@ -810,18 +822,27 @@ wave_wait_ms = 500
     #[test]
     fn the_policy_table_relaxes_rules_and_names_a_bad_key() {
         use crate::policy::Rule;
-        let spec = load(&format!("{GOOD}\n[policy]\ninclude = \"allow\"\nasm = \"forbid\"\n")).unwrap();
+        let spec = load(&format!(
+            "{GOOD}\n[policy]\ninclude = \"allow\"\nasm = \"forbid\"\n"
+        ))
+        .unwrap();
         assert!(spec.policy.allows(Rule::Include));
         assert!(!spec.policy.allows(Rule::Asm) && !spec.policy.allows(Rule::UnsafeCode));
         assert_eq!(load(GOOD).unwrap().policy, crate::policy::Policy::default());
         let err = load(&format!("{GOOD}\n[policy]\nunsafe_code = \"maybe\"\n"))
             .unwrap_err()
             .to_string();
-        assert!(err.contains("spec.toml:19: `policy.unsafe_code`: `maybe`"), "{err}");
+        assert!(
+            err.contains("spec.toml:19: `policy.unsafe_code`: `maybe`"),
+            "{err}"
+        );
         let err = load(&format!("{GOOD}\n[policy]\ngoto = \"allow\"\n"))
             .unwrap_err()
             .to_string();
-        assert!(err.contains("spec.toml:19") && err.contains("unknown field `goto`"), "{err}");
+        assert!(
+            err.contains("spec.toml:19") && err.contains("unknown field `goto`"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -835,7 +856,10 @@ wave_wait_ms = 500
         .unwrap();
         let err = Spec::load(dir.path()).unwrap_err().to_string();
         assert!(err.contains("committed.rs:2: `committed`"), "{err}");
-        assert!(err.contains("forbidden by the task's policy (include)"), "{err}");
+        assert!(
+            err.contains("forbidden by the task's policy (include)"),
+            "{err}"
+        );
     }
 
     /// Each bad spec and a fragment its one-line error must contain.

@@ -212,10 +212,7 @@ fn a_database_in_a_missing_directory() {
     refused(
         &scratch,
         &["run", &tiny(), "--db", "no/such/dir/assay.db"],
-        &[
-            "no/such/dir/assay.db",
-            "no/such/dir does not exist",
-        ],
+        &["no/such/dir/assay.db", "no/such/dir does not exist"],
     );
     nothing_written(&scratch);
     assert!(!scratch.path().join("no").exists());

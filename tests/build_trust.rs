@@ -203,7 +203,10 @@ fn the_policy_refuses_each_forbidden_construct_before_any_build() {
                 .lines()
                 .find(|l| l.contains(" | ") && !l.trim_end().ends_with('|'))
                 .unwrap_or_default();
-            let code = shown_line.split_once(" | ").map(|(_, code)| code).unwrap_or("");
+            let code = shown_line
+                .split_once(" | ")
+                .map(|(_, code)| code)
+                .unwrap_or("");
             assert!(
                 !code.trim().is_empty() && source.contains(code.trim()),
                 "candidate {i}: the error file does not show its line: {text}"
@@ -213,7 +216,10 @@ fn the_policy_refuses_each_forbidden_construct_before_any_build() {
             assert_eq!(c["score"], clean, "control {i}: {c}");
         }
     }
-    assert_eq!(shown["committed"]["verdict"], committed_honest_score().as_str());
+    assert_eq!(
+        shown["committed"]["verdict"],
+        committed_honest_score().as_str()
+    );
     assert_no_process_in(&package);
     run.assert_no_temporary_left();
 }
@@ -290,10 +296,7 @@ fn one_candidates_build_costs_only_itself_and_reads_nothing_outside() {
             cargo_home.join("credentials.toml"),
             &format!("# {tag} credentials\n"),
         ),
-        Canary::place(
-            cargo_home.join("config.toml"),
-            &format!("# {tag} config\n"),
-        ),
+        Canary::place(cargo_home.join("config.toml"), &format!("# {tag} config\n")),
         Canary::place(
             PathBuf::from("/opt/assay-build-trust-canary.txt"),
             &format!("{tag} opt\n"),
@@ -330,7 +333,10 @@ fn one_candidates_build_costs_only_itself_and_reads_nothing_outside() {
             verdict(i)
         );
     }
-    assert_eq!(shown["committed"]["verdict"], committed_honest_score().as_str());
+    assert_eq!(
+        shown["committed"]["verdict"],
+        committed_honest_score().as_str()
+    );
 
     // No byte of any canary in any artifact.
     let package = shared_work_dir().join("buildtrust");

@@ -18,9 +18,16 @@ fn refused(scratch: &Scratch, args: &[&str], want: &[&str]) -> String {
     let out = scratch.assay(args);
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: not one line: {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{args:?}: not one line: {err}"
+    );
     for fragment in want {
-        assert!(err.contains(fragment), "{args:?}: {err:?} lacks {fragment:?}");
+        assert!(
+            err.contains(fragment),
+            "{args:?}: {err:?} lacks {fragment:?}"
+        );
     }
     err
 }
@@ -69,7 +76,10 @@ fn reading_commands_never_create_a_database() {
         let mut with_db = args.to_vec();
         with_db.extend(["--db", "typo.db"]);
         refused(&scratch, &with_db, &["typo.db: no such database"]);
-        assert!(!scratch.path().join("typo.db").exists(), "{args:?} created it");
+        assert!(
+            !scratch.path().join("typo.db").exists(),
+            "{args:?} created it"
+        );
         // And through ASSAY_DB.
         refused(&scratch, args, &["assay.db: no such database"]);
         assert!(!scratch.db().exists(), "{args:?} created it");
@@ -109,7 +119,10 @@ fn two_databases_never_share_a_batch_folder() {
         .iter()
         .filter_map(|c| c["error_file"].as_str())
         .collect();
-    assert!(!files.is_empty(), "tiny has a candidate that does not compile");
+    assert!(
+        !files.is_empty(),
+        "tiny has a candidate that does not compile"
+    );
     for f in files {
         assert!(f.starts_with(&d), "{f} is outside {d}");
         assert!(Path::new(f).is_file(), "{f}");
@@ -143,19 +156,38 @@ fn promote_shows_the_change_and_writes_only_when_told() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("pass --yes"), "{stderr}");
-    assert!(stdout.contains(&format!("--- {}", committed.display())), "{stdout}");
+    assert!(
+        stdout.contains(&format!("--- {}", committed.display())),
+        "{stdout}"
+    );
     assert!(stdout.contains("+// Promoted by assay on "), "{stdout}");
     assert!(stdout.contains("batch 1, candidate 0"), "{stdout}");
     // The committed lines that go, and the candidate's that come.
-    assert!(stdout.lines().any(|l| l.starts_with('-') && !l.starts_with("---")), "{stdout}");
-    assert!(stdout.contains("+pub fn double(x: u64) -> u64 { x * 2 }"), "{stdout}");
-    assert_eq!(std::fs::read_to_string(&committed).unwrap(), before, "written without --yes");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with('-') && !l.starts_with("---")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("+pub fn double(x: u64) -> u64 { x * 2 }"),
+        "{stdout}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&committed).unwrap(),
+        before,
+        "written without --yes"
+    );
     let shown = scratch.json(&["show", "1", "--json"]);
     assert!(shown["promotions"].as_array().unwrap().is_empty());
 
     // With --yes: the same diff, then the file.
     let out = scratch.assay(&["promote", "1", "0", "--yes"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let after = std::fs::read_to_string(&committed).unwrap();
     assert!(after.starts_with("// Promoted by assay on "), "{after}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("promoted candidate 0 of batch 1"));
@@ -233,21 +265,45 @@ fn bad_paths_are_refused_before_anything_is_written() {
     let file = file.display().to_string();
     let under_file = format!("{file}/work");
     for (args, want) in [
-        (vec!["--work-dir", &file], vec!["--work-dir", "not a folder"]),
-        (vec!["--work-dir", &under_file], vec!["--work-dir", "is not a folder"]),
-        (vec!["--work-dir", "/proc/assay-work"], vec!["--work-dir", "/proc/assay-work"]),
-        (vec!["--work-dir", "/sys/assay-work"], vec!["--work-dir", "/sys/assay-work"]),
+        (
+            vec!["--work-dir", &file],
+            vec!["--work-dir", "not a folder"],
+        ),
+        (
+            vec!["--work-dir", &under_file],
+            vec!["--work-dir", "is not a folder"],
+        ),
+        (
+            vec!["--work-dir", "/proc/assay-work"],
+            vec!["--work-dir", "/proc/assay-work"],
+        ),
+        (
+            vec!["--work-dir", "/sys/assay-work"],
+            vec!["--work-dir", "/sys/assay-work"],
+        ),
         (vec!["--out", &file], vec!["--out", "not a folder"]),
-        (vec!["--out", "/dev/null"], vec!["--out /dev/null", "not a folder"]),
-        (vec!["--db", "/dev/full"], vec!["--db /dev/full", "not a regular file"]),
-        (vec!["--db", "/sys/x.db"], vec!["--db /sys/x.db", "not writable"]),
+        (
+            vec!["--out", "/dev/null"],
+            vec!["--out /dev/null", "not a folder"],
+        ),
+        (
+            vec!["--db", "/dev/full"],
+            vec!["--db /dev/full", "not a regular file"],
+        ),
+        (
+            vec!["--db", "/sys/x.db"],
+            vec!["--db /sys/x.db", "not writable"],
+        ),
     ] {
         let task = tiny();
         let mut full = vec!["run", task.as_str()];
         full.extend(&args);
         refused(&scratch, &full, &want);
         assert!(!scratch.db().exists(), "{args:?} left a database");
-        assert!(!scratch.path().join("assay-out").exists(), "{args:?} left a folder");
+        assert!(
+            !scratch.path().join("assay-out").exists(),
+            "{args:?} left a folder"
+        );
     }
     assert!(!Path::new("/dev/full-journal").exists());
 }
@@ -272,11 +328,25 @@ fn limits_out_of_range_are_refused_with_the_file_and_key() {
     let spec = task.join("spec.toml");
     let text = std::fs::read_to_string(&spec).unwrap();
     for (add, key) in [
-        ("memory_mb = 17592186044416", "`limits.memory_mb`: must be between 16 and"),
-        ("processes = 99999999", "`limits.processes`: must be between 1 and"),
+        (
+            "memory_mb = 17592186044416",
+            "`limits.memory_mb`: must be between 16 and",
+        ),
+        (
+            "processes = 99999999",
+            "`limits.processes`: must be between 1 and",
+        ),
     ] {
-        std::fs::write(&spec, text.replacen("[limits]", &format!("[limits]\n{add}"), 1)).unwrap();
-        refused(&scratch, &["run", &task.display().to_string()], &["spec.toml", key]);
+        std::fs::write(
+            &spec,
+            text.replacen("[limits]", &format!("[limits]\n{add}"), 1),
+        )
+        .unwrap();
+        refused(
+            &scratch,
+            &["run", &task.display().to_string()],
+            &["spec.toml", key],
+        );
         assert!(!scratch.db().exists());
     }
 }
@@ -310,13 +380,23 @@ fn bad_flags_name_the_flag() {
     )
     .unwrap();
     let out = scratch
-        .command(&["run", &tiny(), "--pools", &pools.display().to_string(), "--pool", "a"])
+        .command(&[
+            "run",
+            &tiny(),
+            "--pools",
+            &pools.display().to_string(),
+            "--pool",
+            "a",
+        ])
         .env("ASSAY_TEST_EMPTY_KEY", "")
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("ASSAY_TEST_EMPTY_KEY, which is set but empty"), "{err}");
+    assert!(
+        err.contains("ASSAY_TEST_EMPTY_KEY, which is set but empty"),
+        "{err}"
+    );
     assert!(!scratch.db().exists());
 }
 
@@ -326,7 +406,11 @@ fn bad_flags_name_the_flag() {
 fn logs_to_a_pipe_have_no_colour_codes() {
     let scratch = Scratch::new();
     let out = scratch.assay(&["-v", "run", &tiny()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("INFO"), "-v logs at info: {err}");
     assert!(!err.contains('\u{1b}'), "colour codes in a log: {err}");
@@ -345,7 +429,11 @@ fn the_text_report_names_the_memory_limit_and_panics() {
         "content": "```rust\npub fn double(x: u64) -> u64 { if x > 6 { panic!(\"big\") } x * 2 }\n```"
     });
     std::fs::write(&replies, format!("{panicking}\n")).unwrap();
-    edit(&task.join("spec.toml"), "[limits]", "[limits]\nmemory_mb = 300");
+    edit(
+        &task.join("spec.toml"),
+        "[limits]",
+        "[limits]\nmemory_mb = 300",
+    );
     let text = scratch.assay_ok(&["run", &task.display().to_string(), "-n", "1"]);
     let sandbox = text.lines().find(|l| l.starts_with("sandbox: ")).unwrap();
     if sandbox.contains("memory cgroup v") {
@@ -361,7 +449,11 @@ fn the_text_report_names_the_memory_limit_and_panics() {
     let shown = scratch.json(&["show", "1", "--json"]);
     let letters = shown["candidates"][0]["cases"].as_str().unwrap().to_owned();
     let panics = letters.matches('x').count();
-    assert!(panics > 0, "the candidate panics on some of {} cases: {letters}", cases.len());
+    assert!(
+        panics > 0,
+        "the candidate panics on some of {} cases: {letters}",
+        cases.len()
+    );
     let table = scratch.assay_ok(&["show", "1"]);
     assert!(table.contains(&format!("({panics} panicked)")), "{table}");
 }

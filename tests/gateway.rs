@@ -210,7 +210,11 @@ fn every_dialect_records_the_gateways_counts_and_timings() {
         let (ttft, latency) = (r.ttft_ms.unwrap(), r.latency_ms.unwrap());
         assert!(ttft >= ms(g.first_due), "{}: TTFT {ttft} ms", d.pool);
         assert!(ttft <= latency, "{}: TTFT after the end", d.pool);
-        assert!(latency >= ms(g.last_due), "{}: latency {latency} ms", d.pool);
+        assert!(
+            latency >= ms(g.last_due),
+            "{}: latency {latency} ms",
+            d.pool
+        );
     }
 }
 
@@ -371,10 +375,10 @@ fn every_fault_is_recorded_and_the_batch_completes() {
     let r = one("slow");
     assert_eq!(r.outcome, Outcome::Timeout, "{r:?}");
     assert_eq!(r.attempts.len(), 2);
-    assert!(r
-        .attempts
-        .iter()
-        .all(|a| a.duration_ms >= 290.0), "no attempt ended before its timeout");
+    assert!(
+        r.attempts.iter().all(|a| a.duration_ms >= 290.0),
+        "no attempt ended before its timeout"
+    );
 
     let r = one("malformed");
     assert_eq!(r.outcome, Outcome::MalformedChunk, "{r:?}");
@@ -838,10 +842,18 @@ fn shape(event: &Value) -> String {
     if event == "[DONE]" {
         return "[DONE]".into();
     }
-    let timed = if event["timings"].is_object() { "+timings" } else { "" };
+    let timed = if event["timings"].is_object() {
+        "+timings"
+    } else {
+        ""
+    };
     let choices = event["choices"].as_array().cloned().unwrap_or_default();
     let Some(choice) = choices.first() else {
-        let usage = if event["usage"].is_object() { "usage" } else { "nothing" };
+        let usage = if event["usage"].is_object() {
+            "usage"
+        } else {
+            "nothing"
+        };
         return format!("no choices+{usage}{timed}");
     };
     let delta = &choice["delta"];
@@ -891,18 +903,16 @@ fn post(url: &str, key: Option<&str>, body: &Value) -> (u16, String) {
 #[test]
 fn the_llama_cpp_dialect_has_the_real_servers_shape() {
     let text = "```rust\nfn f() {}\n```\n";
-    let gw = Gateway::start_on_thread(
-        Config::new().key("k").model(
-            "m",
-            Model::new(
-                Dialect::LlamaCpp,
-                vec![Recorded {
-                    content: text.into(),
-                    reasoning: None,
-                }],
-            ),
+    let gw = Gateway::start_on_thread(Config::new().key("k").model(
+        "m",
+        Model::new(
+            Dialect::LlamaCpp,
+            vec![Recorded {
+                content: text.into(),
+                reasoning: None,
+            }],
         ),
-    )
+    ))
     .unwrap();
     let real = llama::LlamaServer::start(&llama::Options {
         slots: 1,

@@ -274,10 +274,18 @@ fn hostile_candidates_get_their_verdicts_and_change_nothing_outside() {
     let images = scratch
         .path()
         .join(format!("assay-out/batch-{batch}/images"));
-    assert!(images.join("judge").is_file(), "no images in {}", images.display());
+    assert!(
+        images.join("judge").is_file(),
+        "no images in {}",
+        images.display()
+    );
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         if let Ok(exe) = std::fs::read_link(entry.path().join("exe")) {
-            assert!(!exe.starts_with(&images), "process {:?} still runs", entry.file_name());
+            assert!(
+                !exe.starts_with(&images),
+                "process {:?} still runs",
+                entry.file_name()
+            );
         }
     }
     for root in cgroup_bases() {

@@ -39,7 +39,11 @@ fn grammar(text: &str) -> String {
 fn pool(name: &str, base_url: &str, text: &str, extra: &str) -> String {
     // A JSON string literal is a TOML basic string too.
     let grammar = serde_json::to_string(&grammar(text)).unwrap();
-    let in_flight = if extra.contains("max_in_flight") { "" } else { "max_in_flight = 2\n" };
+    let in_flight = if extra.contains("max_in_flight") {
+        ""
+    } else {
+        "max_in_flight = 2\n"
+    };
     format!(
         "[pools.{name}]\nbase_url = \"{base_url}\"\nmodel = \"tiny\"\n{in_flight}\
          sampling = {{ temperature = 0.8, seed = {SEED} }}\nextra_body = {{ grammar = {grammar} }}\n{extra}\n"
@@ -90,7 +94,11 @@ fn exchange_of(exchanges: &[Exchange], k: usize) -> &Exchange {
 /// What assay stored equals what the server sent.
 fn assert_stored_as_sent(d: &Drawn, e: &Exchange) {
     assert!(stored_as_sent(d, e), "stored {d:?}\nsent {}", e.body);
-    assert!(d.reply.cached_prompt_tokens.is_some(), "llama.cpp says: {}", e.body);
+    assert!(
+        d.reply.cached_prompt_tokens.is_some(),
+        "llama.cpp says: {}",
+        e.body
+    );
 }
 
 fn stored_as_sent(d: &Drawn, e: &Exchange) -> bool {
@@ -175,7 +183,10 @@ fn a_grammar_forced_batch_stores_what_the_server_sent() {
     // The second solution is a duplicate of the first: not probed again.
     assert_eq!(of("solution", "probe"), ["compiled", "none"]);
     assert_eq!(of("type_error", "probe"), ["compile_error(E0308)", "none"]);
-    assert!(of("unparsable", "extract").iter().all(|x| x != "extracted"), "{cands:?}");
+    assert!(
+        of("unparsable", "extract").iter().all(|x| x != "extracted"),
+        "{cands:?}"
+    );
     assert_eq!(of("capped", "extract"), ["hit_token_cap"]);
     // The prose after the fence does not change the candidate: the same
     // fingerprint as the solution's.
@@ -241,7 +252,11 @@ fn an_early_stop_knows_its_tokens() {
             .iter()
             .filter_map(|ev| ev["timings"]["predicted_n"].as_u64())
             .find(|n| *n == spent);
-        assert_eq!(counted, Some(spent), "the server counted {spent} at the cut");
+        assert_eq!(
+            counted,
+            Some(spent),
+            "the server counted {spent} at the cut"
+        );
     }
 }
 
@@ -282,10 +297,17 @@ fn a_wrong_key_and_a_context_overflow_fail_the_draw_after_one_request() {
         let listed = s.json(&["batches", "--json"]);
         assert_eq!(listed[0]["status"], "failed", "{listed}");
         let failure = listed[0]["failure"].as_str().unwrap();
-        assert!(failure.contains("the draw failed") && failure.contains(sentence), "{failure}");
+        assert!(
+            failure.contains("the draw failed") && failure.contains(sentence),
+            "{failure}"
+        );
 
         let exchanges = proxy.settled();
-        assert_eq!(exchanges.len(), 1, "{key}: the pool stopped after one request");
+        assert_eq!(
+            exchanges.len(),
+            1,
+            "{key}: the pool stopped after one request"
+        );
         let body: Value = serde_json::from_str(&exchanges[0].body).unwrap();
         assert!(body["error"]["code"].is_u64(), "an integer code: {body}");
         let stored = replies(&s.db(), 1);
@@ -328,8 +350,14 @@ fn a_race_over_two_real_servers() {
     .unwrap();
     let file = assay::draw::pools::PoolsFile::load(&path).unwrap();
     let http = |name: &str| {
-        assay::draw::http::HttpPool::new(name, file.pools[name].clone(), None, "write double", false)
-            .unwrap()
+        assay::draw::http::HttpPool::new(
+            name,
+            file.pools[name].clone(),
+            None,
+            "write double",
+            false,
+        )
+        .unwrap()
     };
     let plan = Plan::http(vec![http("a"), http("b")], SplitMode::Race, None);
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -349,7 +377,10 @@ fn a_race_over_two_real_servers() {
     let mut idx = Vec::new();
     let mut cancelled = 0;
     let (sent_a, sent_b) = (a.settled(), b.settled());
-    assert!(!sent_a.is_empty() && !sent_b.is_empty(), "both servers were asked");
+    assert!(
+        !sent_a.is_empty() && !sent_b.is_empty(),
+        "both servers were asked"
+    );
     for e in &events {
         match e {
             DrawEvent::Reply(d) => {
@@ -388,7 +419,10 @@ fn a_real_draw_killed_in_its_middle_resumes() {
     let stopped = s.start_at("pause@draw.reply#2", &["run", &dir, "-n", "6"]);
     stopped.kill9();
     let kept: Vec<usize> = replies(&s.db(), 1).iter().map(|d| d.idx).collect();
-    assert!(kept.len() >= 2 && kept.len() < 6, "stopped mid-draw: {kept:?}");
+    assert!(
+        kept.len() >= 2 && kept.len() < 6,
+        "stopped mid-draw: {kept:?}"
+    );
     let before = proxy.settled().len();
 
     let text = s.assay_ok(&["run", "--resume", "1"]);
@@ -404,7 +438,10 @@ fn a_real_draw_killed_in_its_middle_resumes() {
         .map(|e| e.request["seed"].as_u64().unwrap() - SEED)
         .collect();
     for k in &asked_after {
-        assert!(!kept.contains(&(*k as usize)), "reply {k} was stored, and asked again");
+        assert!(
+            !kept.contains(&(*k as usize)),
+            "reply {k} was stored, and asked again"
+        );
     }
     for d in &stored {
         assert_stored_as_sent(d, exchange_of_last(&exchanges, d.idx));

@@ -60,7 +60,11 @@ impl Exchange {
     pub fn content(&self) -> String {
         self.events()
             .iter()
-            .filter_map(|e| e["choices"][0]["delta"]["content"].as_str().map(str::to_owned))
+            .filter_map(|e| {
+                e["choices"][0]["delta"]["content"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
             .collect()
     }
 
@@ -74,11 +78,9 @@ impl Exchange {
     }
 
     pub fn finish_reason(&self) -> Option<String> {
-        self.events().iter().find_map(|e| {
-            e["choices"][0]["finish_reason"]
-                .as_str()
-                .map(str::to_owned)
-        })
+        self.events()
+            .iter()
+            .find_map(|e| e["choices"][0]["finish_reason"].as_str().map(str::to_owned))
     }
 }
 

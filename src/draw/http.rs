@@ -891,7 +891,9 @@ mod tests {
         );
         assert_eq!(counts(None, None, None), Counts::default(), "unknown");
         assert_eq!(
-            body_prompt_tokens(r#"{"error":{"code":400,"type":"exceed_context_size_error","n_prompt_tokens":3443,"n_ctx":2048}}"#),
+            body_prompt_tokens(
+                r#"{"error":{"code":400,"type":"exceed_context_size_error","n_prompt_tokens":3443,"n_ctx":2048}}"#
+            ),
             Some(3443)
         );
     }

@@ -297,7 +297,10 @@ impl Plan {
         // A pool that is to serve nothing is a mistake, whichever pool it is
         // (the replay pool returns early below, before the shares' sum).
         if let Some(c) = choices.iter().find(|c| c.share == Some(0)) {
-            return Err(bad(format!("pool `{}`: a share must be at least 1", c.name)));
+            return Err(bad(format!(
+                "pool `{}`: a share must be at least 1",
+                c.name
+            )));
         }
         let split = match mode {
             SplitMode::Race if shares.iter().any(Option::is_some) => {

@@ -264,7 +264,10 @@ extra_body = { chat_template_kwargs = { enable_thinking = false } }
             (&format!("{ok}api_key_env = \"sk=1\"\n"), "`api_key_env`"),
             (&format!("{ok}timeout_s = -1\n"), "`timeout_s`"),
             (&format!("{ok}timeout_s = 1e300\n"), "`timeout_s`"),
-            (&format!("{ok}max_retry_wait_s = -1\n"), "`max_retry_wait_s`"),
+            (
+                &format!("{ok}max_retry_wait_s = -1\n"),
+                "`max_retry_wait_s`",
+            ),
             (&format!("{ok}max_in_flight = 100001\n"), "`max_in_flight`"),
             ("[pools.a]\nmodel = \"m\"\n", "missing field `base_url`"),
             (&ok.replace("pools.a", "pools.replay"), "pool `replay`"),

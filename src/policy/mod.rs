@@ -257,7 +257,10 @@ impl Violation {
     /// The error file's text: the rule, what was found, and the line of the
     /// source it was found on, as rustc would show it.
     pub fn render(&self, file: &str, source: &str) -> String {
-        let text = source.lines().nth(self.line.saturating_sub(1)).unwrap_or("");
+        let text = source
+            .lines()
+            .nth(self.line.saturating_sub(1))
+            .unwrap_or("");
         let width = self.line.to_string().len();
         let pad = " ".repeat(width);
         format!(

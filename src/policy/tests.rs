@@ -30,46 +30,112 @@ fn honest_code_passes() {
 #[test]
 fn each_forbidden_construct_is_refused_however_it_is_spelled() {
     let cases: &[(&str, Rule)] = &[
-        ("fn f() { unsafe { std::hint::unreachable_unchecked() } }", Rule::UnsafeCode),
+        (
+            "fn f() { unsafe { std::hint::unreachable_unchecked() } }",
+            Rule::UnsafeCode,
+        ),
         ("unsafe fn f() {}", Rule::UnsafeCode),
         ("unsafe impl Send for S {}", Rule::UnsafeCode),
         ("#[no_mangle] pub fn write() {}", Rule::UnsafeCode),
         ("#[export_name = \"write\"] pub fn w() {}", Rule::UnsafeCode),
-        ("#[used] #[link_section = \".init_array\"] static I: fn() = f;", Rule::UnsafeCode),
-        ("#[cfg_attr(all(), no_mangle)] pub fn w() {}", Rule::UnsafeCode),
+        (
+            "#[used] #[link_section = \".init_array\"] static I: fn() = f;",
+            Rule::UnsafeCode,
+        ),
+        (
+            "#[cfg_attr(all(), no_mangle)] pub fn w() {}",
+            Rule::UnsafeCode,
+        ),
         ("#[r#no_mangle] pub fn w() {}", Rule::UnsafeCode),
         ("mod a { mod b { fn f() { unsafe {} } } }", Rule::UnsafeCode),
-        ("macro_rules! u { ($k:tt) => { $k fn f() {} } } u!(unsafe);", Rule::UnsafeCode),
+        (
+            "macro_rules! u { ($k:tt) => { $k fn f() {} } } u!(unsafe);",
+            Rule::UnsafeCode,
+        ),
         ("#[path = \"c10.rs\"] mod x;", Rule::PathAttribute),
         ("#[r#path = \"c10.rs\"] mod x;", Rule::PathAttribute),
-        ("#[cfg_attr(all(), path = \"c10.rs\")] mod x;", Rule::PathAttribute),
-        ("mod outer { #[path = \"../c10.rs\"] mod x; }", Rule::PathAttribute),
-        ("const S: &str = include_str!(\"/root/.cargo/env\");", Rule::Include),
-        ("const B: &[u8] = include_bytes!(\"c10.rs\");", Rule::Include),
-        ("const B: &[u8] = core::include_bytes!(\"c10.rs\");", Rule::Include),
+        (
+            "#[cfg_attr(all(), path = \"c10.rs\")] mod x;",
+            Rule::PathAttribute,
+        ),
+        (
+            "mod outer { #[path = \"../c10.rs\"] mod x; }",
+            Rule::PathAttribute,
+        ),
+        (
+            "const S: &str = include_str!(\"/root/.cargo/env\");",
+            Rule::Include,
+        ),
+        (
+            "const B: &[u8] = include_bytes!(\"c10.rs\");",
+            Rule::Include,
+        ),
+        (
+            "const B: &[u8] = core::include_bytes!(\"c10.rs\");",
+            Rule::Include,
+        ),
         ("const S: &str = r#include_str!(\"x\");", Rule::Include),
         ("include!(\"c10.rs\");", Rule::Include),
         ("use std::include as inc; inc!(\"c10.rs\");", Rule::Include),
-        ("use std::include_str as s; const S: &str = s!(\"x\");", Rule::Include),
-        ("macro_rules! m { ($($t:tt)*) => { $($t)* } } const S: &str = m!(include_str!(\"x\"));", Rule::Include),
-        ("macro_rules! m { ($i:ident) => { $i!(\"x\") } } const S: &str = m!(include_str);", Rule::MacroIndirection),
-        ("#[doc = include_str!(\"/etc/shadow\")] fn f() {}", Rule::Include),
-        ("#[debugger_visualizer(gdb_script_file = \"x.py\")] mod m {}", Rule::Include),
+        (
+            "use std::include_str as s; const S: &str = s!(\"x\");",
+            Rule::Include,
+        ),
+        (
+            "macro_rules! m { ($($t:tt)*) => { $($t)* } } const S: &str = m!(include_str!(\"x\"));",
+            Rule::Include,
+        ),
+        (
+            "macro_rules! m { ($i:ident) => { $i!(\"x\") } } const S: &str = m!(include_str);",
+            Rule::MacroIndirection,
+        ),
+        (
+            "#[doc = include_str!(\"/etc/shadow\")] fn f() {}",
+            Rule::Include,
+        ),
+        (
+            "#[debugger_visualizer(gdb_script_file = \"x.py\")] mod m {}",
+            Rule::Include,
+        ),
         ("extern \"C\" { fn write(fd: i32); }", Rule::ExternBlock),
         ("extern { fn abs(x: i32) -> i32; }", Rule::ExternBlock),
-        ("macro_rules! e { ($k:tt) => { $k \"C\" { fn abs(x: i32) -> i32; } } } e!(extern);", Rule::ExternBlock),
+        (
+            "macro_rules! e { ($k:tt) => { $k \"C\" { fn abs(x: i32) -> i32; } } } e!(extern);",
+            Rule::ExternBlock,
+        ),
         ("#[link(name = \"m\")] mod m {}", Rule::ExternBlock),
-        ("std::arch::global_asm!(\".section .init_array\");", Rule::Asm),
+        (
+            "std::arch::global_asm!(\".section .init_array\");",
+            Rule::Asm,
+        ),
         ("use core::arch::global_asm as g;", Rule::Asm),
         ("fn f() { core::arch::asm!(\"nop\") }", Rule::Asm),
-        ("macro_rules! m { ($($t:tt)*) => { $($t)* } } m!(std::arch::global_asm!(\"\"););", Rule::Asm),
+        (
+            "macro_rules! m { ($($t:tt)*) => { $($t)* } } m!(std::arch::global_asm!(\"\"););",
+            Rule::Asm,
+        ),
         ("#![no_std]\nfn f() {}", Rule::CrateAttribute),
-        ("#![feature(core_intrinsics)]\nfn f() {}", Rule::CrateAttribute),
+        (
+            "#![feature(core_intrinsics)]\nfn f() {}",
+            Rule::CrateAttribute,
+        ),
         ("#![r#no_std]\nfn f() {}", Rule::CrateAttribute),
-        ("macro_rules! a { ($a:ident) => { #[$a = \"c10.rs\"] mod x; } } a!(pth);", Rule::MacroIndirection),
-        ("macro_rules! a { ($m:meta) => { #[$m] mod x; } } a!(doc = \"x\");", Rule::MacroIndirection),
-        ("macro_rules! a { ($m:ident) => { $m!() } } a!(my_macro);", Rule::MacroIndirection),
-        ("macro_rules! a { ($m:tt) => { #[cfg_attr(all(), $m = \"c10.rs\")] mod x; } }", Rule::MacroIndirection),
+        (
+            "macro_rules! a { ($a:ident) => { #[$a = \"c10.rs\"] mod x; } } a!(pth);",
+            Rule::MacroIndirection,
+        ),
+        (
+            "macro_rules! a { ($m:meta) => { #[$m] mod x; } } a!(doc = \"x\");",
+            Rule::MacroIndirection,
+        ),
+        (
+            "macro_rules! a { ($m:ident) => { $m!() } } a!(my_macro);",
+            Rule::MacroIndirection,
+        ),
+        (
+            "macro_rules! a { ($m:tt) => { #[cfg_attr(all(), $m = \"c10.rs\")] mod x; } }",
+            Rule::MacroIndirection,
+        ),
     ];
     for (source, want) in cases {
         assert_eq!(check(source), Some(*want), "{source}");
@@ -92,9 +158,15 @@ fn the_violation_names_the_line_and_shows_it() {
     let v = Policy::default().check(source).unwrap_err();
     assert_eq!((v.rule, v.line, v.column), (Rule::UnsafeCode, 3, 4));
     let text = v.render("cands/c3.rs", source);
-    assert!(text.contains("forbidden by the task's policy (unsafe_code): `unsafe`"), "{text}");
+    assert!(
+        text.contains("forbidden by the task's policy (unsafe_code): `unsafe`"),
+        "{text}"
+    );
     assert!(text.contains("--> cands/c3.rs:3:5"), "{text}");
-    assert!(text.contains("3 |     unsafe { core::hint::unreachable_unchecked() }"), "{text}");
+    assert!(
+        text.contains("3 |     unsafe { core::hint::unreachable_unchecked() }"),
+        "{text}"
+    );
 }
 
 #[test]

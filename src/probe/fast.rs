@@ -22,9 +22,9 @@ use std::path::Path;
 use anyhow::Result;
 use proc_macro2::{Delimiter, TokenTree};
 
-use crate::policy::scan::{self, Found};
 use super::{ProbeOutcome, ProbeStats, ProbeVerdict, Probed};
 use crate::package::{CompilerDiag, ModuleKey, Package, Profile};
+use crate::policy::scan::{self, Found};
 
 /// The shared crates' binary targets are named `assay_fast_N`.
 const FAST_BIN: &str = "assay_fast";

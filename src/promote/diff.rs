@@ -27,9 +27,7 @@ pub fn unified(old: &str, new: &str, name: &str, context: usize) -> String {
     }
     let mut out = format!("--- {name}\n+++ {name} (promoted)\n");
     // Hunks: runs of ops within `context` of a change.
-    let changed: Vec<usize> = (0..ops.len())
-        .filter(|&k| ops[k].0 != Op::Same)
-        .collect();
+    let changed: Vec<usize> = (0..ops.len()).filter(|&k| ops[k].0 != Op::Same).collect();
     let mut k = 0;
     while k < changed.len() {
         let start = changed[k].saturating_sub(context);

@@ -139,7 +139,11 @@ pub fn wrap(
         .filter(|w| w.as_path() != package)
         .cloned()
         .collect();
-    write.extend([package.join("tmp"), verdicts.clone(), PathBuf::from("/dev/null")]);
+    write.extend([
+        package.join("tmp"),
+        verdicts.clone(),
+        PathBuf::from("/dev/null"),
+    ]);
     let settings = WrapperSettings {
         cpu_secs: limits.cpu_secs,
         memory_bytes: limits.memory_bytes,
@@ -201,7 +205,9 @@ fn wrapper(settings_json: &str) -> Result<i32> {
         memory_bytes: settings.memory_bytes,
     };
     let mut cmd = Command::new(&rustc);
-    cmd.args(&args).env_remove(WRAPPER_VAR).stderr(Stdio::piped());
+    cmd.args(&args)
+        .env_remove(WRAPPER_VAR)
+        .stderr(Stdio::piped());
     // SAFETY: setrlimit only, between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
@@ -309,7 +315,15 @@ mod tests {
         for yes in ["c0", "c17", "c123456"] {
             assert!(is_candidate_target(yes), "{yes}");
         }
-        for no in ["c", "committed", "assay_scorer", "assay_warm", "cx1", "c1a", "d3"] {
+        for no in [
+            "c",
+            "committed",
+            "assay_scorer",
+            "assay_warm",
+            "cx1",
+            "c1a",
+            "d3",
+        ] {
             assert!(!is_candidate_target(no), "{no}");
         }
     }

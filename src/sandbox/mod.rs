@@ -68,7 +68,6 @@ use landlock::{restrict_self, run_ruleset, TARGET_ABI};
 use netns::try_unshare_net;
 use user::{drop_privileges, run_as_from_env, try_drop_to, unreachable_part, user_tasks, RunAs};
 
-
 /// At most this many cgroups per run: one per hierarchy holding a
 /// controller assay uses (a v1 `pids` and a v1 `memory`, or one v2 group).
 const MAX_RUN_CGROUPS: usize = 2;

@@ -92,9 +92,7 @@ pub async fn build_images(
         let report = package.build(Profile::Score, &names, |_| {}).await?;
         match report.built.get(JUDGE) {
             Some(judge) => images.judge = judge.clone(),
-            None if report.timed_out => {
-                return Err(package.timed_out("the judge's build").into())
-            }
+            None if report.timed_out => return Err(package.timed_out("the judge's build").into()),
             None => bail!("the judge did not build:\n{}", why_not(&report, JUDGE)),
         }
         let mut unsettled = Vec::new();

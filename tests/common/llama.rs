@@ -138,7 +138,8 @@ impl LlamaServer {
     fn wait_healthy(&self) -> Result<(), String> {
         loop {
             if self.exited() {
-                let err = std::fs::read_to_string(self.log.with_extension("err")).unwrap_or_default();
+                let err =
+                    std::fs::read_to_string(self.log.with_extension("err")).unwrap_or_default();
                 let last = err.lines().rev().take(3).collect::<Vec<_>>().join(" | ");
                 return Err(format!("it exited: {last}"));
             }

@@ -10,6 +10,60 @@
 
 use super::Problem;
 
+use std::fmt;
+use std::str::FromStr;
+
+/// How a completion becomes a program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgramMode {
+    /// A base model's continuation of the prompt ([`completion_program`]).
+    Completion,
+    /// A chat reply holding the whole function, extracted from its fence
+    /// ([`chat_program`]).
+    Chat,
+}
+
+impl ProgramMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProgramMode::Completion => "completion",
+            ProgramMode::Chat => "chat",
+        }
+    }
+
+    /// The program of `text` (a completion, or the code extracted from a
+    /// chat reply) for `problem`.
+    pub fn program(self, problem: &Problem, text: &str) -> String {
+        match self {
+            ProgramMode::Completion => completion_program(problem, text),
+            ProgramMode::Chat => chat_program(problem, text),
+        }
+    }
+}
+
+impl fmt::Display for ProgramMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for ProgramMode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl FromStr for ProgramMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ProgramMode, String> {
+        match s {
+            "completion" => Ok(ProgramMode::Completion),
+            "chat" => Ok(ProgramMode::Chat),
+            _ => Err(format!("`{s}`: the mode is `completion` or `chat`")),
+        }
+    }
+}
+
 /// The completion up to the first occurrence of any stop token. An empty
 /// list cuts nothing; an empty token occurs at 0 and cuts everything (as
 /// Python's `str.find("")` does).

@@ -117,11 +117,21 @@ fn remove_created(created: &[PathBuf]) {
 /// left from a deleted database). Created here, so two runs cannot take
 /// the same one.
 pub fn new_batch_dir(out: &Path, batch: i64) -> std::io::Result<PathBuf> {
+    new_dir(out, "batch", batch)
+}
+
+/// A new folder for suite `suite` under `out`: `suite-N` (or `suite-N.2`,
+/// ...), as [`new_batch_dir`] makes a batch's.
+pub fn new_suite_dir(out: &Path, suite: i64) -> std::io::Result<PathBuf> {
+    new_dir(out, "suite", suite)
+}
+
+fn new_dir(out: &Path, kind: &str, id: i64) -> std::io::Result<PathBuf> {
     for k in 1u32.. {
         let name = if k == 1 {
-            format!("batch-{batch}")
+            format!("{kind}-{id}")
         } else {
-            format!("batch-{batch}.{k}")
+            format!("{kind}-{id}.{k}")
         };
         let dir = out.join(name);
         match std::fs::create_dir(&dir) {
@@ -130,7 +140,7 @@ pub fn new_batch_dir(out: &Path, batch: i64) -> std::io::Result<PathBuf> {
             Err(e) => return Err(e),
         }
     }
-    unreachable!("some batch-N.k is free")
+    unreachable!("some {kind}-N.k is free")
 }
 
 fn absolute(flag: &'static str, path: &Path) -> Result<PathBuf, PathError> {
@@ -213,8 +223,7 @@ fn make_writable_dir(
         }
     }
     for d in missing.into_iter().rev() {
-        std::fs::create_dir(&d)
-            .map_err(|e| bad(format!("cannot create {}: {e}", d.display())))?;
+        std::fs::create_dir(&d).map_err(|e| bad(format!("cannot create {}: {e}", d.display())))?;
         created.push(d);
     }
     probe_write(dir).map_err(|e| bad(format!("cannot write in it: {e}")))
@@ -285,7 +294,10 @@ mod tests {
         let e = o.prepare().unwrap_err();
         assert_eq!(e.flag, "--work-dir");
         assert!(e.why.contains("is not a folder"), "{e}");
-        assert!(!dir.path().join("new").exists(), "created folders are removed");
+        assert!(
+            !dir.path().join("new").exists(),
+            "created folders are removed"
+        );
         assert!(!o.db.exists());
     }
 

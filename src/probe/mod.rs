@@ -39,6 +39,7 @@
 //! what it is, so every probe run records it.
 
 mod fast;
+pub mod programs;
 mod serial;
 pub mod stream;
 mod toolchain;
@@ -422,42 +423,45 @@ impl ProbeStats {
 fn target_verdict(idx: usize, report: &BuildReport, target: &str) -> Probed {
     let diag = report.diagnostics.get(target).cloned().unwrap_or_default();
     let limit = report.limit_hits.get(target).copied();
-    let (verdict, diagnostics) = if let Some(hit) = limit.filter(|_| !report.built.contains_key(target)) {
-        let verdict = match hit {
-            LimitHit::Timeout => ProbeVerdict::CompileTimeout,
-            LimitHit::OutOfMemory => ProbeVerdict::CompileOutOfMemory,
+    let (verdict, diagnostics) =
+        if let Some(hit) = limit.filter(|_| !report.built.contains_key(target)) {
+            let verdict = match hit {
+                LimitHit::Timeout => ProbeVerdict::CompileTimeout,
+                LimitHit::OutOfMemory => ProbeVerdict::CompileOutOfMemory,
+            };
+            let mut text = diag.rendered;
+            text.push_str(&format!(
+                "assay: {verdict}: the compile of this candidate was stopped at its limit\n"
+            ));
+            (verdict, text)
+        } else if diag.ices > 0 {
+            (
+                ProbeVerdict::ProbeFailure(ProbeFailure::CompilerCrashed),
+                diag.rendered,
+            )
+        } else if report.built.contains_key(target) {
+            (ProbeVerdict::Compiled, diag.rendered)
+        } else if is_disk_full(&diag.rendered) {
+            (
+                ProbeVerdict::ProbeFailure(ProbeFailure::DiskFull),
+                diag.rendered,
+            )
+        } else if diag.errors > 0 {
+            let codes = diag.error_codes;
+            (ProbeVerdict::CompileError { codes }, diag.rendered)
+        } else if !report.dependency_errors.is_empty() {
+            (
+                ProbeVerdict::DependencyFailure,
+                report.dependency_errors.concat(),
+            )
+        } else {
+            let why = infrastructure_failure(report);
+            let mut text = tail(&report.stderr, 4000).to_owned();
+            if report.timed_out {
+                text.push_str("\nassay: the build was killed at its time limit\n");
+            }
+            (ProbeVerdict::ProbeFailure(why), text)
         };
-        let mut text = diag.rendered;
-        text.push_str(&format!("assay: {verdict}: the compile of this candidate was stopped at its limit\n"));
-        (verdict, text)
-    } else if diag.ices > 0 {
-        (
-            ProbeVerdict::ProbeFailure(ProbeFailure::CompilerCrashed),
-            diag.rendered,
-        )
-    } else if report.built.contains_key(target) {
-        (ProbeVerdict::Compiled, diag.rendered)
-    } else if is_disk_full(&diag.rendered) {
-        (
-            ProbeVerdict::ProbeFailure(ProbeFailure::DiskFull),
-            diag.rendered,
-        )
-    } else if diag.errors > 0 {
-        let codes = diag.error_codes;
-        (ProbeVerdict::CompileError { codes }, diag.rendered)
-    } else if !report.dependency_errors.is_empty() {
-        (
-            ProbeVerdict::DependencyFailure,
-            report.dependency_errors.concat(),
-        )
-    } else {
-        let why = infrastructure_failure(report);
-        let mut text = tail(&report.stderr, 4000).to_owned();
-        if report.timed_out {
-            text.push_str("\nassay: the build was killed at its time limit\n");
-        }
-        (ProbeVerdict::ProbeFailure(why), text)
-    };
     Probed {
         idx,
         verdict,
@@ -568,7 +572,9 @@ impl FromStr for ProbeVerdict {
                     .strip_prefix("forbidden(")
                     .and_then(|rest| rest.strip_suffix(')'))
                 {
-                    return Ok(ProbeVerdict::Forbidden(rule.parse().map_err(|_| unknown())?));
+                    return Ok(ProbeVerdict::Forbidden(
+                        rule.parse().map_err(|_| unknown())?,
+                    ));
                 }
                 if let Some(kind) = s
                     .strip_prefix("probe_failure(")

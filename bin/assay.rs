@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 
 use assay::draw::DrawOptions;
 use assay::interrupt::{Interrupt, Interrupted};
+use assay::outputs::Outputs;
 use assay::pipeline::{self, RunConfig};
 use assay::probe::stream::WavePolicy;
 use assay::probe::ProbeMode;
@@ -16,9 +17,10 @@ use assay::progress::Progress;
 use assay::replay::ReplayConfig;
 use assay::report::{self, CandidateLine, Summary};
 use assay::spec::Spec;
-use assay::outputs::Outputs;
 use assay::store::{BatchId, Store, StoreError};
 use assay::{sweep, views};
+
+mod suite_cmd;
 
 #[derive(Parser)]
 #[command(
@@ -92,6 +94,11 @@ enum Command {
     /// Probe a stored batch again in one or more modes; exit 1 when any
     /// verdict differs between modes, runs or from the stored one.
     Replay(ReplayArgs),
+    /// Problem sets in MultiPL-E's schema: run, show, compare, export.
+    Suite {
+        #[command(subcommand)]
+        command: suite_cmd::SuiteCommand,
+    },
 }
 
 #[derive(Args)]
@@ -216,7 +223,12 @@ struct RunArgs {
     #[command(flatten)]
     db: DbArg,
     /// Number of candidates (default: the spec's).
-    #[arg(short, env = "NEV_CANDIDATES", conflicts_with = "resume", allow_negative_numbers = true)]
+    #[arg(
+        short,
+        env = "NEV_CANDIDATES",
+        conflicts_with = "resume",
+        allow_negative_numbers = true
+    )]
     n: Option<usize>,
     /// Finish an interrupted or failed batch: what it stored is kept, only
     /// the rest is drawn, probed and scored.
@@ -285,6 +297,7 @@ fn is_bad_input(e: &anyhow::Error) -> bool {
                     StoreError::Open { .. }
                         | StoreError::Migrate { .. }
                         | StoreError::NoBatch { .. }
+                        | StoreError::NoSuite { .. }
                         | StoreError::TooNew { .. }
                         | StoreError::ReadOnly { .. }
                         | StoreError::NotResumable { .. }
@@ -292,6 +305,7 @@ fn is_bad_input(e: &anyhow::Error) -> bool {
                 )
             )
             || cause.is::<UsageError>()
+            || cause.is::<assay::suite::SuiteError>()
             || cause.is::<assay::outputs::PathError>()
             || cause.is::<assay::package::BuildTimedOut>()
             || cause.is::<assay::promote::PromoteError>()
@@ -341,6 +355,10 @@ fn main() -> ExitCode {
                 eprintln!("assay: {stopped}");
                 return ExitCode::from(130);
             }
+            if let Some(stopped) = e.downcast_ref::<assay::suite_run::SuiteInterrupted>() {
+                eprintln!("assay: {stopped}");
+                return ExitCode::from(130);
+            }
             eprintln!("error: {e:#}");
             if is_bad_input(&e) {
                 ExitCode::from(2)
@@ -355,6 +373,7 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
     match command {
         Command::Run(args) => run(args).await,
         Command::Replay(args) => replay(args).await,
+        Command::Suite { command } => suite_cmd::dispatch(command).await,
         Command::Batches { db, json } => {
             let store = open_existing(&db.db).await?;
             let batches = store.batches().await?;
@@ -436,8 +455,7 @@ fn confirm(question: &str) -> Result<bool> {
     use std::io::{BufRead, IsTerminal, Write};
     if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
         return Err(UsageError(
-            "promote: nothing written; pass --yes to write without a terminal to confirm on"
-                .into(),
+            "promote: nothing written; pass --yes to write without a terminal to confirm on".into(),
         )
         .into());
     }

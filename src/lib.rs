@@ -37,6 +37,8 @@ pub mod score;
 pub mod spec;
 pub mod store;
 pub mod suite;
+pub mod suite_report;
+pub mod suite_run;
 pub mod sweep;
 pub mod testpoint;
 pub mod views;

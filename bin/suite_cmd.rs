@@ -13,7 +13,7 @@ use assay::outputs::Outputs;
 use assay::progress::Progress;
 use assay::store::SuiteId;
 use assay::suite_report::SuiteCompare;
-use assay::suite_run::{SuiteConfig, SuiteInput, SuiteLimits};
+use assay::suite_run::{DrawSettings, ProblemSet, SuiteConfig, SuiteInput, SuiteLimits};
 use assay::views;
 
 use super::{checked, open_existing, open_store, write_svg, DbArg, UsageError};
@@ -87,8 +87,34 @@ pub struct RunArgs {
     problems: Option<PathBuf>,
     /// The completions: a JSONL of {"name", "completion"} rows, or
     /// MultiPL-E's output directory of .json / .json.gz files.
-    #[arg(long, required_unless_present = "resume", conflicts_with = "resume")]
+    #[arg(long, conflicts_with_all = ["resume", "pool"])]
     completions: Option<PathBuf>,
+    /// Draw the completions live from this pool (repeatable; NAME=SHARE
+    /// for a fixed share), as `run --pool` does; with --resume, the pools
+    /// that draw what a killed draw did not store.
+    #[arg(long = "pool", value_name = "NAME[=SHARE]")]
+    pool: Vec<assay::draw::PoolChoice>,
+    /// Completions to draw per problem (with --pool).
+    #[arg(short, allow_negative_numbers = true, conflicts_with = "resume")]
+    n: Option<usize>,
+    /// chat (the prompt wrapped in a request for the whole function in a
+    /// fence, the reply extracted) or completion (`/v1/completions` with the
+    /// prompt and its stop tokens, for base models, as MultiPL-E draws).
+    #[arg(long, default_value = "chat", conflicts_with = "resume")]
+    mode: assay::suite::ProgramMode,
+    /// The pools file (default: pools.toml beside the problems, else in the
+    /// working directory).
+    #[arg(long)]
+    pools: Option<PathBuf>,
+    /// fixed shares, or a race in which every pool keeps its slots full.
+    #[arg(long, value_name = "fixed|race")]
+    split: Option<assay::draw::SplitMode>,
+    /// Requests in flight per pool (overrides the pools file).
+    #[arg(long, env = "NEV_CONCURRENCY", allow_negative_numbers = true)]
+    max_in_flight: Option<usize>,
+    /// Token cap of every request (overrides the pools file).
+    #[arg(long, env = "MAX_COMPLETION_TOKENS", allow_negative_numbers = true)]
+    max_completion_tokens: Option<u64>,
     /// Finish an interrupted or failed suite: what it stored is kept, only
     /// the programs without an outcome are built and run.
     #[arg(
@@ -209,6 +235,20 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         assay::probe::check_build_timeout,
     )?;
     let outputs = Outputs::resolve(&args.db.db, args.out.as_deref(), args.work_dir.as_deref())?;
+    if args.resume.is_none() && args.completions.is_none() && args.pool.is_empty() {
+        return Err(UsageError(
+            "suite run: name the completions (--completions PATH) or the pools to draw \
+             them from (--pool NAME -n K)"
+                .into(),
+        )
+        .into());
+    }
+    if !args.pool.is_empty() && args.resume.is_none() && args.n.is_none() {
+        return Err(UsageError(
+            "suite run --pool: say how many completions per problem (-n K)".into(),
+        )
+        .into());
+    }
     // Read and checked whole before anything is written.
     let input = match (&args.problems, &args.completions) {
         (Some(problems), Some(completions)) => {
@@ -216,9 +256,41 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         }
         _ => None,
     };
-    outputs.prepare()?;
+    let set = match (&args.problems, &input) {
+        (Some(problems), None) => Some(ProblemSet::read(problems)?),
+        _ => None,
+    };
+    // A resume reads its mode and n from the suite; the store must exist.
     let store = match args.resume {
-        Some(_) => open_existing(&outputs.db).await?,
+        Some(_) => Some(open_existing(&outputs.db).await?),
+        None => None,
+    };
+    let draw = if args.pool.is_empty() {
+        None
+    } else {
+        let (n, mode, beside) = match (&store, args.resume) {
+            (Some(store), Some(suite)) => {
+                let row = store.suite(suite).await?;
+                let n = store
+                    .suite_problems(suite)
+                    .await?
+                    .iter()
+                    .map(|p| p.n)
+                    .max()
+                    .unwrap_or(1);
+                (n, row.mode, PathBuf::from(&row.problems_path))
+            }
+            _ => (
+                args.n.unwrap_or(1),
+                args.mode,
+                args.problems.clone().unwrap_or_default(),
+            ),
+        };
+        Some(draw_settings(&args, n, mode, &beside).await?)
+    };
+    outputs.prepare()?;
+    let store = match store {
+        Some(store) => store,
         None => open_store(&outputs.db).await?,
     };
     store.check_writable().await?;
@@ -238,14 +310,18 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         Progress::stderr()
     };
     let interrupt = Interrupt::on_signals().context("cannot listen for Ctrl-C")?;
-    let suite = match (args.resume, &input) {
-        (Some(suite), _) => {
-            assay::suite_run::resume(&cfg, &store, &progress, &interrupt, suite).await?
+    let suite = match (args.resume, &input, &set, &draw) {
+        (Some(suite), _, _, _) => {
+            assay::suite_run::resume(&cfg, &store, &progress, &interrupt, suite, draw.as_ref())
+                .await?
         }
-        (None, Some(input)) => {
+        (None, Some(input), _, _) => {
             assay::suite_run::run(&cfg, input, &store, &progress, &interrupt).await?
         }
-        (None, None) => unreachable!("clap requires problems and completions without --resume"),
+        (None, None, Some(set), Some(draw)) => {
+            assay::suite_run::run_draw(&cfg, set, draw, &store, &progress, &interrupt).await?
+        }
+        _ => unreachable!("checked above: completions, or pools with a problem set"),
     };
     let summary = views::suite_summary(&store, suite).await?;
     if args.json {
@@ -255,4 +331,64 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     }
     store.close().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The live draw's plan from the flags: the pools file (given, or beside
+/// the problems, or in the working directory), the pools, the split, the
+/// overrides; every pool's server must accept a connection before anything
+/// is written.
+async fn draw_settings(
+    args: &RunArgs,
+    n: usize,
+    mode: assay::suite::ProgramMode,
+    problems: &std::path::Path,
+) -> Result<DrawSettings> {
+    assay::spec::check_candidates(n).map_err(|e| UsageError(format!("-n: {e}")))?;
+    if args
+        .max_in_flight
+        .is_some_and(|k| k == 0 || k > assay::draw::pools::MAX_IN_FLIGHT)
+    {
+        return Err(UsageError(format!(
+            "--max-in-flight (NEV_CONCURRENCY): must be between 1 and {}",
+            assay::draw::pools::MAX_IN_FLIGHT
+        ))
+        .into());
+    }
+    if args.max_completion_tokens == Some(0) {
+        return Err(UsageError(
+            "--max-completion-tokens (MAX_COMPLETION_TOKENS): must be at least 1".into(),
+        )
+        .into());
+    }
+    let beside = problems.parent().unwrap_or(std::path::Path::new("."));
+    let pools_file = match args
+        .pools
+        .clone()
+        .or_else(|| assay::draw::pools::PoolsFile::default_path(beside))
+    {
+        Some(path) => path,
+        None => {
+            return Err(assay::draw::DrawError::NoPoolsFile {
+                pool: args.pool[0].name.clone(),
+            }
+            .into())
+        }
+    };
+    let opts = assay::draw::DrawOptions {
+        pools_file: Some(pools_file.clone()),
+        pools: args.pool.clone(),
+        split: args.split,
+        max_in_flight: args.max_in_flight,
+        max_completion_tokens: args.max_completion_tokens,
+        default_key: std::env::var("NEV_MODEL_API_KEY")
+            .ok()
+            .filter(|k| !k.is_empty())
+            .map(secrecy::SecretString::from),
+    };
+    let (plan, warnings) = assay::draw::Plan::for_suite(&pools_file, &args.pool, &opts)?;
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    plan.check_reachable().await?;
+    Ok(DrawSettings { plan, n, mode })
 }

@@ -55,8 +55,10 @@ CREATE TABLE suite_outcomes (
     idx             INTEGER NOT NULL,
     -- The probe's verdict (`compiled`, `compile_error(E0308)`,
     -- `forbidden(unsafe_code)`, `compile_timeout`, ...) and, when the
-    -- program did not build, the file holding rustc's words.
-    probe           TEXT NOT NULL,
+    -- program did not build, the file holding rustc's words. NULL when the
+    -- completion gave no program (a failed request, a chat reply without
+    -- code): nothing was built, and its status is `SyntaxError`.
+    probe           TEXT,
     error_file      TEXT,
     -- `compile_error`, `compile_timeout` or `ran`; for `ran`, how the whole
     -- `main` ended and how each case ended alone (`passed`, `exited_early`,

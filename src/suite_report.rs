@@ -509,7 +509,7 @@ pub fn export_rows(
                     completion_tokens: c.drawn.reply.completion_tokens,
                     ttft_ms: c.drawn.reply.ttft_ms,
                     dup_of: c.dup_of,
-                    probe: o.map(|o| o.probe.to_string()),
+                    probe: o.and_then(|o| o.probe.as_ref().map(ToString::to_string)),
                     status: o.map(|o| o.outcome.status().to_string()),
                     multiple_status: o.map(|o| o.outcome.multiple_status().to_string()),
                     whole: ran.map(|(w, _)| w.to_string()),

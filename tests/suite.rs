@@ -18,6 +18,8 @@
 mod multiple_ref;
 
 mod common;
+#[path = "common/llama.rs"]
+mod llama;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -574,4 +576,135 @@ fn bad_suite_input_is_one_line_exit_2_and_nothing_stored() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no suite 7"));
     let out = s.assay(&["suite", "compare", "1", "2"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+// ---------------------------------------------------------------------------
+// A live draw from a real llama.cpp server (tests/common/llama.rs): a GBNF
+// grammar in the pool's `extra_body` forces the tiny model to write the text
+// the test chooses, so both modes see real engine replies.
+
+/// Two problems one text answers differently: `x + 1` is `inc` and not
+/// `dec`.
+const LIVE_PROBLEMS: &str = concat!(
+    r#"{"name": "live_inc", "language": "rs", "prompt": "/// Adds one.\nfn inc(x: i32) -> i32 {\n", "tests": "}\n\nfn main() {\n    let candidate = inc;\n    assert_eq!(candidate(1), 2);\n    assert_eq!(candidate(-1), 0);\n}\n", "stop_tokens": ["\n}"]}"#,
+    "\n",
+    r#"{"name": "live_dec", "language": "rs", "prompt": "/// Subtracts one.\nfn dec(x: i32) -> i32 {\n", "tests": "}\n\nfn main() {\n    let candidate = dec;\n    assert_eq!(candidate(1), 0);\n}\n", "stop_tokens": ["\n}"]}"#,
+    "\n",
+);
+
+fn live_pool(url: &str, text: &str) -> String {
+    let grammar = format!("root ::= {}", serde_json::to_string(text).unwrap());
+    format!(
+        "[pools.tiny]\nbase_url = \"{url}/v1\"\nmodel = \"tiny\"\nmax_in_flight = 2\n\
+         sampling = {{ temperature = 0.8, seed = 7 }}\nextra_body = {{ grammar = {} }}\n",
+        serde_json::to_string(&grammar).unwrap()
+    )
+}
+
+#[test]
+fn a_live_draw_in_completion_and_chat_mode() {
+    let server = llama::shared();
+    let s = Scratch::new();
+    let problems = s.path().join("problems.jsonl");
+    std::fs::write(&problems, LIVE_PROBLEMS).unwrap();
+    let completion_pools = s.path().join("completion.toml");
+    std::fs::write(
+        &completion_pools,
+        live_pool(&server.url(), "    x + 1\n}\n"),
+    )
+    .unwrap();
+    let chat_pools = s.path().join("chat.toml");
+    std::fs::write(
+        &chat_pools,
+        live_pool(
+            &server.url(),
+            "```rust\nfn inc(x: i32) -> i32 {\n    x + 1\n}\n```\n",
+        ),
+    )
+    .unwrap();
+    let draw = |mode: &str, pools: &Path| {
+        s.json(&[
+            "suite",
+            "run",
+            &arg(problems.clone()),
+            "--pool",
+            "tiny",
+            "-n",
+            "2",
+            "--mode",
+            mode,
+            "--pools",
+            &arg(pools.to_path_buf()),
+            "--json",
+        ])
+    };
+    let statuses = |run: &Value| -> Vec<Vec<String>> {
+        run["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                p["statuses"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|s| s.as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .collect()
+    };
+
+    // Completion mode: `/v1/completions` with the stop tokens; the same
+    // text twice is one program per problem.
+    let completion = draw("completion", &completion_pools);
+    assert_eq!(completion["status"], "finished", "{completion}");
+    assert_eq!(
+        (completion["origin"].as_str(), completion["source"].as_str()),
+        (Some("pool"), Some("tiny"))
+    );
+    assert_eq!(
+        (
+            completion["completions"].as_u64(),
+            completion["programs"].as_u64()
+        ),
+        (Some(4), Some(2))
+    );
+    assert_eq!(
+        statuses(&completion),
+        [["OK", "OK"], ["Exception", "Exception"]]
+    );
+    let exported = s.json(&["suite", "export", "1", "--format", "json"]);
+    let first = &exported["completions"][0];
+    assert!(
+        first["completion_text"]
+            .as_str()
+            .unwrap()
+            .starts_with("    x + 1"),
+        "{first}"
+    );
+
+    // Chat mode: the reply's fence is the program's function; `dec`'s tests
+    // call a function the reply does not define.
+    let chat = draw("chat", &chat_pools);
+    assert_eq!(
+        statuses(&chat),
+        [["OK", "OK"], ["SyntaxError", "SyntaxError"]]
+    );
+    let tokens = chat["draw"]["output_tokens"].as_u64();
+    assert!(
+        tokens.is_some_and(|t| t > 0),
+        "tokens from the server's usage: {chat}"
+    );
+    assert!(
+        chat["draw"]["completions_per_s"].as_f64().is_some(),
+        "{chat}"
+    );
+    assert_eq!(chat["draw"]["solved_problems"], 1);
+
+    let compared = s.json(&["suite", "compare", "1", "2", "--json"]);
+    assert_eq!(
+        compared["comparison"]["difference"]["diff"].as_f64(),
+        Some(0.0)
+    );
+    assert!(compared["b"]["draw"]["mean_ttft_ms"].as_f64().is_some());
 }

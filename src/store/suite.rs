@@ -114,7 +114,9 @@ pub struct SuiteCompletionRow {
 /// What a program came to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SuiteOutcomeRow {
-    pub probe: ProbeVerdict,
+    /// `None` when nothing was built: the completion gave no program (a
+    /// failed request, a chat reply without code).
+    pub probe: Option<ProbeVerdict>,
     pub error_file: Option<String>,
     pub outcome: CompletionOutcome,
     pub run_wall: Duration,
@@ -324,7 +326,7 @@ impl Store {
             )
             .bind(batch)
             .bind(*idx as i64)
-            .bind(row.probe.to_string())
+            .bind(row.probe.as_ref().map(ToString::to_string))
             .bind(row.error_file.as_deref())
             .bind(row.outcome.kind())
             .bind(whole.as_deref())
@@ -646,9 +648,12 @@ impl Store {
             Some(kind) => {
                 let whole: Option<String> = r.get("whole");
                 let cases: Option<String> = r.get("cases");
-                let probe: String = r.get("probe");
+                let probe: Option<String> = r.get("probe");
                 Some(SuiteOutcomeRow {
-                    probe: self.parse(batch, idx, "probe verdict", &probe)?,
+                    probe: match probe {
+                        Some(p) => Some(self.parse(batch, idx, "probe verdict", &p)?),
+                        None => None,
+                    },
                     error_file: r.get("error_file"),
                     outcome: CompletionOutcome::from_stored(
                         &kind,

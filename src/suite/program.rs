@@ -64,6 +64,30 @@ impl FromStr for ProgramMode {
     }
 }
 
+/// Chat mode's prompt: the problem's prompt wrapped in a request for the
+/// whole function in one Rust fence, which extraction then takes as it
+/// takes any reply.
+pub fn chat_prompt(problem: &Problem) -> String {
+    format!(
+        "Complete the following Rust function. Reply with the whole function \
+         (its signature, its body and any helper it needs) in one ```rust code block, \
+         and nothing else.\n\n```rust\n{}\n```\n",
+        problem.prompt.trim_end()
+    )
+}
+
+/// The entry's name: the last `fn NAME` of the prompt (the prompt ends with
+/// the entry's signature, its body open). `None` when there is none.
+pub fn entry_name(problem: &Problem) -> Option<String> {
+    let at = problem.prompt.rfind("fn ")?;
+    let name: String = problem.prompt[at + 3..]
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    (!name.is_empty()).then_some(name)
+}
+
 /// The completion up to the first occurrence of any stop token. An empty
 /// list cuts nothing; an empty token occurs at 0 and cuts everything (as
 /// Python's `str.find("")` does).
@@ -167,6 +191,20 @@ mod tests {
         assert!(
             completion_program(&p, "    x * 2\n}\nfn unused() {}").contains("fn unused() {}\n}\n")
         );
+    }
+
+    #[test]
+    fn chat_prompts_ask_for_the_whole_entry() {
+        let p = problem(&["\n}"]);
+        assert_eq!(entry_name(&p).as_deref(), Some("double"));
+        let text = chat_prompt(&p);
+        assert!(
+            text.contains("```rust\n/// Doubles.\nfn double(x: i32) -> i32 {\n```"),
+            "{text}"
+        );
+        let mut q = p.clone();
+        q.prompt = "/// no function here\n".into();
+        assert_eq!(entry_name(&q), None);
     }
 
     #[test]

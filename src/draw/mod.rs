@@ -440,10 +440,10 @@ impl Plan {
                 Some(var) => match std::env::var_os(var) {
                     Some(k) if !k.is_empty() => match k.into_string() {
                         Ok(k) => Some(SecretString::from(k)),
-                        Err(_) => return Err(missing_key(&file, c, var, "is not UTF-8")),
+                        Err(_) => return Err(missing_key(file, c, var, "is not UTF-8")),
                     },
-                    Some(_) => return Err(missing_key(&file, c, var, "is set but empty")),
-                    None => return Err(missing_key(&file, c, var, "is not set")),
+                    Some(_) => return Err(missing_key(file, c, var, "is set but empty")),
+                    None => return Err(missing_key(file, c, var, "is not set")),
                 },
                 None => opts.default_key.clone(),
             };

@@ -1,14 +1,15 @@
 //! Suite benchmark: a generated MultiPL-E-style Rust suite run by the
 //! reference method (one `rustc` per program, one worker per CPU, as every
-//! MultiPL-E-derived harness does) and by the floor (one `rustc` over every
+//! MultiPL-E-derived harness does), by the floor (one `rustc` over every
 //! program that compiles, each a module of one crate, then each program's
-//! `main` once in its own process, one worker per CPU), side by side in one
-//! run. Both must give the same MultiPL-E status for every completion.
+//! `main` once in its own process, one worker per CPU) and by assay itself
+//! (`assay suite run --completions`, the real binary with its sandbox: one
+//! image per program built in waves of 100 targets, the whole `main` and
+//! every case each run in a sandboxed process of its own), side by side in
+//! one run. All three must give the same MultiPL-E status for every
+//! completion.
 //!
-//! `cargo bench --bench suite -- [--sizes 300,1000] [--seed 1]`
-//!
-//! The slot for assay's own figure (`assay_measurement`) is empty until the
-//! suite runner is wired into the pipeline (issue 14, after issue 13).
+//! `cargo bench --bench suite -- [--sizes 300,1000] [--seed 1] [--no-assay]`
 
 #[path = "multiple_ref.rs"]
 mod multiple_ref;
@@ -36,9 +37,10 @@ fn main() {
         })
         .unwrap_or_else(|| vec![300, 1000]);
     let seed: u64 = flag("--seed").map_or(1, |s| s.parse().expect("--seed: a number"));
+    let with_assay = !args.iter().any(|a| a == "--no-assay");
     println!("suite bench: {} CPUs, seed {seed}", cpus());
     println!(
-        "{:>6} {:>7} {:>7} {:>7} | {:>9} | {:>13} {:>9} {:>9} {:>10} | {:>9}",
+        "{:>6} {:>7} {:>7} {:>7} | {:>9} | {:>13} {:>9} {:>9} {:>10} | {:>9} {:>11} {:>9}",
         "N",
         "OK",
         "Syntax",
@@ -48,21 +50,23 @@ fn main() {
         "run",
         "total",
         "floor/ref",
-        "assay"
+        "assay",
+        "assay/floor",
+        "assay/ref"
     );
     let mut all_agree = true;
     for n in sizes {
         let suite = generate(n, seed);
-        all_agree &= measure(&suite);
+        all_agree &= measure(&suite, with_assay);
     }
     if !all_agree {
-        eprintln!("the floor and the reference method disagree on some completion");
+        eprintln!("the floor, assay and the reference method disagree on some completion");
         std::process::exit(1);
     }
 }
 
-/// Runs one generated suite both ways and prints its row.
-fn measure(suite: &[Generated]) -> bool {
+/// Runs one generated suite every way and prints its row.
+fn measure(suite: &[Generated], with_assay: bool) -> bool {
     let programs: Vec<String> = suite
         .iter()
         .map(|g| completion_program(&g.problem, &g.completion))
@@ -70,10 +74,17 @@ fn measure(suite: &[Generated]) -> bool {
     let scratch = tempfile::tempdir().expect("scratch");
 
     let started = Instant::now();
+    let cpu = children_cpu();
     let reference = multiple_ref::evaluate_all(&programs, scratch.path());
     let reference_wall = started.elapsed();
+    let reference_cpu = children_cpu() - cpu;
 
+    let cpu = children_cpu();
     let floor = floor(&programs, &reference, scratch.path());
+    let floor_cpu = children_cpu() - cpu;
+    let cpu = children_cpu();
+    let assay = with_assay.then(|| assay_measurement(suite, scratch.path()));
+    let assay_cpu = children_cpu() - cpu;
 
     let count = |s: Status| reference.iter().filter(|r| **r == s).count();
     let disagree: Vec<usize> = (0..programs.len())
@@ -97,8 +108,16 @@ fn measure(suite: &[Generated]) -> bool {
         fns.iter().min().unwrap_or(&0),
         fns.iter().max().unwrap_or(&0)
     );
+    let (assay_col, over_floor, over_ref) = match &assay {
+        Some(a) => (
+            format!("{:.1}s", secs(a.wall)),
+            format!("{:.2}", secs(a.wall) / secs(total)),
+            format!("{:.2}", secs(a.wall) / secs(reference_wall)),
+        ),
+        None => ("-".into(), "-".into(), "-".into()),
+    };
     println!(
-        "{:>6} {:>7} {:>7} {:>7} | {:>8.1}s | {:>12.1}s {:>8.1}s {:>8.1}s {:>10.2} | {:>9}",
+        "{:>6} {:>7} {:>7} {:>7} | {:>8.1}s | {:>12.1}s {:>8.1}s {:>8.1}s {:>10.2} | {:>9} {:>11} {:>9}",
         programs.len(),
         count(Status::Ok),
         count(Status::SyntaxError),
@@ -108,8 +127,45 @@ fn measure(suite: &[Generated]) -> bool {
         secs(floor.run),
         secs(total),
         secs(total) / secs(reference_wall),
-        assay_measurement(&programs).map_or("(slot)".to_owned(), |d| format!("{:.1}s", secs(d))),
+        assay_col,
+        over_floor,
+        over_ref,
     );
+    // CPU-s of every process each method started (reaped children of this
+    // process and theirs): less moved by the machine's other load than
+    // wall time, which rewards whichever method runs more processes at once.
+    println!(
+        "       CPU-s: reference {:.1}, floor {:.1}{}",
+        secs(reference_cpu),
+        secs(floor_cpu),
+        match &assay {
+            Some(_) => format!(
+                ", assay {:.1} (assay/floor {:.2}, assay/reference {:.2})",
+                secs(assay_cpu),
+                secs(assay_cpu) / secs(floor_cpu),
+                secs(assay_cpu) / secs(reference_cpu)
+            ),
+            None => String::new(),
+        }
+    );
+    let mut assay_disagree = Vec::new();
+    if let Some(a) = &assay {
+        assay_disagree = (0..programs.len())
+            .filter(|&i| a.multiple_statuses[i] != reference[i])
+            .collect();
+        println!(
+            "       assay: MultiPL-E's reading = reference for {}/{}; phases: {}",
+            programs.len() - assay_disagree.len(),
+            programs.len(),
+            a.phases
+        );
+        for &i in assay_disagree.iter().take(5) {
+            println!(
+                "       differs: #{i} reference {} assay {}",
+                reference[i], a.multiple_statuses[i]
+            );
+        }
+    }
     println!(
         "       statuses: floor = reference for {}/{}; generator's intent = reference for {}/{}",
         programs.len() - disagree.len(),
@@ -123,15 +179,91 @@ fn measure(suite: &[Generated]) -> bool {
             reference[i], floor.statuses[i]
         );
     }
-    disagree.is_empty()
+    disagree.is_empty() && assay_disagree.is_empty()
 }
 
-/// SLOT: assay's own wall for the same programs (probe + score of the
-/// suite as one wide scheme, sandbox on), to be wired when the suite
-/// runner is integrated with the scorer of issue 13. Until then there is
-/// no figure, and the table says `(slot)`.
-fn assay_measurement(_programs: &[String]) -> Option<Duration> {
-    None
+/// assay's own run of the suite.
+struct Assay {
+    wall: Duration,
+    /// MultiPL-E's reading of assay's runs, per completion.
+    multiple_statuses: Vec<Status>,
+    /// The suite's phase figures, as `suite show` prints them.
+    phases: String,
+}
+
+/// `assay suite run PROBLEMS --completions COMPLETIONS --json`, the real
+/// binary with its sandbox, in a fresh database, output folder and work
+/// directory; the wall is the whole command's, start-up included.
+fn assay_measurement(suite: &[Generated], scratch: &Path) -> Assay {
+    let dir = tempfile::tempdir_in(scratch).expect("assay dir");
+    let mut problems = String::new();
+    let mut completions = String::new();
+    for g in suite {
+        let p = &g.problem;
+        let line = serde_json::json!({
+            "name": p.name, "language": "rs", "prompt": p.prompt, "tests": p.tests,
+            "stop_tokens": p.stop_tokens,
+        });
+        writeln!(problems, "{line}").unwrap();
+        let line = serde_json::json!({"name": p.name, "completion": g.completion});
+        writeln!(completions, "{line}").unwrap();
+    }
+    let (problems_path, completions_path) = (
+        dir.path().join("problems.jsonl"),
+        dir.path().join("completions.jsonl"),
+    );
+    std::fs::write(&problems_path, problems).expect("write problems");
+    std::fs::write(&completions_path, completions).expect("write completions");
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_assay"))
+        .arg("suite")
+        .arg("run")
+        .arg(&problems_path)
+        .arg("--completions")
+        .arg(&completions_path)
+        .arg("--json")
+        .arg("--db")
+        .arg(dir.path().join("assay.db"))
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .arg("--work-dir")
+        .arg(dir.path().join("work"))
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("assay starts");
+    let wall = started.elapsed();
+    assert!(
+        out.status.success(),
+        "assay suite run failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let multiple_statuses = report["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .flat_map(|p| p["multiple_statuses"].as_array().expect("statuses").clone())
+        .map(|s| s.as_str().expect("a status").parse().expect("a status"))
+        .collect();
+    let phases = report["phases"]
+        .as_array()
+        .expect("phases")
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {:.1}s/{:.1} CPU-s",
+                f["phase"].as_str().unwrap_or("?"),
+                f["wall_s"].as_f64().unwrap_or(0.0),
+                f["cpu_s"].as_f64().unwrap_or(0.0)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    Assay {
+        wall,
+        multiple_statuses,
+        phases,
+    }
 }
 
 struct Floor {
@@ -202,6 +334,16 @@ fn floor(programs: &[String], reference: &[Status], scratch: &Path) -> Floor {
         run,
         statuses,
     }
+}
+
+/// User + system CPU time of this process's reaped children (and the
+/// children they reaped), from `getrusage(RUSAGE_CHILDREN)`.
+fn children_cpu() -> Duration {
+    // SAFETY: getrusage fills a plain struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 fn secs(d: Duration) -> f64 {

@@ -20,6 +20,8 @@ use assay::spec::Spec;
 use assay::store::{BatchId, Store, StoreError};
 use assay::{sweep, views};
 
+mod suite_cmd;
+
 #[derive(Parser)]
 #[command(
     name = "assay",
@@ -92,6 +94,11 @@ enum Command {
     /// Probe a stored batch again in one or more modes; exit 1 when any
     /// verdict differs between modes, runs or from the stored one.
     Replay(ReplayArgs),
+    /// Problem sets in MultiPL-E's schema: run, show, compare, export.
+    Suite {
+        #[command(subcommand)]
+        command: suite_cmd::SuiteCommand,
+    },
     /// Write a new task, or check one (docs/tasks.md).
     #[command(subcommand)]
     Task(TaskCommand),
@@ -330,6 +337,7 @@ fn is_bad_input(e: &anyhow::Error) -> bool {
                     StoreError::Open { .. }
                         | StoreError::Migrate { .. }
                         | StoreError::NoBatch { .. }
+                        | StoreError::NoSuite { .. }
                         | StoreError::TooNew { .. }
                         | StoreError::ReadOnly { .. }
                         | StoreError::NotResumable { .. }
@@ -337,6 +345,7 @@ fn is_bad_input(e: &anyhow::Error) -> bool {
                 )
             )
             || cause.is::<UsageError>()
+            || cause.is::<assay::suite::SuiteError>()
             || cause.is::<assay::outputs::PathError>()
             || cause.is::<assay::package::BuildTimedOut>()
             || cause.is::<assay::promote::PromoteError>()
@@ -394,6 +403,10 @@ fn main() -> ExitCode {
                 eprintln!("assay: {stopped}");
                 return ExitCode::from(130);
             }
+            if let Some(stopped) = e.downcast_ref::<assay::suite_run::SuiteInterrupted>() {
+                eprintln!("assay: {stopped}");
+                return ExitCode::from(130);
+            }
             eprintln!("error: {e:#}");
             if is_bad_input(&e) {
                 ExitCode::from(2)
@@ -408,6 +421,7 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
     match command {
         Command::Run(args) => run(args).await,
         Command::Replay(args) => replay(args).await,
+        Command::Suite { command } => suite_cmd::dispatch(command).await,
         Command::Batches { db, json } => {
             let store = open_existing(&db.db).await?;
             let batches = store.batches().await?;

@@ -36,6 +36,8 @@ pub mod score;
 pub mod spec;
 pub mod store;
 pub mod suite;
+pub mod suite_report;
+pub mod suite_run;
 pub mod sweep;
 pub mod task;
 pub mod testpoint;

@@ -128,11 +128,21 @@ fn remove_created(created: &[PathBuf]) {
 /// left from a deleted database). Created here, so two runs cannot take
 /// the same one.
 pub fn new_batch_dir(out: &Path, batch: i64) -> std::io::Result<PathBuf> {
+    new_dir(out, "batch", batch)
+}
+
+/// A new folder for suite `suite` under `out`: `suite-N` (or `suite-N.2`,
+/// ...), as [`new_batch_dir`] makes a batch's.
+pub fn new_suite_dir(out: &Path, suite: i64) -> std::io::Result<PathBuf> {
+    new_dir(out, "suite", suite)
+}
+
+fn new_dir(out: &Path, kind: &str, id: i64) -> std::io::Result<PathBuf> {
     for k in 1u32.. {
         let name = if k == 1 {
-            format!("batch-{batch}")
+            format!("{kind}-{id}")
         } else {
-            format!("batch-{batch}.{k}")
+            format!("{kind}-{id}.{k}")
         };
         let dir = out.join(name);
         match std::fs::create_dir(&dir) {
@@ -141,7 +151,7 @@ pub fn new_batch_dir(out: &Path, batch: i64) -> std::io::Result<PathBuf> {
             Err(e) => return Err(e),
         }
     }
-    unreachable!("some batch-N.k is free")
+    unreachable!("some {kind}-N.k is free")
 }
 
 fn absolute(flag: &'static str, path: &Path) -> Result<PathBuf, PathError> {

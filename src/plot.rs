@@ -129,6 +129,111 @@ pub fn ladder_svg(
     Ok(svg)
 }
 
+/// The suite comparison chart: each problem's pass@k in run A against run
+/// B (left; above the diagonal B did better), and the per-problem
+/// differences B - A, largest first, with the suite's mean difference and
+/// its 95% interval (right). `problems` is (name, A, B), any order.
+pub fn suite_compare_svg(
+    a: &str,
+    b: &str,
+    k: usize,
+    problems: &[(String, f64, f64)],
+    diff: (f64, f64, f64),
+) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (left, right) = root.split_horizontally(WIDTH / 2);
+        let mut chart = ChartBuilder::on(&left)
+            .caption(format!("pass@{k} per problem"), (FONT, 20))
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(60)
+            .build_cartesian_2d(-0.02f64..1.02, -0.02f64..1.02)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc(a)
+            .y_desc(b)
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 15))
+            .draw()
+            .map_err(err)?;
+        chart
+            .draw_series(LineSeries::new([(0.0, 0.0), (1.0, 1.0)], BLACK.mix(0.4)))
+            .map_err(err)?;
+        let c = color(0);
+        chart
+            .draw_series(
+                problems
+                    .iter()
+                    .map(|(_, x, y)| Circle::new((*x, *y), 4, c.mix(0.6).filled())),
+            )
+            .map_err(err)?
+            .label(format!("{} problems", problems.len()))
+            .legend(move |(x, y)| Circle::new((x + 7, y), 4, c.filled()));
+        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+
+        let mut diffs: Vec<f64> = problems.iter().map(|(_, x, y)| y - x).collect();
+        diffs.sort_by(|p, q| q.total_cmp(p));
+        let n = diffs.len().max(1) as f64;
+        let mut chart = ChartBuilder::on(&right)
+            .caption(format!("{b} - {a}, per problem"), (FONT, 20))
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..n, -1.05f64..1.05)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_desc("problems, largest difference first")
+            .y_desc(format!("difference in pass@{k}"))
+            .x_label_formatter(&|_| String::new())
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 15))
+            .draw()
+            .map_err(err)?;
+        let (mean, low, high) = diff;
+        let band = color(4);
+        chart
+            .draw_series([Rectangle::new(
+                [(0.0, low), (n, high)],
+                band.mix(0.25).filled(),
+            )])
+            .map_err(err)?
+            .label(format!("95% interval [{low:+.3}, {high:+.3}]"))
+            .legend(move |(x, y)| {
+                Rectangle::new([(x, y - 5), (x + 14, y + 5)], band.mix(0.5).filled())
+            });
+        let c = color(1);
+        chart
+            .draw_series(
+                diffs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, d)| **d != 0.0)
+                    .map(|(i, d)| {
+                        let x0 = i as f64 + 0.1;
+                        Rectangle::new([(x0, 0.0), (x0 + 0.8, *d)], c.filled())
+                    }),
+            )
+            .map_err(err)?;
+        chart
+            .draw_series(LineSeries::new(
+                [(0.0, mean), (n, mean)],
+                BLACK.stroke_width(2),
+            ))
+            .map_err(err)?
+            .label(format!("mean difference {mean:+.3}"))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(2)));
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
 fn err<E: std::fmt::Display>(e: E) -> anyhow::Error {
     anyhow!("cannot draw the chart: {e}")
 }
@@ -404,6 +509,25 @@ mod tests {
             "batch 2 (slow) (no latency recorded)",
             "90-99",
             "\n100\n",
+        ] {
+            assert!(svg.contains(text), "{text} missing");
+        }
+    }
+
+    #[test]
+    fn suite_chart_names_both_runs_and_the_interval() {
+        let rows = vec![
+            ("a".to_owned(), 1.0, 0.5),
+            ("b".to_owned(), 0.0, 1.0),
+            ("c".to_owned(), 0.5, 0.5),
+        ];
+        let svg = suite_compare_svg("suite 1", "suite 2", 1, &rows, (0.167, -0.5, 0.833)).unwrap();
+        for text in [
+            "pass@1 per problem",
+            "suite 2 - suite 1, per problem",
+            "3 problems",
+            "95% interval [-0.500, +0.833]",
+            "mean difference +0.167",
         ] {
             assert!(svg.contains(text), "{text} missing");
         }

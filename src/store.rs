@@ -19,6 +19,13 @@ use crate::owner::Owner;
 use crate::probe::Probed;
 use crate::score::Scored;
 
+mod suite;
+
+pub use suite::{
+    NewCompletion, NewProblem, NewSuite, SuiteCompletionRow, SuiteId, SuiteOrigin, SuiteOutcomeRow,
+    SuiteProblemRow, SuiteRow,
+};
+
 pub type BatchId = i64;
 
 #[derive(Debug, Clone)]
@@ -40,6 +47,8 @@ pub enum StoreError {
     Sql { path: PathBuf, source: sqlx::Error },
     #[error("{path}: no batch {id}")]
     NoBatch { path: PathBuf, id: BatchId },
+    #[error("{path}: no suite {id} (`assay suite list` names them)")]
+    NoSuite { path: PathBuf, id: i64 },
     #[error("{path}: the database has schema version {found}, newer than this assay knows ({known}); use a newer assay")]
     TooNew {
         path: PathBuf,
@@ -764,10 +773,13 @@ impl Store {
     }
 
     pub async fn batches(&self) -> Result<Vec<BatchRow>, StoreError> {
-        let rows = sqlx::query(&format!("{BATCH_SELECT} ORDER BY id"))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(self.sql())?;
+        // A suite's problems are batches too, listed by `assay suite`.
+        let rows = sqlx::query(&format!(
+            "{BATCH_SELECT} WHERE id NOT IN (SELECT batch_id FROM suite_problems) ORDER BY id"
+        ))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.sql())?;
         rows.iter().map(|r| self.batch_row(r)).collect()
     }
 
@@ -1596,6 +1608,12 @@ impl FromStr for BatchStatus {
             "failed" => BatchStatus::Failed,
             _ => return Err(()),
         })
+    }
+}
+
+impl serde::Serialize for BatchStatus {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 

@@ -119,3 +119,41 @@ pub async fn ladder(
     }
     Ok(Ladder::new(task, pool, figures))
 }
+
+/// A stored suite as `suite run` and `suite show` print it.
+pub async fn suite_summary(
+    store: &Store,
+    suite: crate::store::SuiteId,
+) -> Result<crate::suite_report::SuiteSummary> {
+    let row = store.suite(suite).await?;
+    let problems = store.suite_problems(suite).await?;
+    let completions = store.suite_completions(suite).await?;
+    let phases = store.suite_phases(suite).await?;
+    Ok(crate::suite_report::SuiteSummary::new(
+        &row,
+        &problems,
+        &completions,
+        phases,
+    ))
+}
+
+/// A stored suite in one of the export formats.
+pub async fn suite_export(
+    store: &Store,
+    suite: crate::store::SuiteId,
+    format: Format,
+) -> Result<String> {
+    let problems = store.suite_problems(suite).await?;
+    let completions = store.suite_completions(suite).await?;
+    let rows = crate::suite_report::export_rows(&problems, &completions);
+    match format {
+        Format::Csv => crate::suite_report::export_csv(&rows),
+        Format::Json => {
+            let export = crate::suite_report::SuiteExport {
+                summary: suite_summary(store, suite).await?,
+                completions: rows,
+            };
+            Ok(serde_json::to_string_pretty(&export)?)
+        }
+    }
+}

@@ -5,11 +5,21 @@
 //! programs of the case split, built and run case by case, give the same
 //! statuses except where assay is stricter on purpose (an early exit).
 //!
+//! The end-to-end tests run the real binary on the fixture: `assay suite
+//! run --completions` gives every completion the reference's status except
+//! the two early exits, `show`, `export` and `compare` read what it stored,
+//! a killed suite is finished by `--resume`, and bad input is one line and
+//! exit 2 with nothing stored.
+//!
 //! `ASSAY_BLESS=1 cargo test --release --test suite` rewrites
 //! tests/fixtures/suite/expected.jsonl from the reference method.
 
 #[path = "../bench/multiple_ref.rs"]
 mod multiple_ref;
+
+mod common;
+#[path = "common/llama.rs"]
+mod llama;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -211,4 +221,490 @@ fn case_split_runs_give_the_reference_statuses_except_early_exits() {
     assert_eq!(by_name("fx_first_word", 0).1, 1);
     assert_eq!(by_name("fx_add_two", 0).1, 3);
     assert_eq!(by_name("fx_add_two", 1).0.cases_passed(), (1, 3));
+}
+
+// ---------------------------------------------------------------------------
+// The real binary on the fixture.
+
+use common::Scratch;
+use serde_json::Value;
+
+fn arg(p: PathBuf) -> String {
+    p.display().to_string()
+}
+
+/// The two completions where assay is stricter than MultiPL-E on purpose
+/// (docs/suites.md): they call `std::process::exit(0)`.
+const STRICTER: [(&str, usize); 2] = [("fx_is_even", 1), ("fx_nth_odd", 0)];
+
+/// assay's expected status of every completion, in input order: the
+/// reference's, except the early exits.
+fn assay_expected(f: &Fixture) -> Vec<Status> {
+    expected(f)
+        .into_iter()
+        .zip(&f.rows)
+        .map(|(status, (p, i, _))| {
+            if STRICTER.contains(&(f.problems[*p].name.as_str(), *i)) {
+                assert_eq!(status, Status::Ok);
+                Status::Exception
+            } else {
+                status
+            }
+        })
+        .collect()
+}
+
+/// Every completion's status in a `suite run/show --json`, flattened in
+/// the problems' order (the fixture lists completions problem by problem).
+fn statuses_of(report: &Value, key: &str) -> Vec<Status> {
+    report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p[key].as_array().unwrap().clone())
+        .map(|s| s.as_str().unwrap().parse().unwrap())
+        .collect()
+}
+
+fn run_fixture(s: &Scratch, completions: &str) -> Value {
+    s.json(&[
+        "suite",
+        "run",
+        &arg(fixture().join("problems.jsonl")),
+        "--completions",
+        completions,
+        "--json",
+    ])
+}
+
+#[test]
+fn suite_run_show_export_and_compare_on_the_fixture() {
+    let f = load();
+    let s = Scratch::new();
+    let run = run_fixture(&s, &arg(fixture().join("completions.jsonl")));
+    assert_eq!(run["suite_id"], 1);
+    assert_eq!(run["status"], "finished", "{run}");
+    assert_eq!(run["pending"], 0);
+    assert_eq!(run["completions"], 40);
+    // Done when: completion for completion, the reference's status, except
+    // where assay is stricter on purpose; MultiPL-E's reading of the same
+    // runs is the reference's everywhere.
+    let want = assay_expected(&f);
+    let got = statuses_of(&run, "statuses");
+    for (((p, i, _), got), want) in f.rows.iter().zip(&got).zip(&want) {
+        assert_eq!(got, want, "{} #{i}", f.problems[*p].name);
+    }
+    assert_eq!(got.len(), 40);
+    assert_eq!(statuses_of(&run, "multiple_statuses"), expected(&f));
+
+    let problems = run["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 20);
+    let mut mean = 0.0;
+    for p in problems {
+        let statuses = p["statuses"].as_array().unwrap();
+        let passed = statuses.iter().filter(|s| *s == "OK").count();
+        let built = statuses.iter().filter(|s| *s != "SyntaxError").count();
+        assert_eq!(p["n"], 2, "{p}");
+        assert_eq!(p["passed"], passed, "{p}");
+        assert_eq!(p["compiled"], built, "{p}");
+        mean += passed as f64 / 2.0 / 20.0;
+    }
+    let pass_at_1 = run["pass_at_1"].as_f64().unwrap();
+    assert!((pass_at_1 - mean).abs() < 1e-12, "{pass_at_1} vs {mean}");
+    // Two completions each: pass@k is reported for k = 1 only.
+    assert_eq!(run["pass_at_k"], serde_json::json!({ "1": pass_at_1 }));
+    let fib = problems.iter().find(|p| p["name"] == "fx_fib").unwrap();
+    // fx_fib #0 panics on one of four asserts: three cases pass alone.
+    assert_eq!(
+        (fib["cases_passed"].as_u64(), fib["cases"].as_u64()),
+        (Some(7), Some(8))
+    );
+
+    // `show` reads back what `run` printed.
+    assert_eq!(s.json(&["suite", "show", "1", "--json"]), run);
+    let text = s.assay_ok(&["suite", "show", "1"]);
+    assert!(
+        text.starts_with("suite 1: finished; 20 problems, 40 completions"),
+        "{text}"
+    );
+    assert!(
+        text.contains("stricter than MultiPL-E on 2 completion(s): fx_is_even #1 (Exception, MultiPL-E OK), fx_nth_odd #0 (Exception, MultiPL-E OK)"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("fx_add_two ") && l.ends_with("OK Exception")),
+        "{text}"
+    );
+    let listed = s.assay_ok(&["suite", "list"]);
+    assert!(
+        listed
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("1      finished"),
+        "{listed}"
+    );
+    // A suite's problems are not listed among the batches.
+    assert_eq!(s.json(&["batches", "--json"]), serde_json::json!([]));
+
+    // Export: one row per completion, the statuses as stored.
+    let csv = s.assay_ok(&["suite", "export", "1", "--format", "csv"]);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 41, "{csv}");
+    assert!(lines[0].starts_with("problem,completion,pool,model,completion_tokens,ttft_ms,dup_of,probe,status,multiple_status,whole,cases,"), "{}", lines[0]);
+    assert!(
+        lines[1].starts_with(
+            "fx_add_two,0,completions,,,,,compiled,OK,OK,passed,passed;passed;passed,3,3,"
+        ),
+        "{}",
+        lines[1]
+    );
+    assert!(lines[2].starts_with("fx_add_two,1,completions,,,,,compiled,Exception,Exception,failed(101),failed(101);failed(101);passed,1,3,"), "{}", lines[2]);
+    let exported = s.json(&["suite", "export", "1", "--format", "json"]);
+    let rows = exported["completions"].as_array().unwrap();
+    assert_eq!(rows.len(), 40);
+    assert_eq!(exported["summary"], run);
+    for (row, want) in rows.iter().zip(&want) {
+        assert_eq!(row["status"], want.as_str());
+        assert!(
+            row["program"].as_str().unwrap().contains("fn main()"),
+            "{row}"
+        );
+    }
+    let syntax = rows.iter().find(|r| r["status"] == "SyntaxError").unwrap();
+    let error_file = syntax["error_file"].as_str().unwrap();
+    assert!(
+        std::fs::read_to_string(error_file)
+            .unwrap()
+            .contains("error"),
+        "{error_file}"
+    );
+
+    // A second run over the same problems: each problem's first completion
+    // twice, so the copy shares its program (one program per problem).
+    let second = s.path().join("first-twice.jsonl");
+    let firsts: String = std::fs::read_to_string(fixture().join("completions.jsonl"))
+        .unwrap()
+        .lines()
+        .step_by(2)
+        .map(|l| format!("{l}\n{l}\n"))
+        .collect();
+    std::fs::write(&second, firsts).unwrap();
+    let run2 = run_fixture(&s, &arg(second));
+    assert_eq!(run2["suite_id"], 2);
+    assert_eq!(
+        (run2["completions"].as_u64(), run2["programs"].as_u64()),
+        (Some(40), Some(20))
+    );
+    let got2 = statuses_of(&run2, "statuses");
+    for (k, pair) in got2.chunks(2).enumerate() {
+        assert_eq!(pair[0], pair[1], "a duplicate has its program's status");
+        assert_eq!(pair[0], want[2 * k], "{}", f.problems[k].name);
+    }
+
+    let svg = s.path().join("compare.svg");
+    let compared = s.json(&[
+        "suite",
+        "compare",
+        "1",
+        "2",
+        "--json",
+        "--svg",
+        &arg(svg.clone()),
+    ]);
+    let c = &compared["comparison"];
+    let (mean_a, mean_b) = (c["mean_a"].as_f64().unwrap(), c["mean_b"].as_f64().unwrap());
+    assert!((mean_a - pass_at_1).abs() < 1e-12);
+    assert!((mean_b - run2["pass_at_1"].as_f64().unwrap()).abs() < 1e-12);
+    let d = &c["difference"];
+    let diff = d["diff"].as_f64().unwrap();
+    assert!((diff - (mean_b - mean_a)).abs() < 1e-12);
+    assert!(
+        d["low"].as_f64().unwrap() <= diff && diff <= d["high"].as_f64().unwrap(),
+        "{d}"
+    );
+    assert_eq!(
+        (d["resamples"].as_u64(), d["seed"].as_u64()),
+        (Some(10_000), Some(14))
+    );
+    // Largest differences first; the problems named as differing most do.
+    let rows = c["problems"].as_array().unwrap();
+    assert_eq!(rows.len(), 20);
+    let gap = |r: &Value| (r[2].as_f64().unwrap() - r[1].as_f64().unwrap()).abs();
+    assert!(rows.windows(2).all(|w| gap(&w[0]) >= gap(&w[1])));
+    let most = compared["differ_most"].as_array().unwrap();
+    assert!(!most.is_empty() && most.len() <= 5);
+    assert_eq!(most[0], rows[0][0]);
+    // Completions read from files have no draw figures: unknown, not zero.
+    assert_eq!(compared["a"]["draw"]["output_tokens"], Value::Null);
+    assert!(std::fs::read_to_string(&svg)
+        .unwrap()
+        .contains("pass@1 per problem"));
+    let text = s.assay_ok(&["suite", "compare", "1", "2"]);
+    assert!(text.contains("95% interval ["), "{text}");
+    assert!(text.contains("differ most: "), "{text}");
+}
+
+#[test]
+fn a_killed_suite_is_finished_by_resume() {
+    let f = load();
+    let s = Scratch::new();
+    let problems = arg(fixture().join("problems.jsonl"));
+    let completions = arg(fixture().join("completions.jsonl"));
+    let held = s.start_at(
+        "pause@suite.outcome#10",
+        &["suite", "run", &problems, "--completions", &completions],
+    );
+    held.kill9();
+    let kept: i64 = s.sql(async |db| {
+        sqlx::query_scalar("SELECT COUNT(*) FROM suite_outcomes")
+            .fetch_one(db)
+            .await
+            .unwrap()
+    });
+    assert!(
+        (10..40).contains(&kept),
+        "{kept} outcomes stored before the kill"
+    );
+    // The next command finds the owner dead.
+    let shown = s.json(&["suite", "show", "1", "--json"]);
+    assert_eq!(shown["status"], "interrupted", "{shown}");
+    assert_eq!(shown["pending"].as_i64(), Some(40 - kept));
+
+    // Outcomes are inserted, never replaced: a resume that redid a stored
+    // one would fail on its primary key.
+    let resumed = s.json(&["suite", "run", "--resume", "1", "--json"]);
+    assert_eq!(resumed["status"], "finished", "{resumed}");
+    assert_eq!(resumed["pending"], 0);
+    assert_eq!(statuses_of(&resumed, "statuses"), assay_expected(&f));
+    let again = s.assay(&["suite", "run", "--resume", "1"]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("nothing to resume"));
+}
+
+#[test]
+fn bad_suite_input_is_one_line_exit_2_and_nothing_stored() {
+    let s = Scratch::new();
+    let problems = fixture().join("problems.jsonl");
+    let text = std::fs::read_to_string(&problems).unwrap();
+    let bad_problems = s.path().join("bad.jsonl");
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    lines[2] = lines[2].replace("\"stop_tokens\": [\"\\n}\"]", "\"stop_tokens\": \"\\n}\"");
+    std::fs::write(&bad_problems, lines.join("\n")).unwrap();
+    let unknown = s.path().join("unknown.jsonl");
+    std::fs::write(
+        &unknown,
+        "{\"name\": \"fx_add_two\", \"completion\": \"a + b\\n}\"}\n{\"name\": \"fx_nope\", \"completion\": \"\"}\n",
+    )
+    .unwrap();
+    let completions = arg(fixture().join("completions.jsonl"));
+    let cases: [(Vec<String>, String); 3] = [
+        (
+            vec![
+                arg(bad_problems.clone()),
+                "--completions".into(),
+                completions.clone(),
+            ],
+            format!(
+                "error: {}:3: `stop_tokens`: is not a list of strings",
+                bad_problems.display()
+            ),
+        ),
+        (
+            vec![
+                arg(problems.clone()),
+                "--completions".into(),
+                arg(unknown.clone()),
+            ],
+            format!(
+                "error: {}:2: `name`: `fx_nope` is not a problem of the set",
+                unknown.display()
+            ),
+        ),
+        (
+            vec![
+                arg(problems.clone()),
+                "--completions".into(),
+                arg(s.path().join("missing.jsonl")),
+            ],
+            format!(
+                "error: {}: cannot read: ",
+                s.path().join("missing.jsonl").display()
+            ),
+        ),
+    ];
+    let one = s.path().join("one.jsonl");
+    std::fs::write(
+        &one,
+        "{\"name\": \"fx_add_two\", \"completion\": \"    a + b\\n}\"}\n",
+    )
+    .unwrap();
+    for (args, want) in &cases {
+        let mut all = vec!["suite".to_owned(), "run".to_owned()];
+        all.extend(args.iter().cloned());
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        let out = s.assay(&all);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.starts_with(want.as_str()), "{stderr}\nwanted {want}");
+    }
+    // A problem without a completion: its line and name.
+    let out = s.assay(&[
+        "suite",
+        "run",
+        &arg(problems.clone()),
+        "--completions",
+        &arg(one),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "error: {}:2: `name`: problem `fx_is_even` has no completion in {}",
+            problems.display(),
+            s.path().join("one.jsonl").display()
+        )
+    );
+    assert!(!s.db().exists(), "bad input created the database");
+    // Reading commands name the suite that is not there.
+    s.create_empty_db();
+    let out = s.assay(&["suite", "show", "7"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no suite 7"));
+    let out = s.assay(&["suite", "compare", "1", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+// ---------------------------------------------------------------------------
+// A live draw from a real llama.cpp server (tests/common/llama.rs): a GBNF
+// grammar in the pool's `extra_body` forces the tiny model to write the text
+// the test chooses, so both modes see real engine replies.
+
+/// Two problems one text answers differently: `x + 1` is `inc` and not
+/// `dec`.
+const LIVE_PROBLEMS: &str = concat!(
+    r#"{"name": "live_inc", "language": "rs", "prompt": "/// Adds one.\nfn inc(x: i32) -> i32 {\n", "tests": "}\n\nfn main() {\n    let candidate = inc;\n    assert_eq!(candidate(1), 2);\n    assert_eq!(candidate(-1), 0);\n}\n", "stop_tokens": ["\n}"]}"#,
+    "\n",
+    r#"{"name": "live_dec", "language": "rs", "prompt": "/// Subtracts one.\nfn dec(x: i32) -> i32 {\n", "tests": "}\n\nfn main() {\n    let candidate = dec;\n    assert_eq!(candidate(1), 0);\n}\n", "stop_tokens": ["\n}"]}"#,
+    "\n",
+);
+
+fn live_pool(url: &str, text: &str) -> String {
+    let grammar = format!("root ::= {}", serde_json::to_string(text).unwrap());
+    format!(
+        "[pools.tiny]\nbase_url = \"{url}/v1\"\nmodel = \"tiny\"\nmax_in_flight = 2\n\
+         sampling = {{ temperature = 0.8, seed = 7 }}\nextra_body = {{ grammar = {} }}\n",
+        serde_json::to_string(&grammar).unwrap()
+    )
+}
+
+#[test]
+fn a_live_draw_in_completion_and_chat_mode() {
+    let server = llama::shared();
+    let s = Scratch::new();
+    let problems = s.path().join("problems.jsonl");
+    std::fs::write(&problems, LIVE_PROBLEMS).unwrap();
+    let completion_pools = s.path().join("completion.toml");
+    std::fs::write(
+        &completion_pools,
+        live_pool(&server.url(), "    x + 1\n}\n"),
+    )
+    .unwrap();
+    let chat_pools = s.path().join("chat.toml");
+    std::fs::write(
+        &chat_pools,
+        live_pool(
+            &server.url(),
+            "```rust\nfn inc(x: i32) -> i32 {\n    x + 1\n}\n```\n",
+        ),
+    )
+    .unwrap();
+    let draw = |mode: &str, pools: &Path| {
+        s.json(&[
+            "suite",
+            "run",
+            &arg(problems.clone()),
+            "--pool",
+            "tiny",
+            "-n",
+            "2",
+            "--mode",
+            mode,
+            "--pools",
+            &arg(pools.to_path_buf()),
+            "--json",
+        ])
+    };
+    let statuses = |run: &Value| -> Vec<Vec<String>> {
+        run["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                p["statuses"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|s| s.as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .collect()
+    };
+
+    // Completion mode: `/v1/completions` with the stop tokens; the same
+    // text twice is one program per problem.
+    let completion = draw("completion", &completion_pools);
+    assert_eq!(completion["status"], "finished", "{completion}");
+    assert_eq!(
+        (completion["origin"].as_str(), completion["source"].as_str()),
+        (Some("pool"), Some("tiny"))
+    );
+    assert_eq!(
+        (
+            completion["completions"].as_u64(),
+            completion["programs"].as_u64()
+        ),
+        (Some(4), Some(2))
+    );
+    assert_eq!(
+        statuses(&completion),
+        [["OK", "OK"], ["Exception", "Exception"]]
+    );
+    let exported = s.json(&["suite", "export", "1", "--format", "json"]);
+    let first = &exported["completions"][0];
+    assert!(
+        first["completion_text"]
+            .as_str()
+            .unwrap()
+            .starts_with("    x + 1"),
+        "{first}"
+    );
+
+    // Chat mode: the reply's fence is the program's function; `dec`'s tests
+    // call a function the reply does not define.
+    let chat = draw("chat", &chat_pools);
+    assert_eq!(
+        statuses(&chat),
+        [["OK", "OK"], ["SyntaxError", "SyntaxError"]]
+    );
+    let tokens = chat["draw"]["output_tokens"].as_u64();
+    assert!(
+        tokens.is_some_and(|t| t > 0),
+        "tokens from the server's usage: {chat}"
+    );
+    assert!(
+        chat["draw"]["completions_per_s"].as_f64().is_some(),
+        "{chat}"
+    );
+    assert_eq!(chat["draw"]["solved_problems"], 1);
+
+    let compared = s.json(&["suite", "compare", "1", "2", "--json"]);
+    assert_eq!(
+        compared["comparison"]["difference"]["diff"].as_f64(),
+        Some(0.0)
+    );
+    assert!(compared["b"]["draw"]["mean_ttft_ms"].as_f64().is_some());
 }

@@ -1,5 +1,7 @@
-//! An OpenAI-compatible pool: streaming chat completions through
-//! `async-openai`, with assay's own bounded retry policy.
+//! An OpenAI-compatible pool: streaming chat completions (or, for a suite
+//! drawn from a base model, plain completions of a prompt with stop tokens,
+//! `/v1/completions`) through `async-openai`, with assay's own bounded
+//! retry policy.
 //!
 //! async-openai's default executor retries 429 and 5xx inside the client,
 //! where nobody sees the attempts. Here the client gets a tower service that
@@ -42,7 +44,19 @@ pub struct HttpPool {
     client: Client<PoolAuth>,
     /// The request body without the per-request seed.
     body: Value,
+    /// Which endpoint the body is for.
+    completion: bool,
     single_fence: bool,
+}
+
+/// What a pool is asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Prompt {
+    /// One user message to `/v1/chat/completions`.
+    Chat(String),
+    /// A text to continue, cut at any of `stop`, to `/v1/completions`
+    /// (what base models need, and how MultiPL-E draws).
+    Completion { prompt: String, stop: Vec<String> },
 }
 
 impl std::fmt::Debug for HttpPool {
@@ -81,14 +95,29 @@ impl HttpPool {
             none: SecretString::from(String::new()),
         };
         let client = Client::with_config(auth).with_http_service(NoRetry { http });
-        let body = request_body(&cfg, prompt);
+        let body = request_body(&cfg, &Prompt::Chat(prompt.to_owned()));
         Ok(HttpPool {
             name: name.to_owned(),
             cfg,
             client,
             body,
+            completion: false,
             single_fence,
         })
+    }
+
+    /// The same pool (its settings, key and connections) asked `prompt`
+    /// instead: a suite draws every problem from the pools the user named.
+    pub fn for_prompt(&self, prompt: &Prompt) -> HttpPool {
+        HttpPool {
+            name: self.name.clone(),
+            cfg: self.cfg.clone(),
+            client: self.client.clone(),
+            body: request_body(&self.cfg, prompt),
+            completion: matches!(prompt, Prompt::Completion { .. }),
+            // A completion continues code; it has no fence to close.
+            single_fence: self.single_fence && matches!(prompt, Prompt::Chat(_)),
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -160,11 +189,21 @@ impl HttpPool {
     /// deadline), and say how it ended.
     async fn attempt(&self, body: &Value, start: Instant, acc: &mut Accum) -> End {
         let deadline = tokio::time::Instant::now() + self.cfg.timeout();
-        let opened = tokio::time::timeout_at(
-            deadline,
-            self.client.chat().create_stream_byot::<&Value, Chunk>(body),
-        )
-        .await;
+        let opened = if self.completion {
+            tokio::time::timeout_at(
+                deadline,
+                self.client
+                    .completions()
+                    .create_stream_byot::<&Value, Chunk>(body),
+            )
+            .await
+        } else {
+            tokio::time::timeout_at(
+                deadline,
+                self.client.chat().create_stream_byot::<&Value, Chunk>(body),
+            )
+            .await
+        };
         let mut stream = match opened {
             Err(_) => return End::timeout(&self.cfg),
             Ok(Err(e)) => return End::from_error(e),
@@ -348,14 +387,22 @@ fn body_prompt_tokens(body: &str) -> Option<u64> {
 }
 
 /// The request body every request of a pool shares.
-fn request_body(cfg: &PoolConfig, prompt: &str) -> Value {
+fn request_body(cfg: &PoolConfig, prompt: &Prompt) -> Value {
     let mut body = json!({
         "model": cfg.model,
-        "messages": [{"role": "user", "content": prompt}],
         // byot: the library does not set it for us.
         "stream": true,
         "stream_options": {"include_usage": true},
     });
+    match prompt {
+        Prompt::Chat(text) => body["messages"] = json!([{"role": "user", "content": text}]),
+        Prompt::Completion { prompt, stop } => {
+            body["prompt"] = json!(prompt);
+            if !stop.is_empty() {
+                body["stop"] = json!(stop);
+            }
+        }
+    }
     if cfg.running_counts {
         // Running token counts in every chunk: llama.cpp's `timings`
         // (`predicted_n`, `prompt_n`, `cache_n`) and vLLM's usage so far.
@@ -409,6 +456,7 @@ fn merge(into: &mut Value, from: Value) {
 }
 
 /// The pool's endpoint and key, as async-openai asks for them.
+#[derive(Clone)]
 struct PoolAuth {
     base: String,
     key: Option<SecretString>,
@@ -533,6 +581,9 @@ struct Chunk {
 struct Choice {
     #[serde(default)]
     delta: Option<Delta>,
+    /// `/v1/completions`: the text a chunk adds (no delta there).
+    #[serde(default)]
+    text: Option<String>,
     #[serde(default)]
     finish_reason: Option<String>,
 }
@@ -617,7 +668,10 @@ impl Accum {
             if choice.finish_reason.is_some() {
                 self.finish_reason = choice.finish_reason;
             }
-            let delta = choice.delta.unwrap_or_default();
+            let mut delta = choice.delta.unwrap_or_default();
+            if delta.content.is_none() {
+                delta.content = choice.text;
+            }
             if let Some(c) = delta.content {
                 self.content_seen = true;
                 if !c.is_empty() {

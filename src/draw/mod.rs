@@ -341,6 +341,90 @@ impl Plan {
                 })
             }
         };
+        Plan::http_pools(
+            &file,
+            choices,
+            split,
+            opts,
+            &spec.prompt,
+            spec.draw.single_fence,
+        )
+    }
+
+    /// The plan of a suite's live draw: the named pools of the pools file,
+    /// split as asked, each asked `prompt` until [`Plan::for_prompt`] asks
+    /// it a problem's. No replay pool: a suite's corpus is its completions
+    /// file.
+    pub fn for_suite(
+        pools_file: &std::path::Path,
+        choices: &[PoolChoice],
+        opts: &DrawOptions,
+    ) -> Result<(Plan, Vec<String>), DrawError> {
+        let bad = |message: String| DrawError::BadChoice {
+            what: "--pool".into(),
+            message,
+        };
+        let mut seen = BTreeSet::new();
+        for c in choices {
+            if !seen.insert(c.name.as_str()) {
+                return Err(bad(format!("pool `{}` is named twice", c.name)));
+            }
+            if c.share == Some(0) {
+                return Err(bad(format!(
+                    "pool `{}`: a share must be at least 1",
+                    c.name
+                )));
+            }
+        }
+        let shares: Vec<Option<u64>> = choices.iter().map(|c| c.share).collect();
+        let split = match opts.split.unwrap_or(SplitMode::Fixed) {
+            SplitMode::Race if shares.iter().any(Option::is_some) => {
+                return Err(bad(
+                    "a race takes no shares (NAME=SHARE needs --split fixed)".into(),
+                ))
+            }
+            SplitMode::Race => Split::Race,
+            SplitMode::Fixed if shares.iter().all(Option::is_some) => {
+                Split::Fixed(shares.iter().map(|s| s.unwrap()).collect())
+            }
+            SplitMode::Fixed if shares.iter().all(Option::is_none) => {
+                Split::Fixed(vec![1; choices.len()])
+            }
+            SplitMode::Fixed => {
+                return Err(bad(
+                    "give every pool a share, or none (an even split)".into()
+                ))
+            }
+        };
+        let file = PoolsFile::load(pools_file)?;
+        Plan::http_pools(&file, choices, split, opts, "", true)
+    }
+
+    /// The same pools, split the same way, asked `prompt`.
+    pub fn for_prompt(&self, prompt: &http::Prompt) -> Plan {
+        Plan {
+            pools: self
+                .pools
+                .iter()
+                .map(|p| match p {
+                    Pool::Http(h) => Pool::Http(Arc::new(h.for_prompt(prompt))),
+                    Pool::Replay(r) => Pool::Replay(r.clone()),
+                })
+                .collect(),
+            split: self.split.clone(),
+            endpoints: self.endpoints.clone(),
+        }
+    }
+
+    /// The HTTP pools `choices` names in `file`, with their keys read.
+    fn http_pools(
+        file: &PoolsFile,
+        choices: &[PoolChoice],
+        split: Split,
+        opts: &DrawOptions,
+        prompt: &str,
+        single_fence: bool,
+    ) -> Result<(Plan, Vec<String>), DrawError> {
         let mut pools = Vec::new();
         let mut endpoints = Vec::new();
         let mut warnings = Vec::new();
@@ -356,10 +440,10 @@ impl Plan {
                 Some(var) => match std::env::var_os(var) {
                     Some(k) if !k.is_empty() => match k.into_string() {
                         Ok(k) => Some(SecretString::from(k)),
-                        Err(_) => return Err(missing_key(&file, c, var, "is not UTF-8")),
+                        Err(_) => return Err(missing_key(file, c, var, "is not UTF-8")),
                     },
-                    Some(_) => return Err(missing_key(&file, c, var, "is set but empty")),
-                    None => return Err(missing_key(&file, c, var, "is not set")),
+                    Some(_) => return Err(missing_key(file, c, var, "is set but empty")),
+                    None => return Err(missing_key(file, c, var, "is not set")),
                 },
                 None => opts.default_key.clone(),
             };
@@ -378,12 +462,14 @@ impl Plan {
             if let Some(t) = opts.max_completion_tokens {
                 cfg.max_completion_tokens = Some(t);
             }
-            let pool = HttpPool::new(&c.name, cfg, key, &spec.prompt, spec.draw.single_fence)
-                .map_err(|message| DrawError::BadPool {
-                    file: file.path.clone(),
-                    pool: c.name.clone(),
-                    field: String::new(),
-                    message,
+            let pool =
+                HttpPool::new(&c.name, cfg, key, prompt, single_fence).map_err(|message| {
+                    DrawError::BadPool {
+                        file: file.path.clone(),
+                        pool: c.name.clone(),
+                        field: String::new(),
+                        message,
+                    }
                 })?;
             endpoints.push((file.path.clone(), c.name.clone(), base_url));
             pools.push(Pool::Http(Arc::new(pool)));
@@ -470,6 +556,17 @@ impl Plan {
             }
         }
         Ok(())
+    }
+
+    /// Requests the plan keeps in flight at most (one for a replay pool).
+    pub fn max_in_flight(&self) -> usize {
+        self.pools
+            .iter()
+            .map(|p| match p {
+                Pool::Replay(_) => 1,
+                Pool::Http(h) => h.max_in_flight(),
+            })
+            .sum()
     }
 
     /// The plan's name in the store and reports: `replay`, `fast`,

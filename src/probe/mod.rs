@@ -39,6 +39,7 @@
 //! what it is, so every probe run records it.
 
 mod fast;
+pub mod programs;
 mod serial;
 pub mod stream;
 mod toolchain;

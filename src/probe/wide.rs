@@ -226,7 +226,7 @@ pub async fn probe_with(
 /// Splits `0..n` into the fewest consecutive ranges of at most `max`
 /// (at least 1) items, their sizes differing by one at most, so the last
 /// build is not a small tail that leaves cores idle.
-fn chunks(n: usize, max: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+pub(super) fn chunks(n: usize, max: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
     let count = n.div_ceil(max.max(1));
     (0..count).map(move |k| k * n / count..(k + 1) * n / count)
 }

@@ -17,6 +17,7 @@
 mod build;
 mod child;
 mod judge;
+mod program;
 mod protocol;
 mod run;
 mod verdict;
@@ -29,6 +30,7 @@ use crate::spec::{Isolation, Limits};
 pub use build::{build_images, image_name, image_root, judge_root, Images, JUDGE};
 pub use child::kill_live_groups;
 pub use judge::Oracle;
+pub use program::{run_program, ProgramRun};
 pub use run::{run_one, spawn_all};
 pub use verdict::{case_letters, parse_case_letters, CaseOutcome, ScoreVerdict};
 

@@ -180,11 +180,11 @@ struct Attempt {
 }
 
 /// A started child and what the parent holds of it.
-struct Started {
-    pid: i32,
-    stdout: tokio::process::ChildStdout,
-    stderr: tokio::process::ChildStderr,
-    confinement: RunConfinement,
+pub(super) struct Started {
+    pub pid: i32,
+    pub stdout: tokio::process::ChildStdout,
+    pub stderr: tokio::process::ChildStderr,
+    pub confinement: RunConfinement,
 }
 
 async fn run_child(
@@ -202,7 +202,7 @@ async fn run_child(
     let input = format!("{nonce} {first}\n{}", oracle.inputs()).into_bytes();
     let (ours, theirs) =
         std::os::unix::net::UnixStream::pair().context("cannot make the run's stdin")?;
-    let started = match start(image, workdir.path(), theirs, limits, sandbox)? {
+    let started = match start(image, &[], workdir.path(), theirs, limits, sandbox)? {
         Ok(started) => started,
         // The image could not be mapped under the run's limits (a huge
         // static): that candidate's verdict, found before it ran anything.
@@ -233,11 +233,13 @@ impl Attempt {
     }
 }
 
-/// Spawns the child: its own process group, an empty environment, the
-/// rlimits, then the sandbox's steps. `Ok(Err(_))` when exec itself ran out
-/// of memory (the image does not fit the address-space limit).
-fn start(
+/// Spawns the child with `args`: its own process group, an empty
+/// environment, the rlimits, then the sandbox's steps. `Ok(Err(_))` when
+/// exec itself ran out of memory (the image does not fit the address-space
+/// limit).
+pub(super) fn start(
     image: &Path,
+    args: &[&str],
     workdir: &Path,
     stdin: std::os::unix::net::UnixStream,
     limits: &RunLimits,
@@ -249,7 +251,8 @@ fn start(
     let mut confinement = sandbox.prepare_run(&exe, workdir, limits.address_space_bytes)?;
     let steps = confinement.child_steps();
     let mut cmd = std::process::Command::new(&exe);
-    cmd.env_clear()
+    cmd.args(args)
+        .env_clear()
         .current_dir(workdir)
         .stdin(Stdio::from(std::os::fd::OwnedFd::from(stdin)))
         .stdout(Stdio::piped())

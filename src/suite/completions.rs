@@ -34,7 +34,7 @@ impl Completions {
         if path.is_dir() {
             Completions::load_multiple_dir(path, problems)
         } else {
-            let text = std::fs::read_to_string(path).map_err(|source| SuiteError::Read {
+            let text = crate::input::read_to_string(path).map_err(|source| SuiteError::Read {
                 file: path.to_path_buf(),
                 source,
             })?;

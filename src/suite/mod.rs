@@ -27,6 +27,8 @@ pub use completions::{CompletionRow, Completions};
 pub use error::SuiteError;
 pub use passk::{paired_bootstrap, pass_at_k, suite_pass_at_k, Interval};
 pub use problem::{load_problems, Problem};
-pub use program::{chat_program, completion_program, cut_at_stop_tokens};
+pub use program::{
+    chat_program, chat_prompt, completion_program, cut_at_stop_tokens, entry_name, ProgramMode,
+};
 pub use report::{ProblemReport, SuiteComparison, SuiteReport};
 pub use status::{CaseEnd, CompletionOutcome, Status};

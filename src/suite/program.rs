@@ -10,6 +10,84 @@
 
 use super::Problem;
 
+use std::fmt;
+use std::str::FromStr;
+
+/// How a completion becomes a program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgramMode {
+    /// A base model's continuation of the prompt ([`completion_program`]).
+    Completion,
+    /// A chat reply holding the whole function, extracted from its fence
+    /// ([`chat_program`]).
+    Chat,
+}
+
+impl ProgramMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProgramMode::Completion => "completion",
+            ProgramMode::Chat => "chat",
+        }
+    }
+
+    /// The program of `text` (a completion, or the code extracted from a
+    /// chat reply) for `problem`.
+    pub fn program(self, problem: &Problem, text: &str) -> String {
+        match self {
+            ProgramMode::Completion => completion_program(problem, text),
+            ProgramMode::Chat => chat_program(problem, text),
+        }
+    }
+}
+
+impl fmt::Display for ProgramMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for ProgramMode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl FromStr for ProgramMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ProgramMode, String> {
+        match s {
+            "completion" => Ok(ProgramMode::Completion),
+            "chat" => Ok(ProgramMode::Chat),
+            _ => Err(format!("`{s}`: the mode is `completion` or `chat`")),
+        }
+    }
+}
+
+/// Chat mode's prompt: the problem's prompt wrapped in a request for the
+/// whole function in one Rust fence, which extraction then takes as it
+/// takes any reply.
+pub fn chat_prompt(problem: &Problem) -> String {
+    format!(
+        "Complete the following Rust function. Reply with the whole function \
+         (its signature, its body and any helper it needs) in one ```rust code block, \
+         and nothing else.\n\n```rust\n{}\n```\n",
+        problem.prompt.trim_end()
+    )
+}
+
+/// The entry's name: the last `fn NAME` of the prompt (the prompt ends with
+/// the entry's signature, its body open). `None` when there is none.
+pub fn entry_name(problem: &Problem) -> Option<String> {
+    let at = problem.prompt.rfind("fn ")?;
+    let name: String = problem.prompt[at + 3..]
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    (!name.is_empty()).then_some(name)
+}
+
 /// The completion up to the first occurrence of any stop token. An empty
 /// list cuts nothing; an empty token occurs at 0 and cuts everything (as
 /// Python's `str.find("")` does).
@@ -113,6 +191,20 @@ mod tests {
         assert!(
             completion_program(&p, "    x * 2\n}\nfn unused() {}").contains("fn unused() {}\n}\n")
         );
+    }
+
+    #[test]
+    fn chat_prompts_ask_for_the_whole_entry() {
+        let p = problem(&["\n}"]);
+        assert_eq!(entry_name(&p).as_deref(), Some("double"));
+        let text = chat_prompt(&p);
+        assert!(
+            text.contains("```rust\n/// Doubles.\nfn double(x: i32) -> i32 {\n```"),
+            "{text}"
+        );
+        let mut q = p.clone();
+        q.prompt = "/// no function here\n".into();
+        assert_eq!(entry_name(&q), None);
     }
 
     #[test]

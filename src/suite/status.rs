@@ -94,6 +94,46 @@ impl CaseEnd {
     }
 }
 
+// The unit variants' strings; `failed(CODE)` and `signalled(SIGNAL)`
+// carry their number.
+const PASSED: &str = "passed";
+const EXITED_EARLY: &str = "exited_early";
+const TIMED_OUT: &str = "timed_out";
+
+/// Stable strings in the store: `passed`, `exited_early`, `failed(101)`,
+/// `signalled(6)`, `timed_out`.
+impl fmt::Display for CaseEnd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CaseEnd::Passed => f.write_str(PASSED),
+            CaseEnd::ExitedEarly => f.write_str(EXITED_EARLY),
+            CaseEnd::Failed { code } => write!(f, "failed({code})"),
+            CaseEnd::Signalled { signal } => write!(f, "signalled({signal})"),
+            CaseEnd::TimedOut => f.write_str(TIMED_OUT),
+        }
+    }
+}
+
+impl FromStr for CaseEnd {
+    type Err = String;
+    fn from_str(s: &str) -> Result<CaseEnd, String> {
+        let number = |prefix: &str| {
+            s.strip_prefix(prefix)
+                .and_then(|rest| rest.strip_suffix(')'))
+                .and_then(|n| n.parse::<i32>().ok())
+        };
+        match s {
+            PASSED => Ok(CaseEnd::Passed),
+            EXITED_EARLY => Ok(CaseEnd::ExitedEarly),
+            TIMED_OUT => Ok(CaseEnd::TimedOut),
+            _ => number("failed(")
+                .map(|code| CaseEnd::Failed { code })
+                .or_else(|| number("signalled(").map(|signal| CaseEnd::Signalled { signal }))
+                .ok_or_else(|| format!("`{s}` is not how a run ends")),
+        }
+    }
+}
+
 /// Everything assay learned about one completion's program.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CompletionOutcome {
@@ -131,6 +171,41 @@ impl CompletionOutcome {
         }
     }
 
+    /// The outcome's kind as stored: `compile_error`, `compile_timeout` or
+    /// `ran` (whose runs are stored beside it).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CompletionOutcome::CompileError => "compile_error",
+            CompletionOutcome::CompileTimeout => "compile_timeout",
+            CompletionOutcome::Ran { .. } => "ran",
+        }
+    }
+
+    /// The outcome back from its stored kind and, for `ran`, the whole
+    /// `main`'s end and the cases' ends (comma-separated).
+    pub fn from_stored(
+        kind: &str,
+        whole: Option<&str>,
+        cases: Option<&str>,
+    ) -> Result<CompletionOutcome, String> {
+        match kind {
+            "compile_error" => Ok(CompletionOutcome::CompileError),
+            "compile_timeout" => Ok(CompletionOutcome::CompileTimeout),
+            "ran" => {
+                let whole = whole.ok_or("a run without its whole `main`")?.parse()?;
+                let cases = match cases {
+                    Some(list) if !list.is_empty() => list
+                        .split(',')
+                        .map(str::parse)
+                        .collect::<Result<Vec<CaseEnd>, String>>()?,
+                    _ => Vec::new(),
+                };
+                Ok(CompletionOutcome::Ran { whole, cases })
+            }
+            other => Err(format!("`{other}` is not a completion outcome")),
+        }
+    }
+
     /// Cases passed and cases run (0 of 0 when nothing was built).
     pub fn cases_passed(&self) -> (usize, usize) {
         match self {
@@ -157,6 +232,38 @@ mod tests {
             Status::ALL
         );
         assert!("ok".parse::<Status>().is_err());
+    }
+
+    #[test]
+    fn case_ends_and_outcomes_round_trip() {
+        use CaseEnd::*;
+        let ends = [
+            Passed,
+            ExitedEarly,
+            Failed { code: 101 },
+            Failed { code: -1 },
+            Signalled { signal: 6 },
+            TimedOut,
+        ];
+        for end in ends {
+            assert_eq!(end.to_string().parse::<CaseEnd>(), Ok(end));
+        }
+        assert!("failed(x)".parse::<CaseEnd>().is_err());
+        assert!("ok".parse::<CaseEnd>().is_err());
+        let ran = CompletionOutcome::Ran {
+            whole: Passed,
+            cases: vec![Passed, Failed { code: 101 }],
+        };
+        assert_eq!(
+            CompletionOutcome::from_stored("ran", Some("passed"), Some("passed,failed(101)")),
+            Ok(ran)
+        );
+        assert_eq!(
+            CompletionOutcome::from_stored("compile_error", None, None),
+            Ok(CompletionOutcome::CompileError)
+        );
+        assert!(CompletionOutcome::from_stored("ran", None, None).is_err());
+        assert!(CompletionOutcome::from_stored("built", None, None).is_err());
     }
 
     #[test]

@@ -1,0 +1,394 @@
+//! `assay suite ...`: problem sets in MultiPL-E's schema. Flags are checked
+//! here, before anything is written; the work is `assay::suite_run`'s and
+//! the reports `assay::suite_report`'s.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+
+use assay::interrupt::Interrupt;
+use assay::outputs::Outputs;
+use assay::progress::Progress;
+use assay::store::SuiteId;
+use assay::suite_report::SuiteCompare;
+use assay::suite_run::{DrawSettings, ProblemSet, SuiteConfig, SuiteInput, SuiteLimits};
+use assay::views;
+
+use super::{checked, open_existing, open_store, write_svg, DbArg, UsageError};
+
+#[derive(Subcommand)]
+pub enum SuiteCommand {
+    /// Run a problem set's completions: build every program in one wide
+    /// scheme, run each case in its own sandboxed process, store it all and
+    /// report pass@k.
+    Run(RunArgs),
+    /// Show a stored suite: pass@k, and per problem n, compiled, passed and
+    /// every completion's status.
+    Show {
+        /// The suite (as `assay suite list` lists them).
+        #[arg(allow_negative_numbers = true)]
+        suite: SuiteId,
+        #[command(flatten)]
+        db: DbArg,
+        /// Print the suite as one JSON object (docs/suites.md).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Put two runs over the same problems side by side: per-problem pass
+    /// rates, both means, the difference with a paired bootstrap 95%
+    /// interval, and each run's draw figures.
+    Compare {
+        /// The first run (A).
+        #[arg(allow_negative_numbers = true)]
+        a: SuiteId,
+        /// The second run (B); differences are B - A.
+        #[arg(allow_negative_numbers = true)]
+        b: SuiteId,
+        #[command(flatten)]
+        db: DbArg,
+        /// Compare pass@K (every problem needs K completions in both runs).
+        #[arg(short, default_value_t = 1, allow_negative_numbers = true)]
+        k: usize,
+        /// Print the comparison as one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// Also draw the per-problem pass rates and differences into this
+        /// SVG file.
+        #[arg(long)]
+        svg: Option<PathBuf>,
+    },
+    /// Export a stored suite, one row per completion.
+    Export {
+        #[arg(allow_negative_numbers = true)]
+        suite: SuiteId,
+        #[command(flatten)]
+        db: DbArg,
+        /// json (everything, texts and programs included) or csv (figures
+        /// and statuses).
+        #[arg(long, default_value = "json")]
+        format: assay::export::Format,
+    },
+    /// List stored suites.
+    List {
+        #[command(flatten)]
+        db: DbArg,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The problem set: MultiPL-E's JSONL (name, language, prompt, tests,
+    /// stop_tokens).
+    #[arg(required_unless_present = "resume")]
+    problems: Option<PathBuf>,
+    /// The completions: a JSONL of {"name", "completion"} rows, or
+    /// MultiPL-E's output directory of .json / .json.gz files.
+    #[arg(long, conflicts_with_all = ["resume", "pool"])]
+    completions: Option<PathBuf>,
+    /// Draw the completions live from this pool (repeatable; NAME=SHARE
+    /// for a fixed share), as `run --pool` does; with --resume, the pools
+    /// that draw what a killed draw did not store.
+    #[arg(long = "pool", value_name = "NAME[=SHARE]")]
+    pool: Vec<assay::draw::PoolChoice>,
+    /// Completions to draw per problem (with --pool).
+    #[arg(short, allow_negative_numbers = true, conflicts_with = "resume")]
+    n: Option<usize>,
+    /// chat (the prompt wrapped in a request for the whole function in a
+    /// fence, the reply extracted) or completion (`/v1/completions` with the
+    /// prompt and its stop tokens, for base models, as MultiPL-E draws).
+    #[arg(long, default_value = "chat", conflicts_with = "resume")]
+    mode: assay::suite::ProgramMode,
+    /// The pools file (default: pools.toml beside the problems, else in the
+    /// working directory).
+    #[arg(long)]
+    pools: Option<PathBuf>,
+    /// fixed shares, or a race in which every pool keeps its slots full.
+    #[arg(long, value_name = "fixed|race")]
+    split: Option<assay::draw::SplitMode>,
+    /// Requests in flight per pool (overrides the pools file).
+    #[arg(long, env = "NEV_CONCURRENCY", allow_negative_numbers = true)]
+    max_in_flight: Option<usize>,
+    /// Token cap of every request (overrides the pools file).
+    #[arg(long, env = "MAX_COMPLETION_TOKENS", allow_negative_numbers = true)]
+    max_completion_tokens: Option<u64>,
+    /// Finish an interrupted or failed suite: what it stored is kept, only
+    /// the programs without an outcome are built and run.
+    #[arg(
+        long,
+        value_name = "SUITE",
+        allow_negative_numbers = true,
+        conflicts_with = "problems"
+    )]
+    resume: Option<SuiteId>,
+    #[command(flatten)]
+    db: DbArg,
+    /// Print the suite as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Where the suite's outputs go (compiler errors) [default: the
+    /// database's name with -out, beside it].
+    #[arg(long, env = "ASSAY_OUT")]
+    out: Option<PathBuf>,
+    /// Where the suite package and its cargo target directory live; kept
+    /// warm across suites (default: OUT/work).
+    #[arg(long, env = "ASSAY_WORK_DIR")]
+    work_dir: Option<PathBuf>,
+    /// Seconds one run of a program (its whole `main`, or one case) may
+    /// take [default: 5, MultiPL-E's].
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
+    run_timeout: Option<f64>,
+    /// Seconds one cargo build (up to 100 programs) may run [default: 600].
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
+    build_timeout: Option<f64>,
+}
+
+pub async fn dispatch(command: SuiteCommand) -> Result<ExitCode> {
+    match command {
+        SuiteCommand::Run(args) => run(args).await,
+        SuiteCommand::Show { suite, db, json } => {
+            let store = open_existing(&db.db).await?;
+            let summary = views::suite_summary(&store, suite).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&summary)?);
+            } else {
+                print!("{}", summary.render());
+            }
+            store.close().await;
+            Ok(ExitCode::SUCCESS)
+        }
+        SuiteCommand::Compare {
+            a,
+            b,
+            db,
+            k,
+            json,
+            svg,
+        } => {
+            if k == 0 {
+                return Err(UsageError("-k: must be at least 1".into()).into());
+            }
+            let store = open_existing(&db.db).await?;
+            let (sa, sb) = (
+                views::suite_summary(&store, a).await?,
+                views::suite_summary(&store, b).await?,
+            );
+            let compared = SuiteCompare::new(&sa, &sb, k)
+                .map_err(|e| UsageError(format!("suite compare {a} {b}: {e}")))?;
+            if let Some(path) = &svg {
+                let d = &compared.comparison.difference;
+                write_svg(
+                    path,
+                    &assay::plot::suite_compare_svg(
+                        &format!("suite {a}"),
+                        &format!("suite {b}"),
+                        k,
+                        &compared.comparison.problems,
+                        (d.diff, d.low, d.high),
+                    )?,
+                )?;
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&compared)?);
+            } else {
+                print!("{}", compared.render());
+            }
+            store.close().await;
+            Ok(ExitCode::SUCCESS)
+        }
+        SuiteCommand::Export { suite, db, format } => {
+            let store = open_existing(&db.db).await?;
+            // Refuses an unknown suite (exit 2) rather than exporting nothing.
+            store.suite(suite).await?;
+            print!("{}", views::suite_export(&store, suite, format).await?);
+            store.close().await;
+            Ok(ExitCode::SUCCESS)
+        }
+        SuiteCommand::List { db, json } => {
+            let store = open_existing(&db.db).await?;
+            let suites = store.suites().await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&suites)?);
+            } else {
+                print!("{}", assay::suite_report::suite_table(&suites));
+            }
+            store.close().await;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+async fn run(args: RunArgs) -> Result<ExitCode> {
+    let run_wall = checked("--run-timeout", args.run_timeout, |secs| {
+        if (0.1..=3600.0).contains(&secs) {
+            Ok(std::time::Duration::from_secs_f64(secs))
+        } else {
+            Err("must be between 0.1 and 3600 seconds".to_owned())
+        }
+    })?;
+    let build_timeout = checked(
+        "--build-timeout",
+        args.build_timeout,
+        assay::probe::check_build_timeout,
+    )?;
+    let outputs = Outputs::resolve(&args.db.db, args.out.as_deref(), args.work_dir.as_deref())?;
+    if args.resume.is_none() && args.completions.is_none() && args.pool.is_empty() {
+        return Err(UsageError(
+            "suite run: name the completions (--completions PATH) or the pools to draw \
+             them from (--pool NAME -n K)"
+                .into(),
+        )
+        .into());
+    }
+    if !args.pool.is_empty() && args.resume.is_none() && args.n.is_none() {
+        return Err(UsageError(
+            "suite run --pool: say how many completions per problem (-n K)".into(),
+        )
+        .into());
+    }
+    // Read and checked whole before anything is written.
+    let input = match (&args.problems, &args.completions) {
+        (Some(problems), Some(completions)) => {
+            Some(SuiteInput::from_completions(problems, completions)?)
+        }
+        _ => None,
+    };
+    let set = match (&args.problems, &input) {
+        (Some(problems), None) => Some(ProblemSet::read(problems)?),
+        _ => None,
+    };
+    // A resume reads its mode and n from the suite; the store must exist.
+    let store = match args.resume {
+        Some(_) => Some(open_existing(&outputs.db).await?),
+        None => None,
+    };
+    let draw = if args.pool.is_empty() {
+        None
+    } else {
+        let (n, mode, beside) = match (&store, args.resume) {
+            (Some(store), Some(suite)) => {
+                let row = store.suite(suite).await?;
+                let n = store
+                    .suite_problems(suite)
+                    .await?
+                    .iter()
+                    .map(|p| p.n)
+                    .max()
+                    .unwrap_or(1);
+                (n, row.mode, PathBuf::from(&row.problems_path))
+            }
+            _ => (
+                args.n.unwrap_or(1),
+                args.mode,
+                args.problems.clone().unwrap_or_default(),
+            ),
+        };
+        Some(draw_settings(&args, n, mode, &beside).await?)
+    };
+    outputs.prepare()?;
+    let store = match store {
+        Some(store) => store,
+        None => open_store(&outputs.db).await?,
+    };
+    store.check_writable().await?;
+    let cfg = SuiteConfig {
+        out_dir: outputs.out.clone(),
+        work_dir: outputs.work_dir.clone(),
+        limits: SuiteLimits {
+            run_wall: run_wall.unwrap_or(SuiteLimits::default().run_wall),
+            ..SuiteLimits::default()
+        },
+        waves: assay::probe::stream::WavePolicy::default(),
+        build_timeout: build_timeout.unwrap_or(assay::package::BUILD_TIMEOUT),
+    };
+    let progress = if args.json {
+        Progress::hidden()
+    } else {
+        Progress::stderr()
+    };
+    let interrupt = Interrupt::on_signals().context("cannot listen for Ctrl-C")?;
+    let suite = match (args.resume, &input, &set, &draw) {
+        (Some(suite), _, _, _) => {
+            assay::suite_run::resume(&cfg, &store, &progress, &interrupt, suite, draw.as_ref())
+                .await?
+        }
+        (None, Some(input), _, _) => {
+            assay::suite_run::run(&cfg, input, &store, &progress, &interrupt).await?
+        }
+        (None, None, Some(set), Some(draw)) => {
+            assay::suite_run::run_draw(&cfg, set, draw, &store, &progress, &interrupt).await?
+        }
+        _ => unreachable!("checked above: completions, or pools with a problem set"),
+    };
+    let summary = views::suite_summary(&store, suite).await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        print!("{}", summary.render());
+    }
+    store.close().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The live draw's plan from the flags: the pools file (given, or beside
+/// the problems, or in the working directory), the pools, the split, the
+/// overrides; every pool's server must accept a connection before anything
+/// is written.
+async fn draw_settings(
+    args: &RunArgs,
+    n: usize,
+    mode: assay::suite::ProgramMode,
+    problems: &std::path::Path,
+) -> Result<DrawSettings> {
+    assay::spec::check_candidates(n).map_err(|e| UsageError(format!("-n: {e}")))?;
+    if args
+        .max_in_flight
+        .is_some_and(|k| k == 0 || k > assay::draw::pools::MAX_IN_FLIGHT)
+    {
+        return Err(UsageError(format!(
+            "--max-in-flight (NEV_CONCURRENCY): must be between 1 and {}",
+            assay::draw::pools::MAX_IN_FLIGHT
+        ))
+        .into());
+    }
+    if args.max_completion_tokens == Some(0) {
+        return Err(UsageError(
+            "--max-completion-tokens (MAX_COMPLETION_TOKENS): must be at least 1".into(),
+        )
+        .into());
+    }
+    let beside = problems.parent().unwrap_or(std::path::Path::new("."));
+    let pools_file = match args
+        .pools
+        .clone()
+        .or_else(|| assay::draw::pools::PoolsFile::default_path(beside))
+    {
+        Some(path) => path,
+        None => {
+            return Err(assay::draw::DrawError::NoPoolsFile {
+                pool: args.pool[0].name.clone(),
+            }
+            .into())
+        }
+    };
+    let opts = assay::draw::DrawOptions {
+        pools_file: Some(pools_file.clone()),
+        pools: args.pool.clone(),
+        split: args.split,
+        max_in_flight: args.max_in_flight,
+        max_completion_tokens: args.max_completion_tokens,
+        default_key: std::env::var("NEV_MODEL_API_KEY")
+            .ok()
+            .filter(|k| !k.is_empty())
+            .map(secrecy::SecretString::from),
+    };
+    let (plan, warnings) = assay::draw::Plan::for_suite(&pools_file, &args.pool, &opts)?;
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    plan.check_reachable().await?;
+    Ok(DrawSettings { plan, n, mode })
+}

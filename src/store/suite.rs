@@ -1,0 +1,682 @@
+//! The store's side of suites (migration 0008): a suite row, one batch per
+//! problem (its completions the batch's replies, its programs the batch's
+//! candidates), one outcome row per completion, and the suite's phases.
+//!
+//! A suite's input (problems, completions, programs and their dedup
+//! groups) is written in one transaction, so bad input or a kill before it
+//! commits leaves nothing; outcomes are written one program at a time (the
+//! representative and its duplicates in one transaction) as they finish.
+//! A suite's status is its batches': each batch has the owner that runs
+//! it, so a dead owner marks them interrupted like any batch.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::Row;
+
+use super::{BatchId, BatchStatus, Claim, Store, StoreError};
+use crate::account::{Phase, PhaseFigures};
+use crate::draw::Drawn;
+use crate::extract::Extraction;
+use crate::owner::Owner;
+use crate::probe::ProbeVerdict;
+use crate::suite::{CompletionOutcome, Problem, ProgramMode};
+
+pub type SuiteId = i64;
+
+/// Where a suite's completions came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SuiteOrigin {
+    /// Read from a file or a MultiPL-E output directory.
+    Completions,
+    /// Drawn live from model pools.
+    Pool,
+}
+
+/// A suite about to start.
+#[derive(Debug, Clone)]
+pub struct NewSuite<'a> {
+    pub problems_path: &'a Path,
+    pub problems_digest: &'a str,
+    pub origin: SuiteOrigin,
+    /// The completions' path, or the draw plan's label.
+    pub source: &'a str,
+    pub mode: ProgramMode,
+    pub problems: &'a [NewProblem<'a>],
+}
+
+/// One problem of a new suite, with the completions known at its start
+/// (all of them when read from a file, none for a live draw).
+#[derive(Debug, Clone)]
+pub struct NewProblem<'a> {
+    pub problem: &'a Problem,
+    /// Completions the problem's batch will hold.
+    pub n: usize,
+    pub completions: Vec<NewCompletion<'a>>,
+}
+
+/// One completion: the reply it came in, the program made of it (or why
+/// none could be), its fingerprint and its representative within the
+/// problem.
+#[derive(Debug, Clone)]
+pub struct NewCompletion<'a> {
+    pub drawn: &'a Drawn,
+    pub extraction: &'a Extraction,
+    pub fingerprint: Option<String>,
+    pub dup_of: Option<usize>,
+}
+
+/// A stored suite.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SuiteRow {
+    pub id: SuiteId,
+    pub problems_path: String,
+    pub problems_digest: String,
+    pub origin: SuiteOrigin,
+    pub source: String,
+    pub mode: ProgramMode,
+    pub problems: usize,
+    /// From its batches: running while one runs, else failed or
+    /// interrupted if one is, else finished.
+    pub status: BatchStatus,
+    /// The first failure among its batches.
+    pub failure: Option<String>,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub sandbox: Option<String>,
+    pub sandbox_warnings: Option<String>,
+}
+
+/// One problem of a stored suite.
+#[derive(Debug, Clone)]
+pub struct SuiteProblemRow {
+    pub batch_id: BatchId,
+    pub pos: usize,
+    pub problem: Problem,
+    pub n: usize,
+    pub status: BatchStatus,
+}
+
+/// One completion of a stored suite, with what became of it.
+#[derive(Debug, Clone)]
+pub struct SuiteCompletionRow {
+    pub batch_id: BatchId,
+    pub idx: usize,
+    pub drawn: Drawn,
+    /// The program, or why no program could be made (a chat reply without
+    /// code). `None` before the completion was stored as a candidate.
+    pub extraction: Option<Extraction>,
+    pub dup_of: Option<usize>,
+    pub outcome: Option<SuiteOutcomeRow>,
+}
+
+/// What a program came to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SuiteOutcomeRow {
+    /// `None` when nothing was built: the completion gave no program (a
+    /// failed request, a chat reply without code).
+    pub probe: Option<ProbeVerdict>,
+    pub error_file: Option<String>,
+    pub outcome: CompletionOutcome,
+    pub run_wall: Duration,
+    pub run_cpu: Duration,
+}
+
+impl SuiteOrigin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SuiteOrigin::Completions => "completions",
+            SuiteOrigin::Pool => "pool",
+        }
+    }
+}
+
+impl FromStr for SuiteOrigin {
+    type Err = ();
+    fn from_str(s: &str) -> Result<SuiteOrigin, ()> {
+        match s {
+            "completions" => Ok(SuiteOrigin::Completions),
+            "pool" => Ok(SuiteOrigin::Pool),
+            _ => Err(()),
+        }
+    }
+}
+
+impl serde::Serialize for SuiteOrigin {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+const SUITE_SELECT: &str = "SELECT s.id, s.problems_path, s.problems_digest, s.origin, s.source,
+        s.mode, s.problems, s.started_at, s.finished_at, s.sandbox, s.sandbox_warnings,
+        (SELECT GROUP_CONCAT(b.status) FROM batches b JOIN suite_problems p ON p.batch_id = b.id
+          WHERE p.suite_id = s.id) AS statuses,
+        (SELECT b.failure FROM batches b JOIN suite_problems p ON p.batch_id = b.id
+          WHERE p.suite_id = s.id AND b.failure IS NOT NULL ORDER BY p.pos LIMIT 1) AS failure
+     FROM suites s";
+
+impl Store {
+    /// Creates a suite, one owned batch per problem, and the completions
+    /// and programs known now, in one transaction. Returns the suite and its
+    /// batches, in the problems' order.
+    pub async fn begin_suite(
+        &self,
+        suite: &NewSuite<'_>,
+        owner: &Owner,
+    ) -> Result<(SuiteId, Vec<BatchId>), StoreError> {
+        let path = std::path::absolute(suite.problems_path)
+            .unwrap_or_else(|_| suite.problems_path.to_path_buf())
+            .display()
+            .to_string();
+        let mut tx = self.pool.begin().await.map_err(self.sql())?;
+        let id: SuiteId = sqlx::query_scalar(
+            "INSERT INTO suites (problems_path, problems_digest, origin, source, mode, problems,
+                                 started_at)
+             VALUES (?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+             RETURNING id",
+        )
+        .bind(&path)
+        .bind(suite.problems_digest)
+        .bind(suite.origin.as_str())
+        .bind(suite.source)
+        .bind(suite.mode.as_str())
+        .bind(suite.problems.len() as i64)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(self.sql())?;
+        let pool_label = match suite.origin {
+            SuiteOrigin::Completions => "completions",
+            SuiteOrigin::Pool => suite.source,
+        };
+        let mut batches = Vec::with_capacity(suite.problems.len());
+        for (pos, p) in suite.problems.iter().enumerate() {
+            let batch: BatchId = sqlx::query_scalar(
+                "INSERT INTO batches (task, spec_path, pool, n, status, started_at, dedup_by,
+                                      owner_host, owner_boot, owner_pid, owner_start, spec_digest)
+                 VALUES (?, ?, ?, ?, 'running', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'exact',
+                         ?, ?, ?, ?, ?)
+                 RETURNING id",
+            )
+            .bind(&p.problem.name)
+            .bind(&path)
+            .bind(pool_label)
+            .bind(p.n as i64)
+            .bind(&owner.host)
+            .bind(&owner.boot)
+            .bind(owner.pid as i64)
+            .bind(owner.start as i64)
+            .bind(suite.problems_digest)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(self.sql())?;
+            sqlx::query(
+                "INSERT INTO suite_problems (batch_id, suite_id, pos, name, prompt, tests, stop_tokens)
+                 VALUES (?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(batch)
+            .bind(id)
+            .bind(pos as i64)
+            .bind(&p.problem.name)
+            .bind(&p.problem.prompt)
+            .bind(&p.problem.tests)
+            .bind(serde_json::to_string(&p.problem.stop_tokens).expect("strings serialize"))
+            .execute(&mut *tx)
+            .await
+            .map_err(self.sql())?;
+            for c in &p.completions {
+                self.insert_completion(&mut tx, batch, c).await?;
+            }
+            batches.push(batch);
+        }
+        tx.commit().await.map_err(self.sql())?;
+        Ok((id, batches))
+    }
+
+    /// Stores completions of one problem that arrived during a live draw,
+    /// in one transaction.
+    pub async fn record_suite_completions(
+        &self,
+        batch: BatchId,
+        completions: &[NewCompletion<'_>],
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await.map_err(self.sql())?;
+        for c in completions {
+            self.insert_completion(&mut tx, batch, c).await?;
+        }
+        tx.commit().await.map_err(self.sql())
+    }
+
+    async fn insert_completion(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+        batch: BatchId,
+        c: &NewCompletion<'_>,
+    ) -> Result<(), StoreError> {
+        self.insert_draw(tx, batch, c.drawn).await?;
+        let (source, detail) = match c.extraction {
+            Extraction::Source(src) => (Some(src.as_str()), None),
+            Extraction::Failed(why) => (None, why.detail()),
+        };
+        sqlx::query(
+            "INSERT INTO candidates (batch_id, idx, extract, extract_detail, source, fingerprint,
+                                     dup_of, exact_dup_of)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(batch)
+        .bind(c.drawn.idx as i64)
+        .bind(c.extraction.kind())
+        .bind(detail)
+        .bind(source)
+        .bind(c.fingerprint.as_deref())
+        .bind(c.dup_of.map(|d| d as i64))
+        .bind(c.dup_of.map(|d| d as i64))
+        .execute(&mut **tx)
+        .await
+        .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Records the sandbox that confines the suite's runs.
+    pub async fn set_suite_sandbox(
+        &self,
+        suite: SuiteId,
+        sandbox: &str,
+        warnings: &[String],
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE suites SET sandbox = ?, sandbox_warnings = ? WHERE id = ?")
+            .bind(sandbox)
+            .bind((!warnings.is_empty()).then(|| warnings.join("\n")))
+            .bind(suite)
+            .execute(&self.pool)
+            .await
+            .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Stores what a program came to for every completion that shares it
+    /// (`idxs`: the representative and its duplicates), in one transaction.
+    pub async fn record_suite_outcome(
+        &self,
+        batch: BatchId,
+        idxs: &[usize],
+        row: &SuiteOutcomeRow,
+    ) -> Result<(), StoreError> {
+        let (whole, cases) = match &row.outcome {
+            CompletionOutcome::Ran { whole, cases } => (
+                Some(whole.to_string()),
+                Some(
+                    cases
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(","),
+                ),
+            ),
+            _ => (None, None),
+        };
+        let mut tx = self.pool.begin().await.map_err(self.sql())?;
+        for idx in idxs {
+            sqlx::query(
+                "INSERT INTO suite_outcomes (batch_id, idx, probe, error_file, outcome, whole,
+                                             cases, status, multiple_status, run_wall_ms,
+                                             run_cpu_ms)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(batch)
+            .bind(*idx as i64)
+            .bind(row.probe.as_ref().map(ToString::to_string))
+            .bind(row.error_file.as_deref())
+            .bind(row.outcome.kind())
+            .bind(whole.as_deref())
+            .bind(cases.as_deref())
+            .bind(row.outcome.status().as_str())
+            .bind(row.outcome.multiple_status().as_str())
+            .bind(row.run_wall.as_secs_f64() * 1e3)
+            .bind(row.run_cpu.as_secs_f64() * 1e3)
+            .execute(&mut *tx)
+            .await
+            .map_err(self.sql())?;
+        }
+        tx.commit().await.map_err(self.sql())
+    }
+
+    /// Ends every batch of the suite that is still running with `status`
+    /// (and `failure`); a finished suite gets its end time.
+    pub async fn finish_suite(
+        &self,
+        suite: SuiteId,
+        status: BatchStatus,
+        failure: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await.map_err(self.sql())?;
+        sqlx::query(
+            "UPDATE batches SET status = ?, failure = ?,
+                    finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+             WHERE status = 'running'
+               AND id IN (SELECT batch_id FROM suite_problems WHERE suite_id = ?)",
+        )
+        .bind(status.as_str())
+        .bind(failure)
+        .bind(suite)
+        .execute(&mut *tx)
+        .await
+        .map_err(self.sql())?;
+        if status == BatchStatus::Finished {
+            sqlx::query(
+                "UPDATE suites SET finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?",
+            )
+            .bind(suite)
+            .execute(&mut *tx)
+            .await
+            .map_err(self.sql())?;
+        }
+        tx.commit().await.map_err(self.sql())
+    }
+
+    /// Takes every unfinished batch of an interrupted or failed suite over
+    /// for `owner`, in one transaction: of two resumes, one wins. `Claimed`
+    /// when there was something to take; `Finished` when every batch is
+    /// finished; `Running` when a batch still has a live owner.
+    pub async fn claim_suite_for_resume(
+        &self,
+        suite: SuiteId,
+        owner: &Owner,
+    ) -> Result<Claim, StoreError> {
+        let row = self.suite(suite).await?;
+        match row.status {
+            BatchStatus::Finished => return Ok(Claim::Finished),
+            BatchStatus::Running => return Ok(Claim::Running(None)),
+            BatchStatus::Interrupted | BatchStatus::Failed => {}
+        }
+        let mut tx = self.pool.begin().await.map_err(self.sql())?;
+        let running: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM batches
+             WHERE status = 'running'
+               AND id IN (SELECT batch_id FROM suite_problems WHERE suite_id = ?)",
+        )
+        .bind(suite)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(self.sql())?;
+        if running > 0 {
+            return Ok(Claim::Running(None));
+        }
+        sqlx::query(
+            "UPDATE batches SET status = 'running', failure = NULL, finished_at = NULL,
+                    owner_host = ?, owner_boot = ?, owner_pid = ?, owner_start = ?
+             WHERE status IN ('interrupted', 'failed')
+               AND id IN (SELECT batch_id FROM suite_problems WHERE suite_id = ?)",
+        )
+        .bind(&owner.host)
+        .bind(&owner.boot)
+        .bind(owner.pid as i64)
+        .bind(owner.start as i64)
+        .bind(suite)
+        .execute(&mut *tx)
+        .await
+        .map_err(self.sql())?;
+        tx.commit().await.map_err(self.sql())?;
+        Ok(Claim::Claimed)
+    }
+
+    pub async fn record_suite_phase(
+        &self,
+        suite: SuiteId,
+        figures: &PhaseFigures,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO suite_phases (suite_id, seq, phase, wall_s, cpu_s, avg_busy, peak_busy)
+             VALUES (?, (SELECT COALESCE(MAX(seq), -1) + 1 FROM suite_phases WHERE suite_id = ?),
+                     ?, ?, ?, ?, ?)",
+        )
+        .bind(suite)
+        .bind(suite)
+        .bind(figures.phase.as_str())
+        .bind(figures.wall_s)
+        .bind(figures.cpu_s)
+        .bind(figures.avg_busy)
+        .bind(figures.peak_busy)
+        .execute(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(())
+    }
+
+    pub async fn suite_phases(&self, suite: SuiteId) -> Result<Vec<PhaseFigures>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT phase, wall_s, cpu_s, avg_busy, peak_busy FROM suite_phases
+             WHERE suite_id = ? ORDER BY seq",
+        )
+        .bind(suite)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        rows.iter()
+            .map(|r| {
+                let name: String = r.get("phase");
+                Ok(PhaseFigures {
+                    phase: Phase::from_stored(&name)
+                        .ok_or_else(|| self.bad(-1, -1, "suite phase", &name))?,
+                    wall_s: r.get("wall_s"),
+                    cpu_s: r.get("cpu_s"),
+                    avg_busy: r.get("avg_busy"),
+                    peak_busy: r.get("peak_busy"),
+                })
+            })
+            .collect()
+    }
+
+    pub async fn suites(&self) -> Result<Vec<SuiteRow>, StoreError> {
+        let rows = sqlx::query(&format!("{SUITE_SELECT} ORDER BY s.id"))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(self.sql())?;
+        rows.iter().map(|r| self.suite_row(r)).collect()
+    }
+
+    pub async fn suite(&self, id: SuiteId) -> Result<SuiteRow, StoreError> {
+        let row = sqlx::query(&format!("{SUITE_SELECT} WHERE s.id = ?"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(self.sql())?
+            .ok_or_else(|| StoreError::NoSuite {
+                path: self.path.clone(),
+                id,
+            })?;
+        self.suite_row(&row)
+    }
+
+    fn suite_row(&self, r: &sqlx::sqlite::SqliteRow) -> Result<SuiteRow, StoreError> {
+        let id: i64 = r.get("id");
+        let origin: String = r.get("origin");
+        let mode: String = r.get("mode");
+        let statuses: Option<String> = r.get("statuses");
+        let mut status = BatchStatus::Finished;
+        for s in statuses
+            .as_deref()
+            .unwrap_or("")
+            .split(',')
+            .filter(|s| !s.is_empty())
+        {
+            let s: BatchStatus = self.parse(id, -1, "suite batch status", s)?;
+            // Running outranks failed, which outranks interrupted.
+            let rank = |s: BatchStatus| match s {
+                BatchStatus::Finished => 0,
+                BatchStatus::Interrupted => 1,
+                BatchStatus::Failed => 2,
+                BatchStatus::Running => 3,
+            };
+            if rank(s) > rank(status) {
+                status = s;
+            }
+        }
+        Ok(SuiteRow {
+            id,
+            problems_path: r.get("problems_path"),
+            problems_digest: r.get("problems_digest"),
+            origin: origin
+                .parse()
+                .map_err(|_| self.bad(id, -1, "suite origin", &origin))?,
+            source: r.get("source"),
+            mode: self.parse(id, -1, "suite mode", &mode)?,
+            problems: r.get::<i64, _>("problems") as usize,
+            status,
+            failure: r.get("failure"),
+            started_at: r.get("started_at"),
+            finished_at: r.get("finished_at"),
+            sandbox: r.get("sandbox"),
+            sandbox_warnings: r.get("sandbox_warnings"),
+        })
+    }
+
+    /// The suite's problems in their file's order.
+    pub async fn suite_problems(&self, suite: SuiteId) -> Result<Vec<SuiteProblemRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT p.batch_id, p.pos, p.name, p.prompt, p.tests, p.stop_tokens, b.n, b.status
+             FROM suite_problems p JOIN batches b ON b.id = p.batch_id
+             WHERE p.suite_id = ? ORDER BY p.pos",
+        )
+        .bind(suite)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        rows.iter()
+            .map(|r| {
+                let batch: BatchId = r.get("batch_id");
+                let stop: String = r.get("stop_tokens");
+                let status: String = r.get("status");
+                Ok(SuiteProblemRow {
+                    batch_id: batch,
+                    pos: r.get::<i64, _>("pos") as usize,
+                    problem: Problem {
+                        name: r.get("name"),
+                        prompt: r.get("prompt"),
+                        tests: r.get("tests"),
+                        stop_tokens: serde_json::from_str(&stop)
+                            .map_err(|_| self.bad(batch, -1, "stop tokens", &stop))?,
+                    },
+                    n: r.get::<i64, _>("n") as usize,
+                    status: self.parse(batch, -1, "status", &status)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Every completion of the suite, by problem order then index, with its
+    /// program and outcome where stored. Draw attempts are not read (no
+    /// suite report needs them).
+    pub async fn suite_completions(
+        &self,
+        suite: SuiteId,
+    ) -> Result<Vec<SuiteCompletionRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT r.batch_id, r.idx, r.pool, r.model, r.content, r.reasoning, r.finish_reason,
+                    r.prompt_tokens, r.completion_tokens, r.cached_prompt_tokens, r.ttft_ms,
+                    r.ttft_reasoning_ms, r.latency_ms, r.outcome AS reply_outcome,
+                    r.error_message, r.error_body, r.chunks, r.hit_cap, r.cut_early,
+                    r.cap_tokens_left,
+                    c.extract, c.extract_detail, c.source, c.dup_of,
+                    o.probe, o.error_file, o.outcome, o.whole, o.cases, o.run_wall_ms, o.run_cpu_ms
+             FROM suite_problems p
+             JOIN replies r ON r.batch_id = p.batch_id
+             LEFT JOIN candidates c ON c.batch_id = r.batch_id AND c.idx = r.idx
+             LEFT JOIN suite_outcomes o ON o.batch_id = r.batch_id AND o.idx = r.idx
+             WHERE p.suite_id = ?
+             ORDER BY p.pos, r.idx",
+        )
+        .bind(suite)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        rows.iter().map(|r| self.suite_completion_row(r)).collect()
+    }
+
+    fn suite_completion_row(
+        &self,
+        r: &sqlx::sqlite::SqliteRow,
+    ) -> Result<SuiteCompletionRow, StoreError> {
+        let batch: BatchId = r.get("batch_id");
+        let idx: i64 = r.get("idx");
+        let u = |name: &str| r.get::<Option<i64>, _>(name).map(|v| v as u64);
+        let reply_outcome: String = r.get("reply_outcome");
+        let drawn = Drawn {
+            idx: idx as usize,
+            pool: r.get("pool"),
+            reply: crate::draw::Reply {
+                content: r.get("content"),
+                reasoning: r.get("reasoning"),
+                finish_reason: r.get("finish_reason"),
+                prompt_tokens: u("prompt_tokens"),
+                cached_prompt_tokens: u("cached_prompt_tokens"),
+                completion_tokens: u("completion_tokens"),
+                model: r.get("model"),
+                ttft_ms: r.get("ttft_ms"),
+                ttft_reasoning_ms: r.get("ttft_reasoning_ms"),
+                latency_ms: r.get("latency_ms"),
+                chunks: u("chunks"),
+                hit_cap: r.get("hit_cap"),
+                cut_early: r.get("cut_early"),
+                cap_tokens_left: u("cap_tokens_left"),
+                outcome: self.parse(batch, idx, "reply outcome", &reply_outcome)?,
+                error: r.get::<Option<String>, _>("error_message").map(|message| {
+                    crate::draw::ErrorText {
+                        message,
+                        body: r.get("error_body"),
+                    }
+                }),
+                attempts: Vec::new(),
+            },
+        };
+        let extraction = match r.get::<Option<String>, _>("extract") {
+            None => None,
+            Some(kind) => Some(match r.get::<Option<String>, _>("source") {
+                Some(source) if kind == "extracted" => Extraction::Source(source),
+                _ => Extraction::Failed(
+                    crate::extract::NoCode::from_stored(
+                        &kind,
+                        r.get::<Option<&str>, _>("extract_detail"),
+                    )
+                    .ok_or_else(|| self.bad(batch, idx, "extraction", &kind))?,
+                ),
+            }),
+        };
+        let outcome = match r.get::<Option<String>, _>("outcome") {
+            None => None,
+            Some(kind) => {
+                let whole: Option<String> = r.get("whole");
+                let cases: Option<String> = r.get("cases");
+                let probe: Option<String> = r.get("probe");
+                Some(SuiteOutcomeRow {
+                    probe: match probe {
+                        Some(p) => Some(self.parse(batch, idx, "probe verdict", &p)?),
+                        None => None,
+                    },
+                    error_file: r.get("error_file"),
+                    outcome: CompletionOutcome::from_stored(
+                        &kind,
+                        whole.as_deref(),
+                        cases.as_deref(),
+                    )
+                    .map_err(|_| self.bad(batch, idx, "suite outcome", &kind))?,
+                    run_wall: Duration::from_secs_f64(
+                        r.get::<Option<f64>, _>("run_wall_ms").unwrap_or(0.0) / 1e3,
+                    ),
+                    run_cpu: Duration::from_secs_f64(
+                        r.get::<Option<f64>, _>("run_cpu_ms").unwrap_or(0.0) / 1e3,
+                    ),
+                })
+            }
+        };
+        Ok(SuiteCompletionRow {
+            batch_id: batch,
+            idx: idx as usize,
+            drawn,
+            extraction,
+            dup_of: r.get::<Option<i64>, _>("dup_of").map(|d| d as usize),
+            outcome,
+        })
+    }
+}

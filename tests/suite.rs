@@ -708,3 +708,130 @@ fn a_live_draw_in_completion_and_chat_mode() {
     );
     assert!(compared["b"]["draw"]["mean_ttft_ms"].as_f64().is_some());
 }
+
+/// A chat reply that defines `inc`: `live_inc` passes, `live_dec` does not
+/// compile (its tests call `dec`).
+const CHAT_INC: &str = "Sure:\n```rust\nfn inc(x: i32) -> i32 {\n    x + 1\n}\n```\n";
+
+#[test]
+fn a_live_draw_splits_retries_races_and_resumes_after_a_kill() {
+    use assay_gateway::{Config, Dialect, Fault, Gateway, Model, Recorded};
+    let reply = Recorded {
+        content: CHAT_INC.into(),
+        reasoning: None,
+    };
+    let gw = Gateway::start_on_thread(
+        Config::new()
+            .model(
+                "fast",
+                Model::new(
+                    Dialect::Vllm {
+                        tokens_per_chunk: 4,
+                    },
+                    vec![reply.clone()],
+                ),
+            )
+            .model(
+                "flaky",
+                Model::new(Dialect::LlamaCpp, vec![reply]).fault(
+                    Fault::ServerError {
+                        body: "{\"error\": {\"message\": \"overloaded\"}}".into(),
+                    },
+                    2,
+                ),
+            ),
+    )
+    .unwrap();
+    let s = Scratch::new();
+    let problems = s.path().join("problems.jsonl");
+    std::fs::write(&problems, LIVE_PROBLEMS).unwrap();
+    let pools = s.path().join("pools.toml");
+    let pool = |name: &str| {
+        format!(
+            "[pools.{name}]\nbase_url = \"{}\"\nmodel = \"{name}\"\nmax_in_flight = 2\n\
+             sampling = {{ temperature = 0.2 }}\n",
+            gw.base_url()
+        )
+    };
+    std::fs::write(&pools, pool("fast") + &pool("flaky")).unwrap();
+    let problems = arg(problems);
+    let pools = arg(pools);
+    let statuses = |run: &Value| -> Vec<Value> {
+        run["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["statuses"].clone())
+            .collect()
+    };
+    let want = [
+        serde_json::json!(["OK", "OK", "OK"]),
+        serde_json::json!(["SyntaxError", "SyntaxError", "SyntaxError"]),
+    ];
+
+    // Fixed shares (1:2 of each problem's three), one pool answering its
+    // first two requests with a server error: the draw retries them, every
+    // attempt is stored, and every reply arrives.
+    let shared = s.json(&[
+        "suite", "run", &problems, "--pool", "fast=1", "--pool", "flaky=2", "-n", "3", "--pools",
+        &pools, "--json",
+    ]);
+    assert_eq!(shared["source"], "fast+flaky", "{shared}");
+    assert_eq!(
+        (shared["completions"].as_u64(), shared["programs"].as_u64()),
+        (Some(6), Some(2))
+    );
+    assert_eq!(statuses(&shared), want);
+    let exported = s.json(&["suite", "export", "1", "--format", "json"]);
+    let pools_of: Vec<&str> = exported["completions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["pool"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        pools_of.iter().filter(|p| **p == "fast").count(),
+        2,
+        "{pools_of:?}"
+    );
+    assert_eq!(
+        pools_of.iter().filter(|p| **p == "flaky").count(),
+        4,
+        "{pools_of:?}"
+    );
+    let failed_attempts: i64 = s.sql(async |db| {
+        sqlx::query_scalar("SELECT COUNT(*) FROM draw_attempts WHERE outcome = 'http_error(500)'")
+            .fetch_one(db)
+            .await
+            .unwrap()
+    });
+    assert_eq!(failed_attempts, 2, "both server errors are stored attempts");
+
+    // A race of both pools, killed with two replies stored: the resume
+    // needs the pools again, draws only the four missing replies, and
+    // finishes.
+    let held = s.start_at(
+        "pause@suite.reply#2",
+        &[
+            "suite", "run", &problems, "--pool", "fast", "--pool", "flaky", "--split", "race",
+            "-n", "3", "--pools", &pools,
+        ],
+    );
+    held.kill9();
+    let refused = s.assay(&["suite", "run", "--resume", "2"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("lacks 4 completions"), "{stderr}");
+    let resumed = s.json(&[
+        "suite", "run", "--resume", "2", "--pool", "fast", "--pool", "flaky", "--split", "race",
+        "--pools", &pools, "--json",
+    ]);
+    assert_eq!(resumed["source"], "race(fast+flaky)");
+    assert_eq!(resumed["status"], "finished", "{resumed}");
+    assert_eq!(resumed["completions"], 6);
+    assert_eq!(statuses(&resumed), want);
+    // Each problem's replies are 0, 1 and 2, each stored once (a reply
+    // asked again would fail on the replies' primary key).
+    assert_eq!(resumed["problems"][0]["n"], 3);
+    assert_eq!(resumed["problems"][1]["n"], 3);
+}

@@ -232,6 +232,7 @@ impl SuiteDraw<'_> {
             }
             _ => store_no_program(self.store, job.batch, drawn.idx).await?,
         }
+        crate::testpoint::reached("suite.reply").await;
         Ok(())
     }
 }

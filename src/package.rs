@@ -309,6 +309,15 @@ impl Package {
         &self.dir
     }
 
+    /// A tag unique to this package among those sharing its target
+    /// directory (they are folders of one work directory, so their names
+    /// differ), fit for a target name: the FNV-1a hash of the folder's
+    /// name. Executed targets carry it, because cargo copies each binary
+    /// to one name in the target directory, shared by every package.
+    pub fn target_tag(&self) -> String {
+        target_tag_of(&self.dir)
+    }
+
     pub fn target_dir(&self) -> &Path {
         &self.target_dir
     }
@@ -857,6 +866,18 @@ impl BuildReport {
     }
 }
 
+/// [`Package::target_tag`] of the package in `dir`.
+fn target_tag_of(dir: &Path) -> String {
+    let name = dir.file_name().unwrap_or_default();
+    let hash = name
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    format!("{:08x}", hash as u32)
+}
+
 fn push_span_files(span: &DiagnosticSpan, files: &mut Vec<String>) {
     if !files.contains(&span.file_name) {
         files.push(span.file_name.clone());
@@ -1026,6 +1047,27 @@ mod tests {
 
     /// Regression: on a fresh machine the confined cargo was denied creating
     /// the target directory beside itself, and every first batch failed.
+    #[test]
+    fn packages_of_one_work_directory_tag_their_targets_apart() {
+        let work = Path::new("/w");
+        let tags: Vec<String> = ["tiny", "tiny-spin", "tiny_spin", "absolute"]
+            .iter()
+            .map(|t| target_tag_of(&work.join(t)))
+            .collect();
+        for (i, a) in tags.iter().enumerate() {
+            assert!(
+                a.len() == 8 && a.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{a}"
+            );
+            assert!(tags[i + 1..].iter().all(|b| b != a), "{tags:?}");
+        }
+        // Stable: the same package keeps its targets, so its builds stay warm.
+        assert_eq!(
+            target_tag_of(&work.join("tiny")),
+            target_tag_of(Path::new("/x/tiny"))
+        );
+    }
+
     #[test]
     fn open_creates_the_target_directory() {
         let tiny = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny");

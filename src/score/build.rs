@@ -18,8 +18,10 @@ use crate::package::{BuildReport, ModuleKey, Package, Profile};
 
 const JUDGE_MAIN: &str = include_str!("judge_main.rs");
 
-/// The judge's target name.
-pub const JUDGE: &str = "assay_judge";
+/// The judge's target name in the package tagged `tag`.
+pub fn judge_name(tag: &str) -> String {
+    format!("assay_judge_{tag}")
+}
 
 /// A batch's built images.
 #[derive(Debug)]
@@ -32,9 +34,13 @@ pub struct Images {
     pub failed: Vec<(ModuleKey, String)>,
 }
 
-/// The target name of `key`'s image.
-pub fn image_name(key: &ModuleKey) -> String {
-    format!("run_{}", key.name())
+/// The target name of `key`'s image in the package tagged `tag`
+/// ([`Package::target_tag`]). Cargo copies every binary it builds to one
+/// name in the shared target directory; without the tag, another task's
+/// build could put its own judge or candidate under that name between this
+/// build and the image's run.
+pub fn image_name(tag: &str, key: &ModuleKey) -> String {
+    format!("run_{tag}_{}", key.name())
 }
 
 /// The root of `key`'s image: its module, and a `main` that hands the
@@ -75,7 +81,10 @@ pub async fn build_images(
     keys: &[ModuleKey],
     harness_crate: &str,
 ) -> Result<Images> {
-    write_if_changed(package, JUDGE, &judge_root(harness_crate))?;
+    let tag = package.target_tag();
+    let judge = judge_name(&tag);
+    let image_name = |key: &ModuleKey| image_name(&tag, key);
+    write_if_changed(package, &judge, &judge_root(harness_crate))?;
     for key in keys {
         write_if_changed(package, &image_name(key), &image_root(harness_crate, key))?;
     }
@@ -86,14 +95,14 @@ pub async fn build_images(
     };
     let mut pending: Vec<ModuleKey> = keys.to_vec();
     for round in 0..2 {
-        let mut names = vec![JUDGE.to_owned()];
+        let mut names = vec![judge.clone()];
         names.extend(pending.iter().map(image_name));
         package.set_bins(names.iter().map(String::as_str))?;
         let report = package.build(Profile::Score, &names, |_| {}).await?;
-        match report.built.get(JUDGE) {
-            Some(judge) => images.judge = judge.clone(),
+        match report.built.get(&judge) {
+            Some(exe) => images.judge = exe.clone(),
             None if report.timed_out => return Err(package.timed_out("the judge's build").into()),
-            None => bail!("the judge did not build:\n{}", why_not(&report, JUDGE)),
+            None => bail!("the judge did not build:\n{}", why_not(&report, &judge)),
         }
         let mut unsettled = Vec::new();
         for key in pending {
@@ -155,6 +164,7 @@ mod tests {
         );
         assert_eq!(root.matches("#[path").count(), 1);
         assert!(!judge_root("h").contains("#[path"));
-        assert_eq!(image_name(&ModuleKey::Committed), "run_committed");
+        assert_eq!(image_name("t", &ModuleKey::Committed), "run_t_committed");
+        assert_eq!(judge_name("t"), "assay_judge_t");
     }
 }

@@ -27,7 +27,7 @@ use std::time::Duration;
 use crate::package::ModuleKey;
 use crate::spec::{Isolation, Limits};
 
-pub use build::{build_images, image_name, image_root, judge_root, Images, JUDGE};
+pub use build::{build_images, image_name, image_root, judge_name, judge_root, Images};
 pub use child::kill_live_groups;
 pub use judge::Oracle;
 pub use program::{run_program, ProgramRun};

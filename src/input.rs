@@ -29,9 +29,30 @@ fn read_limited(path: &Path, limit: u64) -> std::io::Result<String> {
     Ok(text)
 }
 
+/// A parser's message as one line: TOML's can run over several ("invalid
+/// table header" then "duplicate key ..."), and bad input is reported on
+/// one line.
+pub fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_parser_message_over_several_lines_is_one() {
+        assert_eq!(
+            one_line("invalid table header\nduplicate key `admit` in document root\n"),
+            "invalid table header: duplicate key `admit` in document root"
+        );
+        assert_eq!(one_line("missing field `name`"), "missing field `name`");
+    }
 
     #[test]
     fn an_endless_file_is_refused_at_the_limit() {

@@ -190,7 +190,7 @@ impl Spec {
         let raw: RawSpec = toml::from_str(&text).map_err(|e| SpecError::Syntax {
             file: file.clone(),
             line: e.span().map(|s| line_of(&text, s.start)),
-            message: e.message().trim_end_matches('\n').to_owned(),
+            message: crate::input::one_line(e.message()),
         })?;
         let dir = file
             .parent()
@@ -445,7 +445,7 @@ impl Validator {
         let value: toml::Table = toml::from_str(&text).map_err(|e| SpecError::Syntax {
             file: manifest.clone(),
             line: e.span().map(|s| line_of(&text, s.start)),
-            message: e.message().trim_end_matches('\n').to_owned(),
+            message: crate::input::one_line(e.message()),
         })?;
         let package = value
             .get("package")

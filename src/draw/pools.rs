@@ -126,7 +126,7 @@ impl PoolsFile {
         let raw: RawFile = toml::from_str(&text).map_err(|e| DrawError::BadLine {
             file: path.to_path_buf(),
             line: e.span().map_or(0, |s| crate::spec::line_of(&text, s.start)),
-            message: e.message().trim_end_matches('\n').to_owned(),
+            message: crate::input::one_line(e.message()),
         })?;
         let bad = |pool: &str, field: &str, message: &str| DrawError::BadPool {
             file: path.to_path_buf(),

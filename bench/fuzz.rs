@@ -258,7 +258,14 @@ fn main() {
                 );
                 // A spec whose value names another file is refused naming
                 // that file (in the task folder, or the hostile path).
+                // A flag's value that is a path may be named instead of
+                // the flag: it is the file at fault.
                 let names_it = first.contains(&m.names)
+                    || m.args
+                        .iter()
+                        .skip(1)
+                        .step_by(2)
+                        .any(|v| v.starts_with('/') && first.contains(v.as_str()))
                     || first.contains(&task.display().to_string())
                     || ["/dev/", "/etc/", "/proc/", "/sys/", "pools"]
                         .iter()

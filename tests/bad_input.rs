@@ -8,35 +8,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use common::{tiny, Scratch};
-
-/// Copies the tiny task into the scratch directory, to be spoiled.
-fn task(scratch: &Scratch) -> PathBuf {
-    let dst = scratch.path().join("task");
-    copy_dir(Path::new(&tiny()), &dst);
-    dst
-}
-
-fn copy_dir(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for entry in std::fs::read_dir(src).unwrap() {
-        let entry = entry.unwrap();
-        let to = dst.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &to);
-        } else {
-            std::fs::copy(entry.path(), &to).unwrap();
-        }
-    }
-}
-
-fn edit(path: &Path, from: &str, to: &str) {
-    let text = std::fs::read_to_string(path).unwrap();
-    assert!(text.contains(from), "{} lacks {from:?}", path.display());
-    std::fs::write(path, text.replacen(from, to, 1)).unwrap();
-}
+use common::{assert_refused, edit, tiny, Scratch};
 
 /// Every row of every table, as text: what the database holds, whatever
 /// its pages look like (a checkpoint moves bytes between the WAL and the
@@ -72,22 +46,7 @@ fn db_rows(scratch: &Scratch) -> Vec<String> {
 /// Runs `assay args` and checks the refusal: exit 2, one line holding
 /// every fragment of `want`.
 fn refused(scratch: &Scratch, args: &[&str], want: &[&str]) -> String {
-    let out = scratch.assay(args);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "{args:?}: not one line: {err}"
-    );
-    for fragment in want {
-        assert!(
-            err.contains(fragment),
-            "{args:?}: {err:?} lacks {fragment:?}"
-        );
-    }
-    assert!(out.stdout.is_empty(), "{args:?}: printed to stdout");
-    err
+    assert_refused(&scratch.assay(args), args, want)
 }
 
 /// Nothing was created: no database, no output folder.
@@ -110,7 +69,7 @@ fn args(v: &[String]) -> Vec<&str> {
 #[test]
 fn a_spec_with_a_syntax_error() {
     let scratch = Scratch::new();
-    let task = task(&scratch);
+    let task = scratch.tiny_copy();
     edit(
         &task.join("spec.toml"),
         "entry = \"double\"",
@@ -124,7 +83,7 @@ fn a_spec_with_a_syntax_error() {
 #[test]
 fn a_spec_with_an_unknown_key() {
     let scratch = Scratch::new();
-    let task = task(&scratch);
+    let task = scratch.tiny_copy();
     edit(
         &task.join("spec.toml"),
         "[limits]\n",
@@ -142,7 +101,7 @@ fn a_spec_with_an_unknown_key() {
 #[test]
 fn a_spec_whose_harness_is_missing() {
     let scratch = Scratch::new();
-    let task = task(&scratch);
+    let task = scratch.tiny_copy();
     std::fs::remove_dir_all(task.join("harness")).unwrap();
     let a = run_task(&scratch, &task);
     refused(
@@ -156,7 +115,7 @@ fn a_spec_whose_harness_is_missing() {
 #[test]
 fn cases_that_do_not_parse() {
     let scratch = Scratch::new();
-    let task = task(&scratch);
+    let task = scratch.tiny_copy();
     edit(
         &task.join("cases.jsonl"),
         "{\"input\": 2, \"expected\": 4}",
@@ -174,7 +133,7 @@ fn cases_that_do_not_parse() {
 #[test]
 fn cases_whose_types_do_not_match_the_harness() {
     let scratch = Scratch::new();
-    let task = task(&scratch);
+    let task = scratch.tiny_copy();
     // Valid JSON objects, but `input` is a u64 in the harness.
     edit(
         &task.join("cases.jsonl"),
@@ -345,7 +304,7 @@ fn n_zero() {
 #[test]
 fn resuming_against_a_changed_spec() {
     let scratch = Scratch::new();
-    let task = task(&scratch);
+    let task = scratch.tiny_copy();
     let a = run_task(&scratch, &task);
     scratch.start_at("pause@draw.done", &args(&a)).kill9();
     // A reading command marks the killed batch interrupted first.
@@ -371,7 +330,7 @@ fn resuming_against_a_changed_spec() {
 #[test]
 fn resuming_with_another_task_spec() {
     let scratch = Scratch::new();
-    let task = task(&scratch);
+    let task = scratch.tiny_copy();
     let a = run_task(&scratch, &task);
     scratch.start_at("pause@draw.done", &args(&a)).kill9();
     // A reading command marks the killed batch interrupted first.

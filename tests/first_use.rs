@@ -6,56 +6,16 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 
-use common::{repo, tiny, Scratch};
+use common::{assert_refused, edit, repo, tiny, Scratch};
 use serde_json::Value;
 
 /// Runs `assay args` and checks the refusal: exit 2, one line holding
 /// every fragment of `want`, nothing on stdout.
 fn refused(scratch: &Scratch, args: &[&str], want: &[&str]) -> String {
-    let out = scratch.assay(args);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "{args:?}: not one line: {err}"
-    );
-    for fragment in want {
-        assert!(
-            err.contains(fragment),
-            "{args:?}: {err:?} lacks {fragment:?}"
-        );
-    }
-    err
-}
-
-fn copy_dir(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for entry in std::fs::read_dir(src).unwrap() {
-        let entry = entry.unwrap();
-        let to = dst.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &to);
-        } else {
-            std::fs::copy(entry.path(), &to).unwrap();
-        }
-    }
-}
-
-/// The tiny task copied into the scratch directory, to be changed.
-fn task(scratch: &Scratch) -> PathBuf {
-    let dst = scratch.path().join("task");
-    copy_dir(Path::new(&tiny()), &dst);
-    dst
-}
-
-fn edit(path: &Path, from: &str, to: &str) {
-    let text = std::fs::read_to_string(path).unwrap();
-    assert!(text.contains(from), "{} lacks {from:?}", path.display());
-    std::fs::write(path, text.replacen(from, to, 1)).unwrap();
+    assert_refused(&scratch.assay(args), args, want)
 }
 
 /// Issue 17, item 6: `batches --db typo.db` created an empty database.
@@ -133,7 +93,7 @@ fn two_databases_never_share_a_batch_folder() {
 #[test]
 fn promote_shows_the_change_and_writes_only_when_told() {
     let scratch = Scratch::new();
-    let task = task(&scratch);
+    let task = scratch.tiny_copy();
     // The harness stays where it is (as in tests/admission.rs): one task
     // name, one harness path in the shared work directory.
     edit(
@@ -227,7 +187,7 @@ fn every_json_field_is_documented_in_reports_md() {
     let scratch = Scratch::new();
     // --promote writes the task's committed file: a copy's, never the
     // fixture's.
-    let task = task(&scratch);
+    let task = scratch.tiny_copy();
     edit(
         &task.join("spec.toml"),
         "harness = \"harness\"",
@@ -324,7 +284,7 @@ fn an_endless_input_file_is_refused() {
 #[test]
 fn limits_out_of_range_are_refused_with_the_file_and_key() {
     let scratch = Scratch::new();
-    let task = task(&scratch);
+    let task = scratch.tiny_copy();
     let spec = task.join("spec.toml");
     let text = std::fs::read_to_string(&spec).unwrap();
     for (add, key) in [
@@ -421,7 +381,7 @@ fn logs_to_a_pipe_have_no_colour_codes() {
 #[test]
 fn the_text_report_names_the_memory_limit_and_panics() {
     let scratch = Scratch::new();
-    let task = task(&scratch);
+    let task = scratch.tiny_copy();
     // A candidate that passes small inputs and panics (overflow checks are
     // on in the scorer) on the large ones.
     let replies = task.join("replies.jsonl");

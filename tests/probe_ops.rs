@@ -228,12 +228,7 @@ fn a_build_past_the_time_limit_is_a_timeout_and_is_not_retried() {
 /// Runs `assay args` and checks the refusal: exit 2, one line holding
 /// `want`, nothing on stdout.
 fn refused(scratch: &Scratch, args: &[&str], want: &str) {
-    let out = scratch.assay(args);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
-    assert!(err.contains(want), "{args:?}: {err:?} lacks {want:?}");
-    assert!(out.stdout.is_empty(), "{args:?}: printed to stdout");
+    common::assert_refused(&scratch.assay(args), args, &[want]);
 }
 
 #[test]

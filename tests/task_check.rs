@@ -8,34 +8,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{tiny, Scratch};
-
-fn copy_dir(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for entry in std::fs::read_dir(src).unwrap() {
-        let entry = entry.unwrap();
-        let to = dst.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &to);
-        } else {
-            std::fs::copy(entry.path(), &to).unwrap();
-        }
-    }
-}
-
-/// The tiny task, harness included, copied into the scratch directory to
-/// be spoiled.
-fn task(scratch: &Scratch) -> PathBuf {
-    let dst = scratch.path().join("task");
-    copy_dir(Path::new(&tiny()), &dst);
-    dst
-}
-
-fn edit(path: &Path, from: &str, to: &str) {
-    let text = std::fs::read_to_string(path).unwrap();
-    assert!(text.contains(from), "{} lacks {from:?}", path.display());
-    std::fs::write(path, text.replacen(from, to, 1)).unwrap();
-}
+use common::{assert_refused, edit, Scratch};
 
 /// The 1-based line of the first line of `path` that contains `what`.
 fn line_of(path: &Path, what: &str) -> usize {
@@ -50,22 +23,7 @@ fn refused_by_check_and_run(scratch: &Scratch, task: &Path, want: &[&str]) {
     let task = task.display().to_string();
     let mut lines = Vec::new();
     for args in [&["task", "check", &task][..], &["run", &task]] {
-        let out = scratch.assay(args);
-        let err = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(
-            err.trim_end().lines().count(),
-            1,
-            "{args:?}: not one line: {err}"
-        );
-        for fragment in want {
-            assert!(
-                err.contains(fragment),
-                "{args:?}: {err:?} lacks {fragment:?}"
-            );
-        }
-        assert!(out.stdout.is_empty(), "{args:?}: printed to stdout");
-        lines.push(err);
+        lines.push(assert_refused(&scratch.assay(args), args, want));
     }
     assert_eq!(lines[0], lines[1], "check and run say different things");
     assert!(!scratch.db().exists(), "run created a database");
@@ -80,7 +38,7 @@ fn refused_by_check_and_run(scratch: &Scratch, task: &Path, want: &[&str]) {
 #[test]
 fn issue_17_1_an_entry_the_committed_candidate_does_not_define() {
     let scratch = Scratch::new();
-    let task = task(&scratch);
+    let task = scratch.tiny_copy();
     edit(
         &task.join("spec.toml"),
         "entry = \"double\"",
@@ -102,7 +60,7 @@ fn issue_17_1_an_entry_the_committed_candidate_does_not_define() {
 #[test]
 fn issue_17_2_a_committed_candidate_that_does_not_compile() {
     let scratch = Scratch::new();
-    let task = task(&scratch);
+    let task = scratch.tiny_copy();
     let committed = task.join("committed.rs");
     edit(&committed, "x * 2", "x * \"2\"");
     let line = line_of(&committed, "x * \"2\"");
@@ -121,7 +79,7 @@ fn issue_17_2_a_committed_candidate_that_does_not_compile() {
 #[test]
 fn issue_17_3_a_harness_without_the_entry_type() {
     let scratch = Scratch::new();
-    let task = task(&scratch);
+    let task = scratch.tiny_copy();
     // The harness still compiles: `run_input` spells the type out.
     let lib = task.join("harness/src/lib.rs");
     edit(&lib, "pub type Entry = fn(u64) -> u64;", "");
@@ -148,7 +106,7 @@ fn issue_17_3_a_harness_without_the_entry_type() {
 #[test]
 fn issue_17_4_run_input_with_its_arguments_swapped() {
     let scratch = Scratch::new();
-    let task = task(&scratch);
+    let task = scratch.tiny_copy();
     let lib = task.join("harness/src/lib.rs");
     edit(
         &lib,
@@ -223,7 +181,7 @@ fn a_new_task_passes_its_check_and_runs() {
 #[test]
 fn a_passing_check_is_not_done_again() {
     let scratch = Scratch::new();
-    let task = task(&scratch);
+    let task = scratch.tiny_copy();
     // Files no other test has: this test's first check cannot be stamped.
     let prompt = task.join("prompt.md");
     let mut text = std::fs::read_to_string(&prompt).unwrap();

@@ -26,6 +26,47 @@ pub fn tiny() -> String {
     repo().join("tests/fixtures/tiny").display().to_string()
 }
 
+/// Copies a directory tree (a fixture task, harness included).
+pub fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let entry = entry.unwrap();
+        let to = dst.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &to);
+        } else {
+            std::fs::copy(entry.path(), &to).unwrap();
+        }
+    }
+}
+
+/// Replaces the first `from` in the file with `to`; `from` must be there.
+pub fn edit(path: &Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains(from), "{} lacks {from:?}", path.display());
+    std::fs::write(path, text.replacen(from, to, 1)).unwrap();
+}
+
+/// Checks a refusal of `assay args`: exit 2, one line of stderr holding
+/// every fragment of `want`, nothing on stdout. Returns the line.
+pub fn assert_refused(out: &Output, args: &[&str], want: &[&str]) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{args:?}: not one line: {err}"
+    );
+    for fragment in want {
+        assert!(
+            err.contains(fragment),
+            "{args:?}: {err:?} lacks {fragment:?}"
+        );
+    }
+    assert!(out.stdout.is_empty(), "{args:?}: printed to stdout");
+    err
+}
+
 pub struct Scratch {
     pub dir: tempfile::TempDir,
 }
@@ -39,6 +80,14 @@ impl Scratch {
 
     pub fn path(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// The tiny task, harness included, copied into the scratch
+    /// directory as `task/`, to be changed.
+    pub fn tiny_copy(&self) -> PathBuf {
+        let dst = self.path().join("task");
+        copy_dir(Path::new(&tiny()), &dst);
+        dst
     }
 
     pub fn db(&self) -> PathBuf {

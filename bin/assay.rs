@@ -554,6 +554,26 @@ fn checked<T, U>(
     }
 }
 
+/// The draw flags every drawing command shares, in range (clap checks
+/// only their types).
+pub(crate) fn check_draw_flags(
+    max_in_flight: Option<usize>,
+    max_completion_tokens: Option<u64>,
+) -> Result<(), UsageError> {
+    if max_in_flight.is_some_and(|k| k == 0 || k > assay::draw::pools::MAX_IN_FLIGHT) {
+        return Err(UsageError(format!(
+            "--max-in-flight (NEV_CONCURRENCY): must be between 1 and {}",
+            assay::draw::pools::MAX_IN_FLIGHT
+        )));
+    }
+    if max_completion_tokens == Some(0) {
+        return Err(UsageError(
+            "--max-completion-tokens (MAX_COMPLETION_TOKENS): must be at least 1".into(),
+        ));
+    }
+    Ok(())
+}
+
 async fn run(args: RunArgs) -> Result<ExitCode> {
     let wave_size = checked("--wave-size", args.wave_size, WavePolicy::check_size)?;
     let wave_wait = checked("--wave-wait", args.wave_wait, WavePolicy::check_wait)?;
@@ -614,22 +634,7 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         out_dir: outputs.out.clone(),
         spec,
     };
-    if args
-        .max_in_flight
-        .is_some_and(|k| k == 0 || k > assay::draw::pools::MAX_IN_FLIGHT)
-    {
-        return Err(UsageError(format!(
-            "--max-in-flight (NEV_CONCURRENCY): must be between 1 and {}",
-            assay::draw::pools::MAX_IN_FLIGHT
-        ))
-        .into());
-    }
-    if args.max_completion_tokens == Some(0) {
-        return Err(UsageError(
-            "--max-completion-tokens (MAX_COMPLETION_TOKENS): must be at least 1".into(),
-        )
-        .into());
-    }
+    check_draw_flags(args.max_in_flight, args.max_completion_tokens)?;
     let draw = DrawOptions {
         pools_file: args.pools,
         pools: args.pool,
@@ -797,12 +802,7 @@ fn sweep_config(
     let spec = Spec::load(spec)?;
     let n = n.unwrap_or(spec.draw.n);
     assay::spec::check_candidates(n).map_err(|e| UsageError(format!("-n: {e}")))?;
-    if args.max_completion_tokens == Some(0) {
-        return Err(UsageError(
-            "--max-completion-tokens (MAX_COMPLETION_TOKENS): must be at least 1".into(),
-        )
-        .into());
-    }
+    check_draw_flags(None, args.max_completion_tokens)?;
     let outputs = Outputs::resolve(db, args.out.as_deref(), args.work_dir.as_deref())?;
     outputs.prepare()?;
     Ok(RunConfig {

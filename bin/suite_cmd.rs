@@ -16,7 +16,7 @@ use assay::suite_report::SuiteCompare;
 use assay::suite_run::{DrawSettings, ProblemSet, SuiteConfig, SuiteInput, SuiteLimits};
 use assay::views;
 
-use super::{checked, open_existing, open_store, write_svg, DbArg, UsageError};
+use super::{check_draw_flags, checked, open_existing, open_store, write_svg, DbArg, UsageError};
 
 #[derive(Subcommand)]
 pub enum SuiteCommand {
@@ -344,22 +344,7 @@ async fn draw_settings(
     problems: &std::path::Path,
 ) -> Result<DrawSettings> {
     assay::spec::check_candidates(n).map_err(|e| UsageError(format!("-n: {e}")))?;
-    if args
-        .max_in_flight
-        .is_some_and(|k| k == 0 || k > assay::draw::pools::MAX_IN_FLIGHT)
-    {
-        return Err(UsageError(format!(
-            "--max-in-flight (NEV_CONCURRENCY): must be between 1 and {}",
-            assay::draw::pools::MAX_IN_FLIGHT
-        ))
-        .into());
-    }
-    if args.max_completion_tokens == Some(0) {
-        return Err(UsageError(
-            "--max-completion-tokens (MAX_COMPLETION_TOKENS): must be at least 1".into(),
-        )
-        .into());
-    }
+    check_draw_flags(args.max_in_flight, args.max_completion_tokens)?;
     let beside = problems.parent().unwrap_or(std::path::Path::new("."));
     let pools_file = match args
         .pools

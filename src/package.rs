@@ -577,10 +577,7 @@ fn main() {{}}
             crate::testpoint::hold_build(pgid).await;
         }
         if crate::testpoint::take_kill_next_build() {
-            if let Some(pgid) = pgid {
-                // SAFETY: signalling a process group we created.
-                unsafe { libc::kill(-(pgid as i32), libc::SIGKILL) };
-            }
+            group.kill();
         }
         let stdout = child.stdout.take().expect("piped stdout");
         let mut stderr = child.stderr.take().expect("piped stderr");
@@ -606,10 +603,7 @@ fn main() {{}}
             Ok(read) => read?,
             Err(_) => {
                 report.timed_out = true;
-                if let Some(pgid) = pgid {
-                    // SAFETY: signalling a process group we created.
-                    unsafe { libc::kill(-(pgid as i32), libc::SIGKILL) };
-                }
+                group.kill();
             }
         }
         let status = child.wait().await.context("cargo did not finish")?;
@@ -1018,13 +1012,23 @@ struct BuildGroup {
     reaped: bool,
 }
 
+impl BuildGroup {
+    /// Kills the whole group (cargo, rustc, the linker), unless cargo was
+    /// reaped: then its id may be another process's.
+    fn kill(&self) {
+        if let Some(pgid) = self.pgid.filter(|_| !self.reaped) {
+            // SAFETY: signalling a process group we created and have not reaped.
+            unsafe { libc::kill(-(pgid as i32), libc::SIGKILL) };
+        }
+    }
+}
+
 impl Drop for BuildGroup {
     fn drop(&mut self) {
         let Some(pgid) = self.pgid.filter(|_| !self.reaped) else {
             return;
         };
-        // SAFETY: signalling a process group we created and have not reaped.
-        unsafe { libc::kill(-(pgid as i32), libc::SIGKILL) };
+        self.kill();
         // SIGKILL takes effect when the process is next scheduled: moments.
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         while still_runs(pgid) && std::time::Instant::now() < deadline {

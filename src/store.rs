@@ -1130,42 +1130,56 @@ impl Store {
         rows.iter()
             .map(|r| {
                 let idx: i64 = r.get("idx");
-                let outcome: String = r.get("outcome");
-                let u = |name: &str| r.get::<Option<i64>, _>(name).map(|v| v as u64);
+                let attempts = attempts
+                    .iter()
+                    .filter(|(i, _, _)| *i == Some(idx as usize))
+                    .map(|(_, _, a)| a.clone())
+                    .collect();
                 Ok(Drawn {
                     idx: idx as usize,
                     pool: r.get("pool"),
-                    reply: crate::draw::Reply {
-                        content: r.get("content"),
-                        reasoning: r.get("reasoning"),
-                        finish_reason: r.get("finish_reason"),
-                        prompt_tokens: u("prompt_tokens"),
-                        cached_prompt_tokens: u("cached_prompt_tokens"),
-                        completion_tokens: u("completion_tokens"),
-                        model: r.get("model"),
-                        ttft_ms: r.get("ttft_ms"),
-                        ttft_reasoning_ms: r.get("ttft_reasoning_ms"),
-                        latency_ms: r.get("latency_ms"),
-                        chunks: u("chunks"),
-                        hit_cap: r.get("hit_cap"),
-                        cut_early: r.get("cut_early"),
-                        cap_tokens_left: u("cap_tokens_left"),
-                        outcome: self.parse(batch, idx, "reply outcome", &outcome)?,
-                        error: r.get::<Option<String>, _>("error_message").map(|message| {
-                            crate::draw::ErrorText {
-                                message,
-                                body: r.get("error_body"),
-                            }
-                        }),
-                        attempts: attempts
-                            .iter()
-                            .filter(|(i, _, _)| *i == Some(idx as usize))
-                            .map(|(_, _, a)| a.clone())
-                            .collect(),
-                    },
+                    reply: self.reply_of_row(r, batch, "outcome", attempts)?,
                 })
             })
             .collect()
+    }
+
+    /// A stored reply from its row of `replies` (selected with the columns
+    /// `draw_replies` names; its outcome in `outcome_column`).
+    pub(crate) fn reply_of_row(
+        &self,
+        r: &sqlx::sqlite::SqliteRow,
+        batch: BatchId,
+        outcome_column: &str,
+        attempts: Vec<crate::draw::Attempt>,
+    ) -> Result<crate::draw::Reply, StoreError> {
+        let idx: i64 = r.get("idx");
+        let outcome: String = r.get(outcome_column);
+        let u = |name: &str| r.get::<Option<i64>, _>(name).map(|v| v as u64);
+        Ok(crate::draw::Reply {
+            content: r.get("content"),
+            reasoning: r.get("reasoning"),
+            finish_reason: r.get("finish_reason"),
+            prompt_tokens: u("prompt_tokens"),
+            cached_prompt_tokens: u("cached_prompt_tokens"),
+            completion_tokens: u("completion_tokens"),
+            model: r.get("model"),
+            ttft_ms: r.get("ttft_ms"),
+            ttft_reasoning_ms: r.get("ttft_reasoning_ms"),
+            latency_ms: r.get("latency_ms"),
+            chunks: u("chunks"),
+            hit_cap: r.get("hit_cap"),
+            cut_early: r.get("cut_early"),
+            cap_tokens_left: u("cap_tokens_left"),
+            outcome: self.parse(batch, idx, "reply outcome", &outcome)?,
+            error: r.get::<Option<String>, _>("error_message").map(|message| {
+                crate::draw::ErrorText {
+                    message,
+                    body: r.get("error_body"),
+                }
+            }),
+            attempts,
+        })
     }
 
     /// Every attempt of a batch: (reply index or `None` when cancelled,

@@ -257,6 +257,33 @@ pub enum DrawError {
     BadChoice { what: String, message: String },
 }
 
+/// The split `choices` ask for in `mode`: each pool named once, none
+/// with a share of 0, shares for every pool or none in a fixed split, none
+/// in a race. The error is the sentence to show.
+fn split_of(choices: &[PoolChoice], mode: SplitMode) -> Result<Split, String> {
+    let mut seen = BTreeSet::new();
+    for c in choices {
+        if !seen.insert(c.name.as_str()) {
+            return Err(format!("pool `{}` is named twice", c.name));
+        }
+    }
+    if let Some(c) = choices.iter().find(|c| c.share == Some(0)) {
+        return Err(format!("pool `{}`: a share must be at least 1", c.name));
+    }
+    let shares: Vec<Option<u64>> = choices.iter().map(|c| c.share).collect();
+    match mode {
+        SplitMode::Race if shares.iter().any(Option::is_some) => {
+            Err("a race takes no shares (NAME=SHARE needs --split fixed)".into())
+        }
+        SplitMode::Race => Ok(Split::Race),
+        SplitMode::Fixed => match shares.iter().copied().collect::<Option<Vec<u64>>>() {
+            Some(all) => Ok(Split::Fixed(all)),
+            None if shares.iter().all(Option::is_none) => Ok(Split::Fixed(vec![1; choices.len()])),
+            None => Err("give every pool a share, or none (an even split)".into()),
+        },
+    }
+}
+
 impl Plan {
     /// The spec's replay corpus alone: the default.
     pub fn replay(spec: &Spec) -> Result<Plan, DrawError> {
@@ -287,40 +314,9 @@ impl Plan {
             what: what.clone(),
             message,
         };
-        let mut seen = BTreeSet::new();
-        for c in choices {
-            if !seen.insert(c.name.as_str()) {
-                return Err(bad(format!("pool `{}` is named twice", c.name)));
-            }
-        }
-        let shares: Vec<Option<u64>> = choices.iter().map(|c| c.share).collect();
         // A pool that is to serve nothing is a mistake, whichever pool it is
         // (the replay pool returns early below, before the shares' sum).
-        if let Some(c) = choices.iter().find(|c| c.share == Some(0)) {
-            return Err(bad(format!(
-                "pool `{}`: a share must be at least 1",
-                c.name
-            )));
-        }
-        let split = match mode {
-            SplitMode::Race if shares.iter().any(Option::is_some) => {
-                return Err(bad(
-                    "a race takes no shares (NAME=SHARE needs --split fixed)".into(),
-                ))
-            }
-            SplitMode::Race => Split::Race,
-            SplitMode::Fixed if shares.iter().all(Option::is_some) => {
-                Split::Fixed(shares.iter().map(|s| s.unwrap()).collect())
-            }
-            SplitMode::Fixed if shares.iter().all(Option::is_none) => {
-                Split::Fixed(vec![1; choices.len()])
-            }
-            SplitMode::Fixed => {
-                return Err(bad(
-                    "give every pool a share, or none (an even split)".into()
-                ))
-            }
-        };
+        let split = split_of(choices, mode).map_err(bad)?;
         if choices.iter().any(|c| c.name == "replay") {
             if choices.len() > 1 || mode == SplitMode::Race {
                 return Err(bad(
@@ -364,38 +360,7 @@ impl Plan {
             what: "--pool".into(),
             message,
         };
-        let mut seen = BTreeSet::new();
-        for c in choices {
-            if !seen.insert(c.name.as_str()) {
-                return Err(bad(format!("pool `{}` is named twice", c.name)));
-            }
-            if c.share == Some(0) {
-                return Err(bad(format!(
-                    "pool `{}`: a share must be at least 1",
-                    c.name
-                )));
-            }
-        }
-        let shares: Vec<Option<u64>> = choices.iter().map(|c| c.share).collect();
-        let split = match opts.split.unwrap_or(SplitMode::Fixed) {
-            SplitMode::Race if shares.iter().any(Option::is_some) => {
-                return Err(bad(
-                    "a race takes no shares (NAME=SHARE needs --split fixed)".into(),
-                ))
-            }
-            SplitMode::Race => Split::Race,
-            SplitMode::Fixed if shares.iter().all(Option::is_some) => {
-                Split::Fixed(shares.iter().map(|s| s.unwrap()).collect())
-            }
-            SplitMode::Fixed if shares.iter().all(Option::is_none) => {
-                Split::Fixed(vec![1; choices.len()])
-            }
-            SplitMode::Fixed => {
-                return Err(bad(
-                    "give every pool a share, or none (an even split)".into()
-                ))
-            }
-        };
+        let split = split_of(choices, opts.split.unwrap_or(SplitMode::Fixed)).map_err(bad)?;
         let file = PoolsFile::load(pools_file)?;
         Plan::http_pools(&file, choices, split, opts, "", true)
     }

@@ -600,35 +600,10 @@ impl Store {
     ) -> Result<SuiteCompletionRow, StoreError> {
         let batch: BatchId = r.get("batch_id");
         let idx: i64 = r.get("idx");
-        let u = |name: &str| r.get::<Option<i64>, _>(name).map(|v| v as u64);
-        let reply_outcome: String = r.get("reply_outcome");
         let drawn = Drawn {
             idx: idx as usize,
             pool: r.get("pool"),
-            reply: crate::draw::Reply {
-                content: r.get("content"),
-                reasoning: r.get("reasoning"),
-                finish_reason: r.get("finish_reason"),
-                prompt_tokens: u("prompt_tokens"),
-                cached_prompt_tokens: u("cached_prompt_tokens"),
-                completion_tokens: u("completion_tokens"),
-                model: r.get("model"),
-                ttft_ms: r.get("ttft_ms"),
-                ttft_reasoning_ms: r.get("ttft_reasoning_ms"),
-                latency_ms: r.get("latency_ms"),
-                chunks: u("chunks"),
-                hit_cap: r.get("hit_cap"),
-                cut_early: r.get("cut_early"),
-                cap_tokens_left: u("cap_tokens_left"),
-                outcome: self.parse(batch, idx, "reply outcome", &reply_outcome)?,
-                error: r.get::<Option<String>, _>("error_message").map(|message| {
-                    crate::draw::ErrorText {
-                        message,
-                        body: r.get("error_body"),
-                    }
-                }),
-                attempts: Vec::new(),
-            },
+            reply: self.reply_of_row(r, batch, "reply_outcome", Vec::new())?,
         };
         let extraction = match r.get::<Option<String>, _>("extract") {
             None => None,

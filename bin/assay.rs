@@ -17,7 +17,7 @@ use assay::progress::Progress;
 use assay::replay::ReplayConfig;
 use assay::report::{self, CandidateLine, Summary};
 use assay::spec::Spec;
-use assay::store::{BatchId, Store, StoreError};
+use assay::store::{BatchId, Db, Store, StoreError};
 use assay::{sweep, views};
 
 mod suite_cmd;
@@ -116,7 +116,7 @@ enum TaskCommand {
         /// The database whose output folder holds the default work
         /// directory (nothing is written to it).
         #[arg(long, env = "ASSAY_DB", default_value = "assay.db")]
-        db: PathBuf,
+        db: String,
         /// Output folder; the work directory defaults to OUT/work.
         #[arg(long, env = "ASSAY_OUT")]
         out: Option<PathBuf>,
@@ -249,9 +249,28 @@ struct ReplayArgs {
 
 #[derive(Args)]
 struct DbArg {
-    /// The SQLite database.
-    #[arg(long, env = "ASSAY_DB", default_value = "assay.db")]
-    db: PathBuf,
+    /// The store: a SQLite file (a path or sqlite:PATH), or a shared
+    /// PostgreSQL database (postgres://USER@HOST:PORT/DB; the password
+    /// comes from PGPASSWORD or ~/.pgpass, never from here).
+    // A string, parsed by `db()`: clap would echo a refused value, and a
+    // refused URL may hold a password.
+    #[arg(
+        long = "db",
+        env = "ASSAY_DB",
+        default_value = "assay.db",
+        value_name = "DB"
+    )]
+    raw: String,
+}
+
+impl DbArg {
+    fn db(&self) -> Result<Db, UsageError> {
+        parse_db(&self.raw)
+    }
+}
+
+fn parse_db(raw: &str) -> Result<Db, UsageError> {
+    raw.parse().map_err(|e| UsageError(format!("--db: {e}")))
 }
 
 #[derive(Args)]
@@ -423,7 +442,7 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Replay(args) => replay(args).await,
         Command::Suite { command } => suite_cmd::dispatch(command).await,
         Command::Batches { db, json } => {
-            let store = open_existing(&db.db).await?;
+            let store = open_existing(&db.db()?).await?;
             let batches = store.batches().await?;
             if json {
                 let rows: Vec<_> = batches
@@ -448,7 +467,7 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
             db,
             yes,
         } => {
-            let store = open_existing(&db.db).await?;
+            let store = open_existing(&db.db()?).await?;
             let plan = assay::promote::plan(&store, batch, candidate).await?;
             print!("{}", plan.diff());
             if !yes && !confirm(&format!("write {}?", plan.path.display()))? {
@@ -465,7 +484,7 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Show { batch, db, json } => {
-            let store = open_existing(&db.db).await?;
+            let store = open_existing(&db.db()?).await?;
             if json {
                 println!("{}", batch_json(&store, batch).await?);
                 return Ok(ExitCode::SUCCESS);
@@ -492,7 +511,7 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Task(command) => task(command).await,
         Command::Ladder(args) => ladder(args).await,
         Command::Export { batch, db, format } => {
-            let store = open_existing(&db.db).await?;
+            let store = open_existing(&db.db()?).await?;
             print!("{}", views::export(&store, batch, format).await?);
             Ok(ExitCode::SUCCESS)
         }
@@ -517,16 +536,16 @@ fn confirm(question: &str) -> Result<bool> {
 
 /// Opens an existing database for a command that reads (never creating
 /// one), as `open_store` does.
-async fn open_existing(path: &std::path::Path) -> Result<Store> {
-    let store = Store::open_existing(path).await?;
+async fn open_existing(db: &Db) -> Result<Store> {
+    let store = Store::open_existing(db).await?;
     mark_dead_batches(&store).await;
     Ok(store)
 }
 
 /// Opens the database and marks batches whose process died as interrupted,
 /// so every command sees the truth.
-async fn open_store(path: &std::path::Path) -> Result<Store> {
-    let store = Store::open(path).await?;
+async fn open_store(db: &Db) -> Result<Store> {
+    let store = Store::open(db).await?;
     mark_dead_batches(&store).await;
     Ok(store)
 }
@@ -585,7 +604,7 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     // A resumed batch says which spec, how many and where its outputs are.
     let resumed = match args.resume {
         Some(batch) => {
-            let store = open_existing(&args.db.db).await?;
+            let store = open_existing(&args.db.db()?).await?;
             let row = store.batch(batch).await?;
             store.close().await;
             Some(row)
@@ -613,7 +632,7 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         Some(dir.parent()?.parent()?.to_path_buf())
     });
     let outputs = Outputs::resolve(
-        &args.db.db,
+        &args.db.db()?,
         args.out.as_deref().or(resumed_out.as_deref()),
         args.work_dir.as_deref(),
     )?;
@@ -714,7 +733,7 @@ async fn compare(args: CompareArgs) -> Result<ExitCode> {
             if args.pool.len() < 2 {
                 return Err(UsageError("compare --spec: name at least two --pool".into()).into());
             }
-            let cfg = sweep_config(spec, args.n, &args.sweep, &args.db.db)?;
+            let cfg = sweep_config(spec, args.n, &args.sweep, &args.db.db()?)?;
             let prepared = sweep::prepare_per_pool(&cfg, &draw_options(&args.sweep), &args.pool)?;
             for w in &prepared.warnings {
                 eprintln!("warning: {w}");
@@ -729,7 +748,7 @@ async fn compare(args: CompareArgs) -> Result<ExitCode> {
             } else {
                 Progress::stderr()
             };
-            sweep::run_per_pool(&cfg, prepared, schedule, &args.db.db, &progress).await?
+            sweep::run_per_pool(&cfg, prepared, schedule, &args.db.db()?, &progress).await?
         }
         None if args.batches.len() < 2 => {
             return Err(UsageError(
@@ -739,7 +758,7 @@ async fn compare(args: CompareArgs) -> Result<ExitCode> {
         }
         None => args.batches.clone(),
     };
-    let store = open_existing(&args.db.db).await?;
+    let store = open_existing(&args.db.db()?).await?;
     let (comparison, samples) = views::comparison(&store, &batches).await?;
     if let Some(path) = &args.svg {
         write_svg(path, &assay::plot::compare_svg(&samples)?)?;
@@ -757,7 +776,7 @@ async fn compare(args: CompareArgs) -> Result<ExitCode> {
 }
 
 async fn ladder(args: LadderArgs) -> Result<ExitCode> {
-    let cfg = sweep_config(&args.spec, None, &args.sweep, &args.db.db)?;
+    let cfg = sweep_config(&args.spec, None, &args.sweep, &args.db.db()?)?;
     let prepared =
         sweep::prepare_ladder(&cfg, &draw_options(&args.sweep), &args.pool, &args.levels)?;
     if let Some((_, _, _, warnings)) = prepared.first() {
@@ -765,7 +784,7 @@ async fn ladder(args: LadderArgs) -> Result<ExitCode> {
             eprintln!("warning: {w}");
         }
     }
-    let store = open_store(&args.db.db).await?;
+    let store = open_store(&args.db.db()?).await?;
     let progress = if args.json {
         Progress::hidden()
     } else {
@@ -797,7 +816,7 @@ fn sweep_config(
     spec: &std::path::Path,
     n: Option<usize>,
     args: &SweepArgs,
-    db: &std::path::Path,
+    db: &Db,
 ) -> Result<RunConfig> {
     let spec = Spec::load(spec)?;
     let n = n.unwrap_or(spec.draw.n);
@@ -847,7 +866,7 @@ async fn task(command: TaskCommand) -> Result<ExitCode> {
                 assay::probe::check_build_timeout,
             )?;
             let spec = Spec::load(&spec)?;
-            let outputs = Outputs::resolve(&db, out.as_deref(), work_dir.as_deref())?;
+            let outputs = Outputs::resolve(&parse_db(&db)?, out.as_deref(), work_dir.as_deref())?;
             outputs.prepare_work_dir_alone()?;
             let settings = pipeline::ProbeSettings::for_spec(&spec);
             let outcome = assay::task::check(
@@ -903,9 +922,13 @@ async fn replay(args: ReplayArgs) -> Result<ExitCode> {
         args.build_timeout,
         assay::probe::check_build_timeout,
     )?;
-    let store = open_existing(&args.db.db).await?;
+    let store = open_existing(&args.db.db()?).await?;
     store.check_writable().await?;
-    let outputs = Outputs::resolve(&args.db.db, args.out.as_deref(), args.work_dir.as_deref())?;
+    let outputs = Outputs::resolve(
+        &args.db.db()?,
+        args.out.as_deref(),
+        args.work_dir.as_deref(),
+    )?;
     outputs.prepare()?;
     let work_dir = outputs.work_dir;
     let cfg = ReplayConfig {

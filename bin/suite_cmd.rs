@@ -150,7 +150,7 @@ pub async fn dispatch(command: SuiteCommand) -> Result<ExitCode> {
     match command {
         SuiteCommand::Run(args) => run(args).await,
         SuiteCommand::Show { suite, db, json } => {
-            let store = open_existing(&db.db).await?;
+            let store = open_existing(&db.db()?).await?;
             let summary = views::suite_summary(&store, suite).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&summary)?);
@@ -171,7 +171,7 @@ pub async fn dispatch(command: SuiteCommand) -> Result<ExitCode> {
             if k == 0 {
                 return Err(UsageError("-k: must be at least 1".into()).into());
             }
-            let store = open_existing(&db.db).await?;
+            let store = open_existing(&db.db()?).await?;
             let (sa, sb) = (
                 views::suite_summary(&store, a).await?,
                 views::suite_summary(&store, b).await?,
@@ -200,7 +200,7 @@ pub async fn dispatch(command: SuiteCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         SuiteCommand::Export { suite, db, format } => {
-            let store = open_existing(&db.db).await?;
+            let store = open_existing(&db.db()?).await?;
             // Refuses an unknown suite (exit 2) rather than exporting nothing.
             store.suite(suite).await?;
             print!("{}", views::suite_export(&store, suite, format).await?);
@@ -208,7 +208,7 @@ pub async fn dispatch(command: SuiteCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         SuiteCommand::List { db, json } => {
-            let store = open_existing(&db.db).await?;
+            let store = open_existing(&db.db()?).await?;
             let suites = store.suites().await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&suites)?);
@@ -234,7 +234,11 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         args.build_timeout,
         assay::probe::check_build_timeout,
     )?;
-    let outputs = Outputs::resolve(&args.db.db, args.out.as_deref(), args.work_dir.as_deref())?;
+    let outputs = Outputs::resolve(
+        &args.db.db()?,
+        args.out.as_deref(),
+        args.work_dir.as_deref(),
+    )?;
     if args.resume.is_none() && args.completions.is_none() && args.pool.is_empty() {
         return Err(UsageError(
             "suite run: name the completions (--completions PATH) or the pools to draw \

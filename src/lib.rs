@@ -11,6 +11,7 @@
 
 pub mod account;
 pub mod admit;
+pub mod clock;
 pub mod compare;
 pub mod dedup;
 pub mod draw;

@@ -15,6 +15,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::store::Db;
+
 /// A path the user gave (or defaulted) that cannot be used.
 #[derive(Debug, thiserror::Error)]
 #[error("{flag} {path}: {why}")]
@@ -28,7 +30,8 @@ pub struct PathError {
 /// that runs batches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outputs {
-    pub db: PathBuf,
+    /// A SQLite file's path is absolute.
+    pub db: Db,
     /// Each batch's outputs go to `out/batch-N/`.
     pub out: PathBuf,
     /// The generated packages and their cargo target directory.
@@ -50,15 +53,21 @@ impl Outputs {
     /// Step one: the paths, absolute (scoring runs each candidate in its own
     /// directory), from the flags; `out` defaults to the database's folder,
     /// `work_dir` to `OUT/work`. No IO besides reading the current directory.
+    /// A PostgreSQL store has no folder: its output folder defaults to
+    /// `assay-out` in the current directory.
     pub fn resolve(
-        db: &Path,
+        db: &Db,
         out: Option<&Path>,
         work_dir: Option<&Path>,
     ) -> Result<Outputs, PathError> {
-        let db = absolute("--db", db)?;
-        let out = match out {
-            Some(out) => absolute("--out", out)?,
-            None => default_out(&db),
+        let db = match db {
+            Db::Sqlite(path) => Db::Sqlite(absolute("--db", path)?),
+            Db::Postgres(_) => db.clone(),
+        };
+        let out = match (out, &db) {
+            (Some(out), _) => absolute("--out", out)?,
+            (None, Db::Sqlite(path)) => default_out(path),
+            (None, Db::Postgres(_)) => absolute("--out", Path::new("assay-out"))?,
         };
         let (work_dir, work_flag) = match work_dir {
             Some(w) => (absolute("--work-dir", w)?, "--work-dir"),
@@ -172,7 +181,11 @@ fn absolute(flag: &'static str, path: &Path) -> Result<PathBuf, PathError> {
 /// The database is a regular file, or does not exist yet in a folder that
 /// can be written. (Whether an existing file can be written is the store's
 /// check: it knows SQLite's answer.)
-fn check_db(db: &Path) -> Result<(), PathError> {
+fn check_db(db: &Db) -> Result<(), PathError> {
+    // A server's store is checked by the store, on connecting.
+    let Db::Sqlite(db) = db else {
+        return Ok(());
+    };
     let bad = |why: String| PathError {
         flag: "--db",
         path: db.to_path_buf(),
@@ -285,15 +298,20 @@ mod tests {
     #[test]
     fn an_explicit_output_folder_and_work_dir_win() {
         let o = Outputs::resolve(
-            Path::new("/d/a.db"),
+            &Db::from(Path::new("/d/a.db")),
             Some(Path::new("/o")),
             Some(Path::new("/w")),
         )
         .unwrap();
         assert_eq!(o.out, PathBuf::from("/o"));
         assert_eq!(o.work_dir, PathBuf::from("/w"));
-        let o = Outputs::resolve(Path::new("/d/a.db"), None, None).unwrap();
+        let o = Outputs::resolve(&Db::from(Path::new("/d/a.db")), None, None).unwrap();
         assert_eq!(o.work_dir, PathBuf::from("/d/a-out/work"));
+        // A server's store has no folder: the output folder is here.
+        let pg: Db = "postgres://assay@127.0.0.1/runs".parse().unwrap();
+        let o = Outputs::resolve(&pg, None, None).unwrap();
+        assert_eq!(o.db, pg);
+        assert_eq!(o.out, std::env::current_dir().unwrap().join("assay-out"));
     }
 
     #[test]
@@ -313,7 +331,7 @@ mod tests {
         let file = dir.path().join("f");
         std::fs::write(&file, "x").unwrap();
         let o = Outputs {
-            db: dir.path().join("a.db"),
+            db: Db::from(dir.path().join("a.db")),
             out: dir.path().join("new/out"),
             work_dir: file.join("work"),
             work_flag: "--work-dir",
@@ -325,12 +343,17 @@ mod tests {
             !dir.path().join("new").exists(),
             "created folders are removed"
         );
-        assert!(!o.db.exists());
+        assert!(!dir.path().join("a.db").exists());
     }
 
     #[test]
     fn a_device_is_no_database() {
-        let o = Outputs::resolve(Path::new("/dev/null"), Some(Path::new("/tmp")), None).unwrap();
+        let o = Outputs::resolve(
+            &Db::from(Path::new("/dev/null")),
+            Some(Path::new("/tmp")),
+            None,
+        )
+        .unwrap();
         let e = o.prepare().unwrap_err();
         assert_eq!(e.flag, "--db");
         assert!(e.to_string().contains("not a regular file"), "{e}");

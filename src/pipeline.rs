@@ -177,7 +177,7 @@ pub async fn resume(
     batch: BatchId,
 ) -> Result<BatchId> {
     let not_resumable = |why: String| StoreError::NotResumable {
-        path: store.path().to_path_buf(),
+        db: store.db().clone(),
         id: batch,
         why,
     };

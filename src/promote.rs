@@ -168,7 +168,7 @@ pub async fn plan(store: &Store, batch: BatchId, idx: usize) -> anyhow::Result<P
         }
         .into());
     }
-    let now = utc_now();
+    let now = crate::clock::utc_now_secs();
     let header = provenance_header(
         batch,
         idx,
@@ -256,45 +256,9 @@ fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The current UTC time as `YYYY-MM-DDTHH:MM:SSZ`.
-fn utc_now() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    format_utc(secs)
-}
-
-/// Formats seconds since the epoch (civil-from-days, proleptic Gregorian).
-fn format_utc(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn utc_dates_format() {
-        assert_eq!(format_utc(0), "1970-01-01T00:00:00Z");
-        assert_eq!(format_utc(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(format_utc(1_796_169_600 + 3_723), "2026-12-02T01:02:03Z");
-    }
 
     #[test]
     fn the_header_is_comments_and_names_its_sources() {

@@ -7,15 +7,13 @@
 //! built before the first batch starts: a bad pool name or an unset key
 //! variable stops the sweep with nothing written.
 
-use std::path::{Path, PathBuf};
-
 use anyhow::{anyhow, Context, Result};
 
 use crate::draw::{DrawOptions, Plan, PoolChoice};
 use crate::interrupt::Interrupt;
 use crate::pipeline::{self, RunConfig};
 use crate::progress::Progress;
-use crate::store::{BatchId, Store};
+use crate::store::{BatchId, Db, Store};
 
 /// How the batches of `compare --spec` share the machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,7 +108,7 @@ pub async fn run_per_pool(
     cfg: &RunConfig,
     prepared: Prepared,
     schedule: Schedule,
-    db: &Path,
+    db: &Db,
     progress: &Progress,
 ) -> Result<Vec<BatchId>> {
     match schedule {
@@ -147,7 +145,7 @@ pub async fn run_per_pool(
                 .map(|plan| {
                     let checked = checked.take();
                     let cfg = cfg.clone();
-                    let db: PathBuf = db.to_path_buf();
+                    let db = db.clone();
                     let progress = progress.clone();
                     std::thread::Builder::new()
                         .name(format!("assay-{}", plan.label()))

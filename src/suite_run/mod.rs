@@ -358,7 +358,7 @@ pub async fn resume(
 ) -> Result<SuiteId> {
     let guard = PhaseGuard::start(Phase::Prepare);
     let not_resumable = |why: String| StoreError::NotResumable {
-        path: store.path().to_path_buf(),
+        db: store.db().clone(),
         id: suite,
         why,
     };

@@ -151,7 +151,7 @@ impl serde::Serialize for SuiteOrigin {
 
 const SUITE_SELECT: &str = "SELECT s.id, s.problems_path, s.problems_digest, s.origin, s.source,
         s.mode, s.problems, s.started_at, s.finished_at, s.sandbox, s.sandbox_warnings,
-        (SELECT GROUP_CONCAT(b.status) FROM batches b JOIN suite_problems p ON p.batch_id = b.id
+        (SELECT string_agg(b.status, ',') FROM batches b JOIN suite_problems p ON p.batch_id = b.id
           WHERE p.suite_id = s.id) AS statuses,
         (SELECT b.failure FROM batches b JOIN suite_problems p ON p.batch_id = b.id
           WHERE p.suite_id = s.id AND b.failure IS NOT NULL ORDER BY p.pos LIMIT 1) AS failure
@@ -174,7 +174,7 @@ impl Store {
         let id: SuiteId = sqlx::query_scalar(
             "INSERT INTO suites (problems_path, problems_digest, origin, source, mode, problems,
                                  started_at)
-             VALUES (?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+             VALUES ($1, $2, $3, $4, $5, $6, $7)
              RETURNING id",
         )
         .bind(&path)
@@ -183,6 +183,7 @@ impl Store {
         .bind(suite.source)
         .bind(suite.mode.as_str())
         .bind(suite.problems.len() as i64)
+        .bind(crate::clock::utc_now())
         .fetch_one(&mut *tx)
         .await
         .map_err(self.sql())?;
@@ -195,8 +196,8 @@ impl Store {
             let batch: BatchId = sqlx::query_scalar(
                 "INSERT INTO batches (task, spec_path, pool, n, status, started_at, dedup_by,
                                       owner_host, owner_boot, owner_pid, owner_start, spec_digest)
-                 VALUES (?, ?, ?, ?, 'running', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'exact',
-                         ?, ?, ?, ?, ?)
+                 VALUES ($1, $2, $3, $4, 'running', $10, 'exact',
+                         $5, $6, $7, $8, $9)
                  RETURNING id",
             )
             .bind(&p.problem.name)
@@ -208,12 +209,13 @@ impl Store {
             .bind(owner.pid as i64)
             .bind(owner.start as i64)
             .bind(suite.problems_digest)
+            .bind(crate::clock::utc_now())
             .fetch_one(&mut *tx)
             .await
             .map_err(self.sql())?;
             sqlx::query(
                 "INSERT INTO suite_problems (batch_id, suite_id, pos, name, prompt, tests, stop_tokens)
-                 VALUES (?, ?, ?, ?, ?, ?, ?)",
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
             )
             .bind(batch)
             .bind(id)
@@ -250,7 +252,7 @@ impl Store {
 
     async fn insert_completion(
         &self,
-        tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+        tx: &mut sqlx::Transaction<'_, sqlx::Any>,
         batch: BatchId,
         c: &NewCompletion<'_>,
     ) -> Result<(), StoreError> {
@@ -262,7 +264,7 @@ impl Store {
         sqlx::query(
             "INSERT INTO candidates (batch_id, idx, extract, extract_detail, source, fingerprint,
                                      dup_of, exact_dup_of)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(batch)
         .bind(c.drawn.idx as i64)
@@ -285,7 +287,7 @@ impl Store {
         sandbox: &str,
         warnings: &[String],
     ) -> Result<(), StoreError> {
-        sqlx::query("UPDATE suites SET sandbox = ?, sandbox_warnings = ? WHERE id = ?")
+        sqlx::query("UPDATE suites SET sandbox = $1, sandbox_warnings = $2 WHERE id = $3")
             .bind(sandbox)
             .bind((!warnings.is_empty()).then(|| warnings.join("\n")))
             .bind(suite)
@@ -322,7 +324,7 @@ impl Store {
                 "INSERT INTO suite_outcomes (batch_id, idx, probe, error_file, outcome, whole,
                                              cases, status, multiple_status, run_wall_ms,
                                              run_cpu_ms)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
             )
             .bind(batch)
             .bind(*idx as i64)
@@ -352,25 +354,25 @@ impl Store {
     ) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await.map_err(self.sql())?;
         sqlx::query(
-            "UPDATE batches SET status = ?, failure = ?,
-                    finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+            "UPDATE batches SET status = $1, failure = $2,
+                    finished_at = $4
              WHERE status = 'running'
-               AND id IN (SELECT batch_id FROM suite_problems WHERE suite_id = ?)",
+               AND id IN (SELECT batch_id FROM suite_problems WHERE suite_id = $3)",
         )
         .bind(status.as_str())
         .bind(failure)
         .bind(suite)
+        .bind(crate::clock::utc_now())
         .execute(&mut *tx)
         .await
         .map_err(self.sql())?;
         if status == BatchStatus::Finished {
-            sqlx::query(
-                "UPDATE suites SET finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?",
-            )
-            .bind(suite)
-            .execute(&mut *tx)
-            .await
-            .map_err(self.sql())?;
+            sqlx::query("UPDATE suites SET finished_at = $2 WHERE id = $1")
+                .bind(suite)
+                .bind(crate::clock::utc_now())
+                .execute(&mut *tx)
+                .await
+                .map_err(self.sql())?;
         }
         tx.commit().await.map_err(self.sql())
     }
@@ -394,7 +396,7 @@ impl Store {
         let running: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM batches
              WHERE status = 'running'
-               AND id IN (SELECT batch_id FROM suite_problems WHERE suite_id = ?)",
+               AND id IN (SELECT batch_id FROM suite_problems WHERE suite_id = $1)",
         )
         .bind(suite)
         .fetch_one(&mut *tx)
@@ -405,9 +407,9 @@ impl Store {
         }
         sqlx::query(
             "UPDATE batches SET status = 'running', failure = NULL, finished_at = NULL,
-                    owner_host = ?, owner_boot = ?, owner_pid = ?, owner_start = ?
+                    owner_host = $1, owner_boot = $2, owner_pid = $3, owner_start = $4
              WHERE status IN ('interrupted', 'failed')
-               AND id IN (SELECT batch_id FROM suite_problems WHERE suite_id = ?)",
+               AND id IN (SELECT batch_id FROM suite_problems WHERE suite_id = $5)",
         )
         .bind(&owner.host)
         .bind(&owner.boot)
@@ -428,8 +430,8 @@ impl Store {
     ) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO suite_phases (suite_id, seq, phase, wall_s, cpu_s, avg_busy, peak_busy)
-             VALUES (?, (SELECT COALESCE(MAX(seq), -1) + 1 FROM suite_phases WHERE suite_id = ?),
-                     ?, ?, ?, ?, ?)",
+             VALUES ($1, (SELECT COALESCE(MAX(seq), -1) + 1 FROM suite_phases WHERE suite_id = $2),
+                     $3, $4, $5, $6, $7)",
         )
         .bind(suite)
         .bind(suite)
@@ -447,7 +449,7 @@ impl Store {
     pub async fn suite_phases(&self, suite: SuiteId) -> Result<Vec<PhaseFigures>, StoreError> {
         let rows = sqlx::query(
             "SELECT phase, wall_s, cpu_s, avg_busy, peak_busy FROM suite_phases
-             WHERE suite_id = ? ORDER BY seq",
+             WHERE suite_id = $1 ORDER BY seq",
         )
         .bind(suite)
         .fetch_all(&self.pool)
@@ -477,19 +479,19 @@ impl Store {
     }
 
     pub async fn suite(&self, id: SuiteId) -> Result<SuiteRow, StoreError> {
-        let row = sqlx::query(&format!("{SUITE_SELECT} WHERE s.id = ?"))
+        let row = sqlx::query(&format!("{SUITE_SELECT} WHERE s.id = $1"))
             .bind(id)
             .fetch_optional(&self.pool)
             .await
             .map_err(self.sql())?
             .ok_or_else(|| StoreError::NoSuite {
-                path: self.path.clone(),
+                db: self.db.clone(),
                 id,
             })?;
         self.suite_row(&row)
     }
 
-    fn suite_row(&self, r: &sqlx::sqlite::SqliteRow) -> Result<SuiteRow, StoreError> {
+    fn suite_row(&self, r: &sqlx::any::AnyRow) -> Result<SuiteRow, StoreError> {
         let id: i64 = r.get("id");
         let origin: String = r.get("origin");
         let mode: String = r.get("mode");
@@ -537,7 +539,7 @@ impl Store {
         let rows = sqlx::query(
             "SELECT p.batch_id, p.pos, p.name, p.prompt, p.tests, p.stop_tokens, b.n, b.status
              FROM suite_problems p JOIN batches b ON b.id = p.batch_id
-             WHERE p.suite_id = ? ORDER BY p.pos",
+             WHERE p.suite_id = $1 ORDER BY p.pos",
         )
         .bind(suite)
         .fetch_all(&self.pool)
@@ -584,7 +586,7 @@ impl Store {
              JOIN replies r ON r.batch_id = p.batch_id
              LEFT JOIN candidates c ON c.batch_id = r.batch_id AND c.idx = r.idx
              LEFT JOIN suite_outcomes o ON o.batch_id = r.batch_id AND o.idx = r.idx
-             WHERE p.suite_id = ?
+             WHERE p.suite_id = $1
              ORDER BY p.pos, r.idx",
         )
         .bind(suite)
@@ -596,7 +598,7 @@ impl Store {
 
     fn suite_completion_row(
         &self,
-        r: &sqlx::sqlite::SqliteRow,
+        r: &sqlx::any::AnyRow,
     ) -> Result<SuiteCompletionRow, StoreError> {
         let batch: BatchId = r.get("batch_id");
         let idx: i64 = r.get("idx");

@@ -1,0 +1,24 @@
+-- PostgreSQL twin of migrations/sqlite/0003_probe.sql: same tables, columns and
+-- checks (store::tests compares the two schemas).
+-- Probe runs carry what the replay tool and the benchmarks compare. A batch's
+-- own probe is origin 'batch'; `assay replay` adds runs with origin 'replay'.
+-- NULL in a new column means the run predates this migration (unknown).
+
+-- Busy CPUs over the run: CPU-s / wall, and the largest rate sampled.
+ALTER TABLE probe_runs ADD COLUMN avg_busy DOUBLE PRECISION;
+ALTER TABLE probe_runs ADD COLUMN peak_busy DOUBLE PRECISION;
+-- cargo invocations; fast mode's passes over its shared crate and the
+-- candidates it sent to wide instead; streaming waves.
+ALTER TABLE probe_runs ADD COLUMN builds BIGINT;
+ALTER TABLE probe_runs ADD COLUMN passes BIGINT;
+ALTER TABLE probe_runs ADD COLUMN fallbacks BIGINT;
+ALTER TABLE probe_runs ADD COLUMN waves BIGINT;
+-- Dependency units cargo reported fresh, and a JSON array of those it
+-- rebuilt ('[]' when the target directory stayed warm), read from cargo's
+-- `fresh` flags.
+ALTER TABLE probe_runs ADD COLUMN deps_fresh BIGINT;
+ALTER TABLE probe_runs ADD COLUMN deps_rebuilt TEXT;
+ALTER TABLE probe_runs ADD COLUMN origin TEXT NOT NULL DEFAULT 'batch'
+    CHECK (origin IN ('batch', 'replay'));
+-- Replay only: 'warm' (the shared work directory) or 'fresh' (a new one).
+ALTER TABLE probe_runs ADD COLUMN work_dir TEXT;

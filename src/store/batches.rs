@@ -1,0 +1,547 @@
+//! The `batches`, `phases` and `resumes` tables: a batch's life, who owns
+//! it, and what each `--resume` kept.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::Row;
+
+use super::{flag, BatchId, Store, StoreError};
+use crate::account::{Phase, PhaseFigures};
+use crate::owner::Owner;
+use crate::score::Scored;
+
+/// A batch about to start.
+#[derive(Debug, Clone)]
+pub struct NewBatch<'a> {
+    pub task: &'a str,
+    pub spec_path: &'a Path,
+    pub pool: &'a str,
+    pub n: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchStatus {
+    Running,
+    Finished,
+    Interrupted,
+    Failed,
+}
+
+/// A stored batch.
+#[derive(Debug, Clone)]
+pub struct BatchRow {
+    pub id: BatchId,
+    pub task: String,
+    pub spec_path: String,
+    pub pool: String,
+    pub n: usize,
+    pub status: BatchStatus,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub errors_dir: Option<String>,
+    pub committed: Option<Scored>,
+    pub failure: Option<String>,
+    /// `exact` or `alpha` (exact for batches stored before it was recorded).
+    pub dedup_by: crate::dedup::DedupBy,
+    /// What the scoring sandbox enforced, and what it warned about.
+    pub sandbox: Option<String>,
+    pub sandbox_warnings: Option<String>,
+    /// blake3 (hex) of the committed file as the batch read it.
+    pub committed_hash: Option<String>,
+}
+
+/// A batch the database says is running, with its owner where known.
+#[derive(Debug, Clone)]
+pub struct RunningBatch {
+    pub id: BatchId,
+    pub owner: Option<Owner>,
+}
+
+/// Whether `claim_for_resume` took the batch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claim {
+    /// Now running, owned by the caller; `failure` cleared.
+    Claimed,
+    Finished,
+    /// Another process owns it (or did, and nobody has found it dead yet).
+    Running(Option<Owner>),
+}
+
+/// One `--resume` of a batch: what was kept from earlier attempts.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ResumeRow {
+    pub attempt: u32,
+    pub started_at: String,
+    /// Index into the batch's phase rows where this attempt's begin.
+    pub first_phase: usize,
+    pub replies_kept: usize,
+    pub extracted_kept: usize,
+    pub probed_kept: usize,
+    pub scored_kept: usize,
+    pub committed_kept: bool,
+}
+
+/// Counts for a new `resumes` row.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Kept {
+    pub replies: usize,
+    pub extracted: usize,
+    pub probed: usize,
+    pub scored: usize,
+    pub committed: bool,
+}
+
+fn owner_of(r: &sqlx::any::AnyRow) -> Option<Owner> {
+    Some(Owner {
+        host: r.get::<Option<String>, _>("owner_host")?,
+        boot: r.get::<Option<String>, _>("owner_boot")?,
+        pid: r.get::<Option<i64>, _>("owner_pid")? as u32,
+        start: r.get::<Option<i64>, _>("owner_start")? as u64,
+    })
+}
+
+const BATCH_SELECT: &str =
+    "SELECT id, task, spec_path, pool, n, status, started_at, finished_at, errors_dir,
+        committed_verdict, committed_passed, committed_total, failure,
+        dedup_by, sandbox, sandbox_warnings, committed_hash, committed_cpu_ms, committed_cases
+     FROM batches";
+
+impl BatchStatus {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            BatchStatus::Running => "running",
+            BatchStatus::Finished => "finished",
+            BatchStatus::Interrupted => "interrupted",
+            BatchStatus::Failed => "failed",
+        }
+    }
+}
+
+impl FromStr for BatchStatus {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        Ok(match s {
+            "running" => BatchStatus::Running,
+            "finished" => BatchStatus::Finished,
+            "interrupted" => BatchStatus::Interrupted,
+            "failed" => BatchStatus::Failed,
+            _ => return Err(()),
+        })
+    }
+}
+
+impl serde::Serialize for BatchStatus {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for BatchStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Store {
+    pub async fn begin_batch(&self, batch: &NewBatch<'_>) -> Result<BatchId, StoreError> {
+        let row = sqlx::query(
+            "INSERT INTO batches (task, spec_path, pool, n, status, started_at)
+             VALUES ($1, $2, $3, $4, 'running', $5)
+             RETURNING id",
+        )
+        .bind(batch.task)
+        .bind(batch.spec_path.display().to_string())
+        .bind(batch.pool)
+        .bind(batch.n as i64)
+        .bind(crate::clock::utc_now())
+        .fetch_one(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(row.get(0))
+    }
+
+    pub async fn set_errors_dir(&self, batch: BatchId, dir: &Path) -> Result<(), StoreError> {
+        sqlx::query("UPDATE batches SET errors_dir = $1 WHERE id = $2")
+            .bind(dir.display().to_string())
+            .bind(batch)
+            .execute(&self.pool)
+            .await
+            .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Records how the batch deduplicates and what its sandbox enforces.
+    pub async fn set_batch_setup(
+        &self,
+        batch: BatchId,
+        dedup_by: crate::dedup::DedupBy,
+        sandbox: &str,
+        sandbox_warnings: &[String],
+        committed_hash: &str,
+    ) -> Result<(), StoreError> {
+        let warnings = (!sandbox_warnings.is_empty()).then(|| sandbox_warnings.join("\n"));
+        sqlx::query(
+            "UPDATE batches SET dedup_by = $1, sandbox = $2, sandbox_warnings = $3, committed_hash = $4
+             WHERE id = $5",
+        )
+        .bind(dedup_by.as_str())
+        .bind(sandbox)
+        .bind(warnings)
+        .bind(committed_hash)
+        .bind(batch)
+        .execute(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(())
+    }
+
+    pub async fn record_committed(
+        &self,
+        batch: BatchId,
+        scored: &Scored,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE batches SET committed_verdict = $1, committed_passed = $2, committed_total = $3 WHERE id = $4",
+        )
+        .bind(scored.verdict.to_string())
+        .bind(scored.passed as i64)
+        .bind(scored.total as i64)
+        .bind(batch)
+        .execute(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(())
+    }
+
+    pub async fn record_phase(
+        &self,
+        batch: BatchId,
+        figures: &PhaseFigures,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO phases (batch_id, seq, phase, wall_s, cpu_s, avg_busy, peak_busy)
+             VALUES ($1, (SELECT COUNT(*) FROM phases WHERE batch_id = $2), $3, $4, $5, $6, $7)",
+        )
+        .bind(batch)
+        .bind(batch)
+        .bind(figures.phase.as_str())
+        .bind(figures.wall_s)
+        .bind(figures.cpu_s)
+        .bind(figures.avg_busy)
+        .bind(figures.peak_busy)
+        .execute(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(())
+    }
+
+    pub async fn finish_batch(
+        &self,
+        batch: BatchId,
+        status: BatchStatus,
+        failure: Option<&str>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE batches SET status = $1, failure = $2, finished_at = $4
+             WHERE id = $3",
+        )
+        .bind(status.as_str())
+        .bind(failure)
+        .bind(batch)
+        .bind(crate::clock::utc_now())
+        .execute(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(())
+    }
+
+    pub async fn batches(&self) -> Result<Vec<BatchRow>, StoreError> {
+        // A suite's problems are batches too, listed by `assay suite`.
+        let rows = sqlx::query(&format!(
+            "{BATCH_SELECT} WHERE id NOT IN (SELECT batch_id FROM suite_problems) ORDER BY id"
+        ))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        rows.iter().map(|r| self.batch_row(r)).collect()
+    }
+
+    pub async fn batch(&self, id: BatchId) -> Result<BatchRow, StoreError> {
+        let row = sqlx::query(&format!("{BATCH_SELECT} WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(self.sql())?
+            .ok_or_else(|| StoreError::NoBatch {
+                db: self.db.clone(),
+                id,
+            })?;
+        self.batch_row(&row)
+    }
+
+    fn batch_row(&self, r: &sqlx::any::AnyRow) -> Result<BatchRow, StoreError> {
+        let id: i64 = r.get("id");
+        let committed = match r.get::<Option<String>, _>("committed_verdict") {
+            Some(v) => Some(Scored {
+                key: crate::package::ModuleKey::Committed,
+                verdict: self.parse(id, -1, "committed verdict", &v)?,
+                passed: r.get::<i64, _>("committed_passed") as usize,
+                total: r.get::<i64, _>("committed_total") as usize,
+                wall: Duration::ZERO,
+                cpu: Duration::from_secs_f64(
+                    r.get::<Option<f64>, _>("committed_cpu_ms").unwrap_or(0.0) / 1e3,
+                ),
+                cases: self.cases(id, -1, r.get("committed_cases"))?,
+                restarts: 0,
+                peak_processes: None,
+                stderr: String::new(),
+            }),
+            None => None,
+        };
+        let dedup_by = match r.get::<Option<String>, _>("dedup_by") {
+            Some(v) => self.parse(id, -1, "dedup_by", &v)?,
+            None => crate::dedup::DedupBy::Exact,
+        };
+        Ok(BatchRow {
+            id,
+            task: r.get("task"),
+            spec_path: r.get("spec_path"),
+            pool: r.get("pool"),
+            n: r.get::<i64, _>("n") as usize,
+            status: self.parse(id, -1, "status", &r.get::<String, _>("status"))?,
+            started_at: r.get("started_at"),
+            finished_at: r.get("finished_at"),
+            errors_dir: r.get("errors_dir"),
+            committed,
+            failure: r.get("failure"),
+            dedup_by,
+            sandbox: r.get("sandbox"),
+            sandbox_warnings: r.get("sandbox_warnings"),
+            committed_hash: r.get("committed_hash"),
+        })
+    }
+
+    pub async fn phases(&self, batch: BatchId) -> Result<Vec<PhaseFigures>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT phase, wall_s, cpu_s, avg_busy, peak_busy FROM phases WHERE batch_id = $1 ORDER BY seq",
+        )
+        .bind(batch)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        rows.iter()
+            .map(|r| {
+                let name: String = r.get("phase");
+                Ok(PhaseFigures {
+                    phase: Phase::from_stored(&name)
+                        .ok_or_else(|| self.bad(batch, -1, "phase", &name))?,
+                    wall_s: r.get("wall_s"),
+                    cpu_s: r.get("cpu_s"),
+                    avg_busy: r.get("avg_busy"),
+                    peak_busy: r.get("peak_busy"),
+                })
+            })
+            .collect()
+    }
+
+    /// Seconds from a batch's start to its end (`None` while it has no end).
+    pub async fn batch_wall_s(&self, batch: BatchId) -> Result<Option<f64>, StoreError> {
+        let row = sqlx::query("SELECT started_at, finished_at FROM batches WHERE id = $1")
+            .bind(batch)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(self.sql())?
+            .ok_or_else(|| StoreError::NoBatch {
+                db: self.db.clone(),
+                id: batch,
+            })?;
+        let started = crate::clock::parse_utc(row.get("started_at"));
+        let finished = row
+            .get::<Option<&str>, _>("finished_at")
+            .and_then(crate::clock::parse_utc);
+        Ok(started.zip(finished).map(|(s, f)| f - s))
+    }
+
+    /// Like `begin_batch`, with the owner and the spec digest written in the
+    /// same statement, so no other process ever sees this batch running
+    /// without an owner.
+    pub async fn begin_owned_batch(
+        &self,
+        batch: &NewBatch<'_>,
+        owner: &Owner,
+        spec_digest: &str,
+    ) -> Result<BatchId, StoreError> {
+        let spec_path =
+            std::path::absolute(batch.spec_path).unwrap_or_else(|_| batch.spec_path.to_path_buf());
+        let row = sqlx::query(
+            "INSERT INTO batches (task, spec_path, pool, n, status, started_at,
+                                  owner_host, owner_boot, owner_pid, owner_start, spec_digest)
+             VALUES ($1, $2, $3, $4, 'running', $10, $5, $6, $7, $8, $9)
+             RETURNING id",
+        )
+        .bind(batch.task)
+        .bind(spec_path.display().to_string())
+        .bind(batch.pool)
+        .bind(batch.n as i64)
+        .bind(&owner.host)
+        .bind(&owner.boot)
+        .bind(owner.pid as i64)
+        .bind(owner.start as i64)
+        .bind(spec_digest)
+        .bind(crate::clock::utc_now())
+        .fetch_one(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(row.get(0))
+    }
+
+    /// Batches whose status is `running`, with their owners.
+    pub async fn running_batches(&self) -> Result<Vec<RunningBatch>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, owner_host, owner_boot, owner_pid, owner_start FROM batches
+             WHERE status = 'running' ORDER BY id",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(rows
+            .iter()
+            .map(|r| RunningBatch {
+                id: r.get("id"),
+                owner: owner_of(r),
+            })
+            .collect())
+    }
+
+    /// Marks a running batch interrupted, but only if `owner` still owns it
+    /// (a resume may have taken it over since it was read). True if marked.
+    pub async fn interrupt_if_owned(
+        &self,
+        batch: BatchId,
+        owner: Option<&Owner>,
+        reason: &str,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE batches SET status = 'interrupted', failure = $1,
+                    finished_at = $6
+             WHERE id = $2 AND status = 'running' AND owner_pid IS NOT DISTINCT FROM $3 AND owner_start IS NOT DISTINCT FROM $4
+                   AND owner_boot IS NOT DISTINCT FROM $5",
+        )
+        .bind(reason)
+        .bind(batch)
+        .bind(owner.map(|o| o.pid as i64))
+        .bind(owner.map(|o| o.start as i64))
+        .bind(owner.map(|o| o.boot.as_str()))
+        .bind(crate::clock::utc_now())
+        .execute(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Takes an interrupted or failed batch over for `owner`, atomically: of
+    /// two processes resuming one batch, one wins.
+    pub async fn claim_for_resume(
+        &self,
+        batch: BatchId,
+        owner: &Owner,
+    ) -> Result<Claim, StoreError> {
+        let done = sqlx::query(
+            "UPDATE batches SET status = 'running', failure = NULL, finished_at = NULL,
+                    owner_host = $1, owner_boot = $2, owner_pid = $3, owner_start = $4
+             WHERE id = $5 AND status IN ('interrupted', 'failed')",
+        )
+        .bind(&owner.host)
+        .bind(&owner.boot)
+        .bind(owner.pid as i64)
+        .bind(owner.start as i64)
+        .bind(batch)
+        .execute(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        if done.rows_affected() == 1 {
+            return Ok(Claim::Claimed);
+        }
+        let row = sqlx::query(
+            "SELECT status, owner_host, owner_boot, owner_pid, owner_start FROM batches WHERE id = $1",
+        )
+        .bind(batch)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(self.sql())?
+        .ok_or_else(|| StoreError::NoBatch {
+            db: self.db.clone(),
+            id: batch,
+        })?;
+        Ok(match row.get::<String, _>("status").as_str() {
+            "finished" => Claim::Finished,
+            _ => Claim::Running(owner_of(&row)),
+        })
+    }
+
+    /// The spec digest recorded when the batch began (None before schema 5).
+    pub async fn spec_digest(&self, batch: BatchId) -> Result<Option<String>, StoreError> {
+        sqlx::query_scalar("SELECT spec_digest FROM batches WHERE id = $1")
+            .bind(batch)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(self.sql())?
+            .ok_or_else(|| StoreError::NoBatch {
+                db: self.db.clone(),
+                id: batch,
+            })
+    }
+
+    /// Records that an attempt resumes the batch now; returns its number.
+    pub async fn record_resume(&self, batch: BatchId, kept: &Kept) -> Result<u32, StoreError> {
+        let attempt: i64 = sqlx::query_scalar(
+            "INSERT INTO resumes (batch_id, attempt, started_at, first_phase_seq, replies_kept,
+                                  extracted_kept, probed_kept, scored_kept, committed_kept)
+             VALUES ($1, (SELECT COUNT(*) + 1 FROM resumes WHERE batch_id = $2),
+                     $9,
+                     (SELECT COUNT(*) FROM phases WHERE batch_id = $3), $4, $5, $6, $7, $8)
+             RETURNING attempt",
+        )
+        .bind(batch)
+        .bind(batch)
+        .bind(batch)
+        .bind(kept.replies as i64)
+        .bind(kept.extracted as i64)
+        .bind(kept.probed as i64)
+        .bind(kept.scored as i64)
+        .bind(i64::from(kept.committed))
+        .bind(crate::clock::utc_now())
+        .fetch_one(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(attempt as u32)
+    }
+
+    /// Every resume of a batch, in order.
+    pub async fn resumes(&self, batch: BatchId) -> Result<Vec<ResumeRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT attempt, started_at, first_phase_seq, replies_kept, extracted_kept,
+                    probed_kept, scored_kept, committed_kept
+             FROM resumes WHERE batch_id = $1 ORDER BY attempt",
+        )
+        .bind(batch)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(rows
+            .iter()
+            .map(|r| ResumeRow {
+                attempt: r.get::<i64, _>("attempt") as u32,
+                started_at: r.get("started_at"),
+                first_phase: r.get::<i64, _>("first_phase_seq") as usize,
+                replies_kept: r.get::<i64, _>("replies_kept") as usize,
+                extracted_kept: r.get::<i64, _>("extracted_kept") as usize,
+                probed_kept: r.get::<i64, _>("probed_kept") as usize,
+                scored_kept: r.get::<i64, _>("scored_kept") as usize,
+                committed_kept: flag(r, "committed_kept"),
+            })
+            .collect())
+    }
+}

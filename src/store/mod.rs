@@ -1,0 +1,746 @@
+//! Store: a SQLite file or a PostgreSQL database, through sqlx's `Any`
+//! driver (`backend`). The only module that runs SQL; one file per group
+//! of tables (`batches`, `draws`, `candidates`, `probe`, `scores`,
+//! `suites`), and here the one place that maps a statement's error.
+//!
+//! The schemas are in `migrations/sqlite` and `migrations/postgres`,
+//! embedded and applied on open. Every write
+//! is its own statement (or a small transaction) issued as the result
+//! arrives, so a killed batch keeps everything it had. Verdicts are stored in
+//! their stable string forms.
+
+use std::str::FromStr;
+
+use sqlx::{AnyPool, Row};
+
+mod backend;
+mod batches;
+mod candidates;
+mod draws;
+// The tests' PostgreSQL helper, shared with the end-to-end tests.
+#[cfg(test)]
+#[path = "../../tests/common/pg.rs"]
+mod pg_test;
+mod probe;
+mod scores;
+mod suites;
+
+pub use backend::{Backend, Db, DbError};
+
+pub use batches::{BatchRow, BatchStatus, Claim, Kept, NewBatch, ResumeRow, RunningBatch};
+pub use candidates::CandidateRow;
+pub use probe::{ProbeRunRow, ProbeRunStats, ProbeVerdictRow};
+pub use scores::PromotionRow;
+pub use suites::{
+    NewCompletion, NewProblem, NewSuite, SuiteCompletionRow, SuiteId, SuiteOrigin, SuiteOutcomeRow,
+    SuiteProblemRow, SuiteRow,
+};
+
+pub type BatchId = i64;
+
+#[derive(Debug, Clone)]
+pub struct Store {
+    pool: AnyPool,
+    db: Db,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{db}: {message}")]
+    Open { db: Db, message: String },
+    #[error("{db}: cannot migrate the database")]
+    Migrate {
+        db: Db,
+        source: sqlx::migrate::MigrateError,
+    },
+    #[error("{db}")]
+    Sql { db: Db, source: sqlx::Error },
+    #[error("{db}: no batch {id}")]
+    NoBatch { db: Db, id: BatchId },
+    #[error("{db}: no suite {id} (`assay suite list` names them)")]
+    NoSuite { db: Db, id: i64 },
+    #[error("{db}: the database has schema version {found}, newer than this assay knows ({known}); use a newer assay")]
+    TooNew { db: Db, found: i64, known: i64 },
+    #[error("{db}: the database is read-only")]
+    ReadOnly { db: Db },
+    /// A reading command names a database that is not there: it never
+    /// creates one.
+    #[error("{db}: no such database (check --db or ASSAY_DB)")]
+    Missing { db: Db },
+    #[error("{db}: batch {id} {why}")]
+    NotResumable { db: Db, id: BatchId, why: String },
+    #[error("{db}: batch {batch}, candidate {idx}: bad stored {field} `{value}`")]
+    BadValue {
+        db: Db,
+        batch: BatchId,
+        idx: i64,
+        field: &'static str,
+        value: String,
+    },
+}
+
+impl Store {
+    /// Opens an existing store and brings its schema up to date; for
+    /// commands that read, which never create a database (a mistyped
+    /// `--db` would otherwise answer with an empty one).
+    pub async fn open_existing(db: impl Into<Db>) -> Result<Store, StoreError> {
+        let db = db.into();
+        if let Db::Sqlite(path) = &db {
+            if !path.is_file() {
+                return Err(StoreError::Missing { db });
+            }
+        }
+        Store::open(db).await
+    }
+
+    /// Opens the store (creating a missing SQLite file) and brings its
+    /// schema up to date.
+    pub async fn open(db: impl Into<Db>) -> Result<Store, StoreError> {
+        let db = db.into();
+        let pool = backend::open(&db).await?;
+        Ok(Store { pool, db })
+    }
+
+    /// Where the store lives.
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.db.backend()
+    }
+
+    fn sql(&self) -> impl Fn(sqlx::Error) -> StoreError + '_ {
+        // A write refused because the store is read-only is the user's
+        // setup, wherever it surfaces.
+        move |source| {
+            if backend::is_read_only(self.backend(), &source) {
+                StoreError::ReadOnly {
+                    db: self.db.clone(),
+                }
+            } else {
+                StoreError::Sql {
+                    db: self.db.clone(),
+                    source,
+                }
+            }
+        }
+    }
+
+    fn parse<T: FromStr>(
+        &self,
+        batch: BatchId,
+        idx: i64,
+        field: &'static str,
+        value: &str,
+    ) -> Result<T, StoreError> {
+        value
+            .parse()
+            .map_err(|_| self.bad(batch, idx, field, value))
+    }
+
+    /// Stored case letters; none stored (an older batch) reads as no cases.
+    fn cases(
+        &self,
+        batch: BatchId,
+        idx: i64,
+        text: Option<String>,
+    ) -> Result<Vec<crate::score::CaseOutcome>, StoreError> {
+        match text {
+            None => Ok(Vec::new()),
+            Some(t) => crate::score::parse_case_letters(&t)
+                .ok_or_else(|| self.bad(batch, idx, "cases", &t)),
+        }
+    }
+
+    fn bad(&self, batch: BatchId, idx: i64, field: &'static str, value: &str) -> StoreError {
+        StoreError::BadValue {
+            db: self.db.clone(),
+            batch,
+            idx,
+            field,
+            value: value.to_owned(),
+        }
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// Fails with `ReadOnly` if nothing can be written (a write lock is
+    /// taken and given back; nothing changes).
+    pub async fn check_writable(&self) -> Result<(), StoreError> {
+        backend::check_writable(&self.db, &self.pool)
+            .await
+            .map_err(self.sql())
+    }
+}
+
+/// A 0/1 column (both backends store flags as integers); NULL is false.
+fn flag(r: &sqlx::any::AnyRow, column: &str) -> bool {
+    r.get::<Option<i64>, _>(column).is_some_and(|v| v != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::account::{Phase, PhaseFigures};
+    use crate::draw::Drawn;
+    use crate::draw::Reply;
+    use crate::extract::Extraction;
+    use crate::owner::Owner;
+    use crate::package::ModuleKey;
+    use crate::probe::ProbeVerdict;
+    use crate::probe::Probed;
+    use crate::score::ScoreVerdict;
+    use crate::score::Scored;
+
+    async fn sqlite_store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.db")).await.unwrap();
+        (dir, store)
+    }
+
+    async fn pg_store() -> (pg_test::PgSchema, Store) {
+        let schema = pg_test::PgSchema::new();
+        let store = Store::open(schema.url.parse::<Db>().unwrap())
+            .await
+            .unwrap();
+        (schema, store)
+    }
+
+    /// Each case runs once on SQLite and once on PostgreSQL
+    /// (`CASE::sqlite`, `CASE::postgres`).
+    macro_rules! on_both_backends {
+        ($($case:ident),* $(,)?) => {$(
+            mod $case {
+                #[tokio::test]
+                async fn sqlite() {
+                    let (_dir, store) = super::sqlite_store().await;
+                    super::$case(store.clone()).await;
+                    store.close().await;
+                }
+
+                #[tokio::test]
+                async fn postgres() {
+                    let (_schema, store) = super::pg_store().await;
+                    super::$case(store.clone()).await;
+                    store.close().await;
+                }
+            }
+        )*};
+    }
+
+    on_both_backends!(
+        a_batch_round_trips,
+        an_owned_batch_is_claimed_once_and_only_when_stopped,
+        resumes_are_numbered_and_remember_where_their_phases_begin,
+        replies_read_back_as_drawn,
+        draw_figures_and_attempts_round_trip,
+        the_two_schemas_are_the_same
+    );
+
+    async fn a_batch_round_trips(store: Store) {
+        let batch = store
+            .begin_batch(&NewBatch {
+                task: "demo",
+                spec_path: Path::new("specs/demo/spec.toml"),
+                pool: "replay",
+                n: 2,
+            })
+            .await
+            .unwrap();
+        for idx in 0..2 {
+            let drawn = Drawn {
+                idx,
+                pool: "replay".into(),
+                reply: Reply {
+                    content: Some(format!("reply {idx}")),
+                    completion_tokens: (idx == 0).then_some(42),
+                    ..Reply::default()
+                },
+            };
+            store.record_reply(batch, &drawn).await.unwrap();
+        }
+        store
+            .record_candidate(
+                batch,
+                0,
+                &Extraction::Source("fn f() {}".into()),
+                Some("ab"),
+                None,
+            )
+            .await
+            .unwrap();
+        store
+            .record_candidate(
+                batch,
+                1,
+                &Extraction::Failed(crate::extract::NoCode::Unparsable {
+                    detail: "line 1: x".into(),
+                }),
+                None,
+                None,
+            )
+            .await
+            .unwrap();
+        let run = store.begin_probe_run(batch, "wide").await.unwrap();
+        let probed = Probed {
+            idx: 0,
+            verdict: ProbeVerdict::CompileError {
+                codes: vec!["E0308".into()],
+            },
+            diagnostics: "error[E0308]".into(),
+            warnings: 1,
+        };
+        let figures = PhaseFigures {
+            phase: Phase::Probe,
+            wall_s: 1.0,
+            cpu_s: 1.5,
+            avg_busy: 1.5,
+            peak_busy: 2.0,
+        };
+        store
+            .record_probe_verdicts(run, batch, &[(probed, Some("e/c0.txt".into()))], &figures)
+            .await
+            .unwrap();
+        store.record_phase(batch, &figures).await.unwrap();
+        let committed = Scored {
+            key: ModuleKey::Committed,
+            verdict: ScoreVerdict::Scored {
+                passed: 3,
+                total: 4,
+            },
+            passed: 3,
+            total: 4,
+            wall: Duration::from_millis(5),
+            cpu: Duration::from_millis(4),
+            cases: crate::score::parse_case_letters("ppfp").unwrap(),
+            restarts: 0,
+            peak_processes: None,
+            stderr: String::new(),
+        };
+        store.record_committed(batch, &committed).await.unwrap();
+        store.record_run_details(batch, &committed).await.unwrap();
+        store
+            .finish_batch(batch, BatchStatus::Finished, None)
+            .await
+            .unwrap();
+
+        let row = store.batch(batch).await.unwrap();
+        assert_eq!(row.status, BatchStatus::Finished);
+        let stored = row.committed.unwrap();
+        assert_eq!(stored.verdict, committed.verdict);
+        assert_eq!(stored.cases, committed.cases);
+        assert_eq!(stored.cpu, committed.cpu);
+        let cands = store.candidates(batch).await.unwrap();
+        assert_eq!(cands.len(), 2);
+        assert_eq!(cands[0].completion_tokens, Some(42));
+        assert_eq!(cands[1].completion_tokens, None, "unknown stays unknown");
+        assert_eq!(
+            cands[0].probe.as_ref().unwrap().to_string(),
+            "compile_error(E0308)"
+        );
+        assert_eq!(cands[0].error_file.as_deref(), Some("e/c0.txt"));
+        assert_eq!(cands[1].extraction.kind(), "unparsable");
+        assert_eq!(store.phases(batch).await.unwrap(), vec![figures]);
+        assert!(matches!(
+            store.batch(99).await,
+            Err(StoreError::NoBatch { .. })
+        ));
+    }
+
+    fn new_batch() -> NewBatch<'static> {
+        NewBatch {
+            task: "demo",
+            spec_path: Path::new("/specs/demo/spec.toml"),
+            pool: "replay",
+            n: 3,
+        }
+    }
+
+    async fn an_owned_batch_is_claimed_once_and_only_when_stopped(store: Store) {
+        let me = Owner::current();
+        let batch = store
+            .begin_owned_batch(&new_batch(), &me, "d1")
+            .await
+            .unwrap();
+        assert_eq!(
+            store.spec_digest(batch).await.unwrap().as_deref(),
+            Some("d1")
+        );
+        let running = store.running_batches().await.unwrap();
+        assert_eq!(running.len(), 1);
+        assert_eq!(running[0].owner.as_ref(), Some(&me));
+
+        // A running batch is not taken over.
+        assert_eq!(
+            store.claim_for_resume(batch, &me).await.unwrap(),
+            Claim::Running(Some(me.clone()))
+        );
+        // Marking it interrupted needs the owner that was read.
+        let other = Owner {
+            pid: me.pid + 1,
+            ..me.clone()
+        };
+        assert!(!store
+            .interrupt_if_owned(batch, Some(&other), "x")
+            .await
+            .unwrap());
+        assert!(store
+            .interrupt_if_owned(batch, Some(&me), "gone")
+            .await
+            .unwrap());
+        let row = store.batch(batch).await.unwrap();
+        assert_eq!(row.status, BatchStatus::Interrupted);
+        assert_eq!(row.failure.as_deref(), Some("gone"));
+
+        // Of two claims at once, one wins.
+        let (a, b) = tokio::join!(
+            store.claim_for_resume(batch, &me),
+            store.claim_for_resume(batch, &other)
+        );
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert!(
+            (a == Claim::Claimed) != (b == Claim::Claimed),
+            "{a:?} {b:?}"
+        );
+        let row = store.batch(batch).await.unwrap();
+        assert_eq!(row.status, BatchStatus::Running);
+        assert_eq!(row.failure, None);
+
+        // A failed batch may be resumed too, once its cause is fixed.
+        store
+            .finish_batch(batch, BatchStatus::Failed, Some("disk full"))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.claim_for_resume(batch, &me).await.unwrap(),
+            Claim::Claimed
+        );
+        store
+            .finish_batch(batch, BatchStatus::Finished, None)
+            .await
+            .unwrap();
+        assert_eq!(
+            store.claim_for_resume(batch, &me).await.unwrap(),
+            Claim::Finished
+        );
+        assert!(matches!(
+            store.claim_for_resume(99, &me).await,
+            Err(StoreError::NoBatch { .. })
+        ));
+    }
+
+    async fn resumes_are_numbered_and_remember_where_their_phases_begin(store: Store) {
+        let batch = store
+            .begin_owned_batch(&new_batch(), &Owner::current(), "d")
+            .await
+            .unwrap();
+        let figures = PhaseFigures {
+            phase: Phase::Draw,
+            wall_s: 1.0,
+            cpu_s: 1.0,
+            avg_busy: 1.0,
+            peak_busy: 1.0,
+        };
+        store.record_phase(batch, &figures).await.unwrap();
+        let kept = Kept {
+            replies: 2,
+            extracted: 1,
+            probed: 0,
+            scored: 0,
+            committed: false,
+        };
+        assert_eq!(store.record_resume(batch, &kept).await.unwrap(), 1);
+        store.record_phase(batch, &figures).await.unwrap();
+        store.record_phase(batch, &figures).await.unwrap();
+        assert_eq!(
+            store.record_resume(batch, &Kept::default()).await.unwrap(),
+            2
+        );
+        let resumes = store.resumes(batch).await.unwrap();
+        assert_eq!(resumes.len(), 2);
+        assert_eq!(
+            (
+                resumes[0].attempt,
+                resumes[0].first_phase,
+                resumes[0].replies_kept
+            ),
+            (1, 1, 2)
+        );
+        assert_eq!((resumes[1].attempt, resumes[1].first_phase), (2, 3));
+    }
+
+    async fn replies_read_back_as_drawn(store: Store) {
+        let batch = store
+            .begin_owned_batch(&new_batch(), &Owner::current(), "d")
+            .await
+            .unwrap();
+        let drawn = Drawn {
+            idx: 1,
+            pool: "replay".into(),
+            reply: crate::draw::Reply {
+                content: Some("x".into()),
+                reasoning: Some("r".into()),
+                finish_reason: Some("length".into()),
+                prompt_tokens: Some(7),
+                completion_tokens: None,
+                model: Some("m".into()),
+                ttft_ms: Some(1.5),
+                latency_ms: Some(9.0),
+                ..crate::draw::Reply::default()
+            },
+        };
+        store.record_reply(batch, &drawn).await.unwrap();
+        assert_eq!(store.replies(batch).await.unwrap(), vec![drawn]);
+    }
+
+    #[tokio::test]
+    async fn a_newer_schema_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let store = Store::open(&path).await.unwrap();
+        sqlx::query(
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time)
+             VALUES (42, 'future', 1, x'00', 0)",
+        )
+        .execute(&store.pool)
+        .await
+        .unwrap();
+        store.close().await;
+        let err = Store::open(&path).await.unwrap_err();
+        assert!(matches!(err, StoreError::TooNew { found: 42, .. }), "{err}");
+        assert!(
+            err.to_string().contains("schema version 42, newer than"),
+            "{err}"
+        );
+    }
+
+    /// Two processes opening a new database at once both try to migrate it.
+    #[tokio::test]
+    async fn opening_a_new_database_from_many_connections_at_once_works() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let opens: Vec<_> = (0..6)
+            .map(|_| {
+                let path = path.clone();
+                tokio::spawn(async move { Store::open(&path).await })
+            })
+            .collect();
+        for open in opens {
+            open.await.unwrap().unwrap();
+        }
+        assert_migrated_once(&path).await;
+    }
+
+    /// The same race between processes: each child is this test binary
+    /// running `open_the_database_named_in_the_environment`.
+    #[test]
+    fn opening_a_new_database_from_many_processes_at_once_works() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let exe = std::env::current_exe().unwrap();
+        let children: Vec<_> = (0..6)
+            .map(|_| {
+                std::process::Command::new(&exe)
+                    .args([
+                        "--exact",
+                        "store::tests::open_the_database_named_in_the_environment",
+                        "--ignored",
+                        "--nocapture",
+                    ])
+                    .env(CHILD_DB, &path)
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success() && stdout.contains("1 passed"),
+                "{stdout}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        tokio::runtime::Runtime::new()
+            .unwrap()
+            .block_on(assert_migrated_once(&path));
+    }
+
+    const CHILD_DB: &str = "ASSAY_TEST_OPEN_DB";
+
+    /// A child of `opening_a_new_database_from_many_processes_at_once_works`.
+    #[tokio::test]
+    #[ignore = "run as a child process by opening_a_new_database_from_many_processes_at_once_works"]
+    async fn open_the_database_named_in_the_environment() {
+        let path = std::env::var_os(CHILD_DB).expect("run by the many-processes test");
+        let store = Store::open(Path::new(&path)).await.unwrap();
+        store.close().await;
+    }
+
+    /// Every migration is recorded exactly once, as applied.
+    async fn assert_migrated_once(path: &Path) {
+        let store = Store::open(path).await.unwrap();
+        let rows: Vec<(i64, i64)> = sqlx::query_as(
+            "SELECT version, CASE WHEN success THEN 1 ELSE 0 END FROM _sqlx_migrations ORDER BY version",
+        )
+                .fetch_all(&store.pool)
+                .await
+                .unwrap();
+        let known: Vec<(i64, i64)> = sqlx::migrate!("./migrations/sqlite")
+            .iter()
+            .map(|m| (m.version, 1))
+            .collect();
+        assert_eq!(rows, known);
+        store.close().await;
+    }
+
+    async fn draw_figures_and_attempts_round_trip(store: Store) {
+        use crate::draw::{Attempt, ErrorText, Outcome};
+        let batch = store
+            .begin_batch(&NewBatch {
+                task: "demo",
+                spec_path: Path::new("s.toml"),
+                pool: "fast",
+                n: 2,
+            })
+            .await
+            .unwrap();
+        let attempt = |number, outcome, delay_ms| Attempt {
+            number,
+            started_ms: 1.0,
+            duration_ms: 2.0,
+            outcome,
+            error: (outcome != Outcome::Ok).then(|| ErrorText {
+                message: "slow down".into(),
+                body: Some("{\"message\":\"slow down\"}".into()),
+            }),
+            retry_after_ms: (outcome != Outcome::Ok).then_some(1000.0),
+            delay_ms,
+        };
+        let ok = Drawn {
+            idx: 0,
+            pool: "fast".into(),
+            reply: Reply {
+                content: Some("x".into()),
+                reasoning: Some("hm".into()),
+                completion_tokens: Some(12),
+                ttft_ms: Some(5.0),
+                ttft_reasoning_ms: Some(2.0),
+                latency_ms: Some(9.0),
+                chunks: Some(4),
+                hit_cap: true,
+                attempts: vec![
+                    attempt(1, Outcome::HttpError { status: 429 }, Some(1000.0)),
+                    attempt(2, Outcome::Ok, None),
+                ],
+                ..Reply::default()
+            },
+        };
+        let failed = Drawn {
+            idx: 1,
+            pool: "fast".into(),
+            reply: Reply {
+                outcome: Outcome::HttpError { status: 500 },
+                error: Some(ErrorText {
+                    message: "boom".into(),
+                    body: Some("boom".into()),
+                }),
+                ..Reply::default()
+            },
+        };
+        store.record_draw(batch, &ok).await.unwrap();
+        store.record_draw(batch, &failed).await.unwrap();
+        store
+            .record_cancelled(batch, "fast", &[attempt(1, Outcome::Cancelled, None)])
+            .await
+            .unwrap();
+        let back = store.draw_replies(batch).await.unwrap();
+        assert_eq!(back, vec![ok.clone(), failed]);
+        let attempts = store.draw_attempts(batch).await.unwrap();
+        assert_eq!(attempts.len(), 3);
+        assert_eq!(attempts[2].0, None, "a cancelled request is no reply");
+        // The old reader still sees both replies, unknown tokens unknown.
+        let want = vec![(0, ok.reply.completion_tokens), (1, None)];
+        let old: Vec<(usize, Option<u64>)> = store
+            .replies(batch)
+            .await
+            .unwrap()
+            .iter()
+            .map(|d| (d.idx, d.reply.completion_tokens))
+            .collect();
+        assert_eq!(old, want);
+        // Replies are not candidates: the candidate reader lists none.
+        let cands = store.candidates(batch).await;
+        assert!(cands.unwrap().is_empty(), "no candidates were recorded");
+    }
+
+    /// Every table and column, with its type and nullability, in the
+    /// SQLite spelling: the two migration sets must stay in step.
+    async fn schema_of(store: &Store) -> Vec<(String, String, String, bool)> {
+        let sql = match store.backend() {
+            Backend::Sqlite => {
+                "SELECT m.name, p.name, lower(p.type), p.\"notnull\" + p.pk
+                 FROM sqlite_master m JOIN pragma_table_info(m.name) p
+                 WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'"
+            }
+            Backend::Postgres => {
+                "SELECT table_name::text, column_name::text,
+                        CASE data_type WHEN 'bigint' THEN 'integer'
+                                       WHEN 'double precision' THEN 'real'
+                                       ELSE data_type::text END,
+                        CASE is_nullable WHEN 'NO' THEN 1 ELSE 0 END
+                 FROM information_schema.columns WHERE table_schema = current_schema()"
+            }
+        };
+        let mut rows: Vec<(String, String, String, bool)> = sqlx::query(sql)
+            .fetch_all(&store.pool)
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2), r.get::<i64, _>(3) != 0))
+            .filter(|(table, ..)| table != "_sqlx_migrations")
+            .collect();
+        rows.sort();
+        rows
+    }
+
+    async fn the_two_schemas_are_the_same(store: Store) {
+        let (_dir, sqlite) = sqlite_store().await;
+        let (_schema, postgres) = pg_store().await;
+        let (mine, sqlite, postgres) = (
+            schema_of(&store).await,
+            schema_of(&sqlite).await,
+            schema_of(&postgres).await,
+        );
+        assert!(mine.len() > 100, "{mine:?}");
+        let differ = |a: &[(String, String, String, bool)],
+                      b: &[(String, String, String, bool)]| {
+            a.iter()
+                .filter(|r| !b.contains(r))
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(differ(&sqlite, &postgres), vec![], "only in SQLite");
+        assert_eq!(differ(&postgres, &sqlite), vec![], "only in PostgreSQL");
+        assert_eq!(mine, sqlite);
+    }
+
+    #[tokio::test]
+    async fn a_missing_directory_is_named() {
+        let err = Store::open(Path::new("/nonexistent-dir/x.db"))
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("/nonexistent-dir does not exist"),
+            "{err}"
+        );
+    }
+}

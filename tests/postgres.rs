@@ -1,0 +1,219 @@
+//! The store's second backend end to end: every command, run by the real
+//! binary against a real PostgreSQL server (scripts/pg-test-server), gives
+//! what it gives on SQLite. The same work goes into both stores; what is
+//! compared is everything but measurements (times, CPU, busy figures) and
+//! the paths that name each store's own folder.
+
+mod common;
+#[path = "common/net.rs"]
+mod net;
+#[path = "common/pg.rs"]
+mod pg;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::{tiny, Scratch};
+use serde_json::Value;
+
+/// One store, and the scratch folder its outputs go to.
+struct Side {
+    scratch: Scratch,
+    db: String,
+    task: String,
+}
+
+impl Side {
+    fn sqlite() -> Side {
+        let scratch = Scratch::new();
+        let db = scratch.db().display().to_string();
+        Side::new(scratch, db)
+    }
+
+    fn postgres(schema: &pg::PgSchema) -> Side {
+        Side::new(Scratch::new(), schema.url.clone())
+    }
+
+    fn new(scratch: Scratch, db: String) -> Side {
+        // Each side promotes into its own copy of the task.
+        let task = scratch.tiny_copy().display().to_string();
+        Side { scratch, db, task }
+    }
+
+    fn assay(&self, args: &[&str]) -> Output {
+        self.scratch
+            .command(args)
+            .env("ASSAY_DB", &self.db)
+            .output()
+            .expect("assay starts")
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.assay(args);
+        assert!(
+            out.status.success(),
+            "{} assay {args:?}: {}",
+            self.db,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let text = self.ok(args);
+        let value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        comparable(value, self.scratch.path())
+    }
+}
+
+/// Measurements and this side's own paths left out.
+fn comparable(value: Value, own: &Path) -> Value {
+    const MEASURED_SUFFIX: [&str; 4] = ["_at", "_ms", "_s", "minute"];
+    const MEASURED: [&str; 8] = [
+        "wall",
+        "cpu",
+        "busy",
+        "ttft",
+        "latency",
+        "deps_fresh",
+        "peak_processes",
+        "_dir",
+    ];
+    let measured = |k: &str| {
+        MEASURED_SUFFIX.iter().any(|m| k.ends_with(m)) || MEASURED.iter().any(|m| k.contains(m))
+    };
+    match value {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .filter(|(k, _)| !measured(k))
+                .map(|(k, v)| (k, comparable(v, own)))
+                .collect(),
+        ),
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(|v| comparable(v, own)).collect())
+        }
+        Value::String(s) => Value::String(s.replace(&own.display().to_string(), "SCRATCH")),
+        other => other,
+    }
+}
+
+#[test]
+fn every_command_gives_on_postgresql_what_it_gives_on_sqlite() {
+    let schema = pg::PgSchema::new();
+    let sides = [Side::sqlite(), Side::postgres(&schema)];
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/suite");
+    let problems = suite.join("problems.jsonl").display().to_string();
+    let completions = suite.join("completions.jsonl").display().to_string();
+
+    let results: Vec<Vec<(String, Value)>> = sides
+        .iter()
+        .map(|side| {
+            let mut seen = Vec::new();
+            let mut keep = |what: &str, v: Value| seen.push((what.to_owned(), v));
+            keep("run 1", side.json(&["run", &side.task, "--json"]));
+            keep("run 2", side.json(&["run", &tiny(), "--json"]));
+            keep("batches", side.json(&["batches", "--json"]));
+            keep("show 1", side.json(&["show", "1", "--json"]));
+            keep("compare", side.json(&["compare", "1", "2", "--json"]));
+            keep(
+                "export json",
+                side.json(&["export", "1", "--format", "json"]),
+            );
+            let csv = side.ok(&["export", "2", "--format", "csv"]);
+            keep(
+                "export csv header",
+                Value::String(csv.lines().next().unwrap().into()),
+            );
+            keep("export csv rows", Value::from(csv.lines().count()));
+            keep(
+                "replay",
+                side.json(&["replay", "1", "--modes", "wide", "--json"]),
+            );
+            side.ok(&["promote", "1", "0", "--yes"]);
+            keep("shown after promote", side.json(&["show", "1", "--json"]));
+            keep(
+                "suite run",
+                side.json(&[
+                    "suite",
+                    "run",
+                    &problems,
+                    "--completions",
+                    &completions,
+                    "--json",
+                ]),
+            );
+            keep("suite show", side.json(&["suite", "show", "1", "--json"]));
+            keep("suite list", side.json(&["suite", "list", "--json"]));
+            seen
+        })
+        .collect();
+
+    // What is compared holds the verdicts, not only their absence.
+    let got = |what: &str| {
+        results[0]
+            .iter()
+            .find(|(w, _)| w == what)
+            .unwrap()
+            .1
+            .to_string()
+    };
+    assert!(got("run 1").contains("scored(10/10)"), "{}", got("run 1"));
+    assert!(
+        got("suite run").contains("pass_at_1"),
+        "{}",
+        got("suite run")
+    );
+    assert!(
+        got("suite show").contains("SyntaxError"),
+        "{}",
+        got("suite show")
+    );
+    for ((what, sqlite), (_, postgres)) in results[0].iter().zip(&results[1]) {
+        assert_eq!(sqlite, postgres, "{what}: SQLite and PostgreSQL differ");
+    }
+    // The promotion went into each side's own task copy, and both stores
+    // recorded it.
+    for side in &sides {
+        let committed =
+            std::fs::read_to_string(Path::new(&side.task).join("committed.rs")).unwrap_or_default();
+        assert!(committed.contains("batch 1"), "{}: {committed}", side.db);
+    }
+    assert!(
+        got("shown after promote").contains("promot"),
+        "{}",
+        got("shown after promote")
+    );
+}
+
+#[test]
+fn a_password_on_the_command_line_is_refused_and_never_echoed() {
+    let s = Scratch::new();
+    for db in [
+        "postgres://assay:hunter2@127.0.0.1:1/runs",
+        "postgres://assay@127.0.0.1:1/runs?password=hunter2",
+    ] {
+        for args in [
+            vec!["batches", "--db", db],
+            vec!["run", &tiny(), "--db", db],
+        ] {
+            let out = s.assay(&args);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.contains("PGPASSWORD"), "{err}");
+            assert!(!err.contains("hunter2"), "the password was echoed: {err}");
+        }
+    }
+}
+
+#[test]
+fn an_unreachable_server_is_one_line_naming_it() {
+    let s = Scratch::new();
+    // Bound but never listening: connecting is refused.
+    let (_held, port) = net::bound_not_listening();
+    let db = format!("postgres://assay@127.0.0.1:{port}/runs");
+    let out = s.assay(&["batches", "--db", &db]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains(&db) && err.contains("cannot connect"), "{err}");
+}

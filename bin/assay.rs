@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use assay::draw::DrawOptions;
 use assay::interrupt::{Interrupt, Interrupted};
 use assay::outputs::Outputs;
+use assay::owner::Owner;
 use assay::pipeline::{self, RunConfig};
 use assay::probe::stream::WavePolicy;
 use assay::probe::ProbeMode;
@@ -40,6 +41,16 @@ struct Cli {
 enum Command {
     /// Run a batch for a task.
     Run(RunArgs),
+    /// Drain the store's queue on this machine: run each item as `run`
+    /// would, on a renewed lease (docs/scaling.md).
+    Lane(LaneArgs),
+    /// List the store's queue: every item, its state and lane.
+    Queue {
+        #[command(flatten)]
+        db: DbArg,
+        #[arg(long)]
+        json: bool,
+    },
     /// List stored batches.
     Batches {
         #[command(flatten)]
@@ -343,6 +354,37 @@ struct RunArgs {
     /// [default: the spec's [probe] build_timeout_s, else 600].
     #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
     build_timeout: Option<f64>,
+    /// Store the batch as an item of the store's queue for a lane
+    /// (`assay lane`) to run, instead of running it here.
+    #[arg(long, conflicts_with_all = ["resume", "promote"])]
+    queue: bool,
+    /// The queue item this run is (set by `assay lane`).
+    #[arg(long, hide = true, value_name = "ID")]
+    work_item: Option<i64>,
+}
+
+#[derive(Args)]
+struct LaneArgs {
+    #[command(flatten)]
+    db: DbArg,
+    /// The lane's name in the store [default: the host name].
+    #[arg(long)]
+    lane: Option<String>,
+    /// Items run at once.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+    /// Seconds a claim holds unrenewed; the lane renews it every third.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    lease: f64,
+    /// Stop once the queue is empty and nothing runs (else wait for work).
+    #[arg(long)]
+    until_empty: bool,
+    /// Output folder of the lane's batches [default: ./assay-out].
+    #[arg(long, env = "ASSAY_OUT")]
+    out: Option<PathBuf>,
+    /// The lane's warm work directory [default: OUT/work].
+    #[arg(long, env = "ASSAY_WORK_DIR")]
+    work_dir: Option<PathBuf>,
 }
 
 /// An error that is the user's input, not a failure of the run.
@@ -439,6 +481,18 @@ fn main() -> ExitCode {
 async fn dispatch(command: Command) -> Result<ExitCode> {
     match command {
         Command::Run(args) => run(args).await,
+        Command::Lane(args) => lane(args).await,
+        Command::Queue { db, json } => {
+            let store = open_existing(&db.db()?).await?;
+            let items = store.work_items().await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&items)?);
+            } else {
+                print!("{}", assay::lane::queue_table(&items));
+            }
+            store.close().await;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Replay(args) => replay(args).await,
         Command::Suite { command } => suite_cmd::dispatch(command).await,
         Command::Batches { db, json } => {
@@ -626,6 +680,9 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         None => args.n.unwrap_or(spec.draw.n),
     };
     assay::spec::check_candidates(n).map_err(|e| UsageError(format!("-n: {e}")))?;
+    if args.queue {
+        return queue_run(&args, &spec).await;
+    }
     // errors_dir is OUT/batch-N/errors: a resumed batch keeps its folder.
     let resumed_out = resumed.as_ref().and_then(|row| {
         let dir = std::path::Path::new(row.errors_dir.as_deref()?);
@@ -652,6 +709,7 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         work_dir: outputs.work_dir.clone(),
         out_dir: outputs.out.clone(),
         spec,
+        work_item: args.work_item,
     };
     check_draw_flags(args.max_in_flight, args.max_completion_tokens)?;
     let draw = DrawOptions {
@@ -701,6 +759,68 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         print!("{}", summary(&store, batch).await?.render());
     }
     store.close().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `run --queue`: the run's own arguments become a queue item, the spec
+/// made absolute; the store, output and work folders are the lane's.
+async fn queue_run(args: &RunArgs, spec: &Spec) -> Result<ExitCode> {
+    let given = args.spec.as_ref().expect("--queue excludes --resume");
+    let spec_path = std::path::absolute(&spec.path).unwrap_or_else(|_| spec.path.clone());
+    let mut item = vec![spec_path.display().to_string()];
+    let mut argv = std::env::args().skip_while(|a| a != "run").skip(1);
+    let mut spec_seen = false;
+    while let Some(arg) = argv.next() {
+        let flag = arg.split('=').next().unwrap_or("");
+        match flag {
+            "--queue" | "--json" => {}
+            "--db" | "--out" | "--work-dir" => {
+                if !arg.contains('=') {
+                    argv.next();
+                }
+            }
+            _ if !spec_seen && std::path::Path::new(&arg) == given.as_path() => spec_seen = true,
+            _ => item.push(arg),
+        }
+    }
+    let store = open_store(&args.db.db()?).await?;
+    let id = store.enqueue(&item).await?;
+    store.close().await;
+    if args.json {
+        println!("{}", serde_json::json!({ "work_item": id }));
+    } else {
+        println!("queued as item {id}: `assay lane` runs it");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn lane(args: LaneArgs) -> Result<ExitCode> {
+    if args.jobs == 0 {
+        return Err(UsageError("--jobs: at least 1".into()).into());
+    }
+    if !(args.lease.is_finite() && (3.0..=86_400.0).contains(&args.lease)) {
+        return Err(UsageError("--lease: from 3 to 86400 seconds".into()).into());
+    }
+    let db = args.db.db()?;
+    let outputs = Outputs::resolve(&db, args.out.as_deref(), args.work_dir.as_deref())?;
+    outputs.prepare()?;
+    let store = open_store(&db).await?;
+    let cfg = assay::lane::LaneConfig {
+        db,
+        name: args.lane.unwrap_or_else(|| Owner::current().host),
+        jobs: args.jobs,
+        lease: std::time::Duration::from_secs_f64(args.lease),
+        out: outputs.out,
+        work_dir: outputs.work_dir,
+        until_empty: args.until_empty,
+        exe: std::env::current_exe().context("cannot find this binary")?,
+    };
+    let summary = assay::lane::run(&cfg, &store).await?;
+    store.close().await;
+    eprintln!(
+        "lane {}: {} done, {} failed, {} handed on",
+        cfg.name, summary.done, summary.failed, summary.lost
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -831,6 +951,7 @@ fn sweep_config(
         work_dir: outputs.work_dir,
         out_dir: outputs.out,
         spec,
+        work_item: None,
     })
 }
 

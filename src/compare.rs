@@ -503,6 +503,7 @@ mod tests {
             sandbox: None,
             sandbox_warnings: None,
             committed_hash: None,
+            lane: None,
         }
     }
 

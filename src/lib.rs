@@ -20,6 +20,7 @@ pub mod extract;
 pub mod input;
 pub mod interrupt;
 pub mod ladder;
+pub mod lane;
 pub mod outputs;
 pub mod owner;
 pub mod package;

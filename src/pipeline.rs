@@ -50,6 +50,10 @@ pub struct RunConfig {
     pub target_dir: PathBuf,
     /// How candidates are probed.
     pub probe: ProbeSettings,
+    /// The queue item this batch is, when a lane runs it: the batch is
+    /// attached to it as soon as it begins, so a lane that takes the item
+    /// over resumes it.
+    pub work_item: Option<i64>,
 }
 
 /// The probe's mode, its streaming waves and each build's time limit.
@@ -119,6 +123,9 @@ pub async fn run(
             &resume::spec_digest(&cfg.spec),
         )
         .await?;
+    if let Some(item) = cfg.work_item {
+        store.attach_batch(item, batch).await?;
+    }
     tracing::info!(batch, task = %cfg.spec.name, n = cfg.n, "batch started");
     drive(
         cfg,

@@ -5,6 +5,8 @@
 //! the paths that name each store's own folder.
 
 mod common;
+#[path = "common/json.rs"]
+mod json;
 #[path = "common/net.rs"]
 mod net;
 #[path = "common/pg.rs"]
@@ -62,38 +64,7 @@ impl Side {
     fn json(&self, args: &[&str]) -> Value {
         let text = self.ok(args);
         let value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
-        comparable(value, self.scratch.path())
-    }
-}
-
-/// Measurements and this side's own paths left out.
-fn comparable(value: Value, own: &Path) -> Value {
-    const MEASURED_SUFFIX: [&str; 4] = ["_at", "_ms", "_s", "minute"];
-    const MEASURED: [&str; 8] = [
-        "wall",
-        "cpu",
-        "busy",
-        "ttft",
-        "latency",
-        "deps_fresh",
-        "peak_processes",
-        "_dir",
-    ];
-    let measured = |k: &str| {
-        MEASURED_SUFFIX.iter().any(|m| k.ends_with(m)) || MEASURED.iter().any(|m| k.contains(m))
-    };
-    match value {
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .filter(|(k, _)| !measured(k))
-                .map(|(k, v)| (k, comparable(v, own)))
-                .collect(),
-        ),
-        Value::Array(items) => {
-            Value::Array(items.into_iter().map(|v| comparable(v, own)).collect())
-        }
-        Value::String(s) => Value::String(s.replace(&own.display().to_string(), "SCRATCH")),
-        other => other,
+        json::comparable(value, self.scratch.path())
     }
 }
 

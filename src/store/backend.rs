@@ -362,6 +362,15 @@ impl OpenLock {
     }
 }
 
+/// SQL for the store's clock in epoch milliseconds: leases are measured
+/// on it, so lanes on machines whose clocks differ agree on them.
+pub(super) fn now_ms_sql(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)",
+        Backend::Postgres => "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
+    }
+}
+
 /// Whether the engine refused a write because the store is read-only.
 pub(super) fn is_read_only(backend: Backend, e: &sqlx::Error) -> bool {
     let Some(code) = e.as_database_error().and_then(|d| d.code()) else {

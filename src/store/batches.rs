@@ -50,6 +50,8 @@ pub struct BatchRow {
     pub sandbox_warnings: Option<String>,
     /// blake3 (hex) of the committed file as the batch read it.
     pub committed_hash: Option<String>,
+    /// The lane that ran it, when a lane did (`assay lane`).
+    pub lane: Option<String>,
 }
 
 /// A batch the database says is running, with its owner where known.
@@ -105,7 +107,7 @@ fn owner_of(r: &sqlx::any::AnyRow) -> Option<Owner> {
 const BATCH_SELECT: &str =
     "SELECT id, task, spec_path, pool, n, status, started_at, finished_at, errors_dir,
         committed_verdict, committed_passed, committed_total, failure,
-        dedup_by, sandbox, sandbox_warnings, committed_hash, committed_cpu_ms, committed_cases
+        dedup_by, sandbox, sandbox_warnings, committed_hash, committed_cpu_ms, committed_cases, lane
      FROM batches";
 
 impl BatchStatus {
@@ -320,6 +322,7 @@ impl Store {
             sandbox: r.get("sandbox"),
             sandbox_warnings: r.get("sandbox_warnings"),
             committed_hash: r.get("committed_hash"),
+            lane: r.get("lane"),
         })
     }
 

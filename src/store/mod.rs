@@ -22,6 +22,7 @@ mod draws;
 #[path = "../../tests/common/pg.rs"]
 mod pg_test;
 mod probe;
+mod queue;
 mod scores;
 mod suites;
 
@@ -30,6 +31,7 @@ pub use backend::{Backend, Db, DbError};
 pub use batches::{BatchRow, BatchStatus, Claim, Kept, NewBatch, ResumeRow, RunningBatch};
 pub use candidates::CandidateRow;
 pub use probe::{ProbeRunRow, ProbeRunStats, ProbeVerdictRow};
+pub use queue::{Claimed, WorkItemRow, WorkState};
 pub use scores::PromotionRow;
 pub use suites::{
     NewCompletion, NewProblem, NewSuite, SuiteCompletionRow, SuiteId, SuiteOrigin, SuiteOutcomeRow,
@@ -240,6 +242,8 @@ mod tests {
         resumes_are_numbered_and_remember_where_their_phases_begin,
         replies_read_back_as_drawn,
         draw_figures_and_attempts_round_trip,
+        lanes_claiming_at_once_take_each_item_once,
+        a_lease_that_ran_out_hands_the_item_on_and_disarms_the_old_claim,
         the_two_schemas_are_the_same
     );
 
@@ -680,6 +684,77 @@ mod tests {
         // Replies are not candidates: the candidate reader lists none.
         let cands = store.candidates(batch).await;
         assert!(cands.unwrap().is_empty(), "no candidates were recorded");
+    }
+
+    async fn lanes_claiming_at_once_take_each_item_once(store: Store) {
+        let items = 24;
+        for i in 0..items {
+            store.enqueue(&[format!("task-{i}")]).await.unwrap();
+        }
+        // Eight lanes, each with its own connections, claim until none is left.
+        let lanes: Vec<_> = (0..8)
+            .map(|lane| {
+                let db = store.db().clone();
+                tokio::spawn(async move {
+                    let store = Store::open(db).await.unwrap();
+                    let mut taken = Vec::new();
+                    while let Some(c) = store
+                        .claim_work(&format!("lane{lane}"), &Owner::current(), 60_000)
+                        .await
+                        .unwrap()
+                    {
+                        assert_eq!(c.claim, 1);
+                        assert!(store.finish_work(&c, None).await.unwrap());
+                        taken.push(c.id);
+                    }
+                    store.close().await;
+                    taken
+                })
+            })
+            .collect();
+        let mut taken = Vec::new();
+        for lane in lanes {
+            taken.extend(lane.await.unwrap());
+        }
+        taken.sort();
+        assert_eq!(taken, (1..=items).collect::<Vec<i64>>());
+        let listed = store.work_items().await.unwrap();
+        assert!(listed
+            .iter()
+            .all(|w| w.state == WorkState::Done && w.claims == 1));
+    }
+
+    async fn a_lease_that_ran_out_hands_the_item_on_and_disarms_the_old_claim(store: Store) {
+        let me = Owner::current();
+        let id = store
+            .enqueue(&["t".into(), "-n".into(), "3".into()])
+            .await
+            .unwrap();
+        // A lease already over, as a killed lane's is once it lapses.
+        let first = store.claim_work("a", &me, -1_000).await.unwrap().unwrap();
+        assert_eq!((first.id, first.claim, first.batch), (id, 1, None));
+        assert_eq!(first.args, ["t", "-n", "3"]);
+        let batch = store.begin_batch(&new_batch()).await.unwrap();
+        store.attach_batch(id, batch).await.unwrap();
+        let listed = store.work_items().await.unwrap();
+        assert!(listed[0].lease_expired && listed[0].state == WorkState::Running);
+
+        let second = store.claim_work("b", &me, 60_000).await.unwrap().unwrap();
+        assert_eq!(
+            (second.id, second.claim, second.batch),
+            (id, 2, Some(batch))
+        );
+        assert_eq!(store.batch(batch).await.unwrap().lane.as_deref(), Some("a"));
+        // The first lane can neither keep nor end what it lost.
+        assert!(!store.renew_lease(&first, 60_000).await.unwrap());
+        assert!(!store.finish_work(&first, Some("late")).await.unwrap());
+        assert!(store.renew_lease(&second, 60_000).await.unwrap());
+        assert!(store.claim_work("c", &me, 60_000).await.unwrap().is_none());
+        assert!(store.finish_work(&second, None).await.unwrap());
+        let listed = store.work_items().await.unwrap();
+        assert_eq!(listed[0].state, WorkState::Done);
+        assert_eq!(listed[0].lane.as_deref(), Some("b"));
+        assert_eq!(listed[0].failure, None);
     }
 
     /// Every table and column, with its type and nullability, in the

@@ -1,0 +1,26 @@
+-- The queue lanes drain (issue 18). An item is one `assay run` to do: its
+-- arguments as JSON (the spec made absolute; the lane picks the store,
+-- output and work folders). A lane claims an item for a lease measured on
+-- the store's clock (epoch ms) and renews it while it works; an item whose
+-- lease ran out is claimable again, and `claims` counts the claims, so a
+-- lane whose lease was taken over can no longer renew or finish it.
+CREATE TABLE work_items (
+    id             INTEGER PRIMARY KEY,
+    kind           TEXT NOT NULL CHECK (kind IN ('batch')),
+    args           TEXT NOT NULL,
+    state          TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed')),
+    queued_at      TEXT NOT NULL,
+    lane           TEXT,
+    lane_host      TEXT,
+    lane_boot      TEXT,
+    lane_pid       INTEGER,
+    lease_until_ms INTEGER,
+    claims         INTEGER NOT NULL DEFAULT 0,
+    batch_id       INTEGER REFERENCES batches(id),
+    failure        TEXT,
+    finished_at    TEXT
+);
+CREATE INDEX work_items_state ON work_items (state, id);
+
+-- The lane a batch ran on, when a lane ran it.
+ALTER TABLE batches ADD COLUMN lane TEXT;

@@ -1,0 +1,235 @@
+//! A lane: one build machine draining the queue of a shared store.
+//!
+//! A lane claims an item (`Store::claim_work`), runs it exactly as a local
+//! `assay run` would, by running this binary's `run` with the item's
+//! arguments, and renews the item's lease while the run goes on. An item
+//! an earlier claim had begun (its lane died, so its lease ran out) is
+//! resumed, never begun again: `run --resume BATCH` keeps every reply,
+//! verdict and score stored and does only the rest, so nothing is drawn or
+//! scored twice. The run dies with the lane (`PR_SET_PDEATHSIG`), and a
+//! lane that loses its lease (the store unreachable for a whole lease, or
+//! the item taken over) stops the run, so two lanes never work one item.
+
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use tokio::io::AsyncReadExt;
+use tokio::task::JoinSet;
+
+use crate::owner::Owner;
+use crate::store::{BatchStatus, Claimed, Db, Store};
+
+/// How a lane runs.
+#[derive(Debug, Clone)]
+pub struct LaneConfig {
+    pub db: Db,
+    /// The lane's name in the store (default: the host's).
+    pub name: String,
+    /// Items run at once.
+    pub jobs: usize,
+    /// How long a claim holds without renewal; renewed every third of it.
+    pub lease: Duration,
+    pub out: PathBuf,
+    pub work_dir: PathBuf,
+    /// Stop once nothing is left to claim and nothing runs (else poll).
+    pub until_empty: bool,
+    /// This binary.
+    pub exe: PathBuf,
+}
+
+/// What a lane did.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct LaneSummary {
+    pub done: usize,
+    pub failed: usize,
+    /// Items whose lease this lane lost: another lane has them.
+    pub lost: usize,
+}
+
+enum Ending {
+    Done,
+    Failed,
+    Lost,
+}
+
+/// How often an idle lane asks for work.
+const POLL: Duration = Duration::from_secs(2);
+
+pub async fn run(cfg: &LaneConfig, store: &Store) -> Result<LaneSummary> {
+    let owner = Owner::current();
+    let mut running = JoinSet::new();
+    let mut summary = LaneSummary::default();
+    loop {
+        while running.len() < cfg.jobs {
+            let lease_ms = cfg.lease.as_millis() as i64;
+            let Some(item) = store.claim_work(&cfg.name, &owner, lease_ms).await? else {
+                break;
+            };
+            tracing::info!(
+                item = item.id,
+                claim = item.claim,
+                "lane {} took an item",
+                cfg.name
+            );
+            let (cfg, store) = (cfg.clone(), store.clone());
+            running.spawn(async move { work(&cfg, &store, item).await });
+        }
+        if running.is_empty() && cfg.until_empty {
+            return Ok(summary);
+        }
+        tokio::select! {
+            Some(ended) = running.join_next() => match ended.context("a lane task panicked")?? {
+                Ending::Done => summary.done += 1,
+                Ending::Failed => summary.failed += 1,
+                Ending::Lost => summary.lost += 1,
+            },
+            _ = tokio::time::sleep(POLL) => {}
+        }
+    }
+}
+
+/// Runs one claimed item to its end, renewing its lease meanwhile.
+async fn work(cfg: &LaneConfig, store: &Store, item: Claimed) -> Result<Ending> {
+    let args = match item.batch {
+        Some(batch) => {
+            take_over(store, batch).await?;
+            vec!["run".to_owned(), "--resume".to_owned(), batch.to_string()]
+        }
+        None => std::iter::once("run".to_owned())
+            .chain(item.args.iter().cloned())
+            .collect(),
+    };
+    let mut cmd = tokio::process::Command::new(&cfg.exe);
+    cmd.args(&args)
+        .arg("--db")
+        .arg(cfg.db.to_string())
+        .arg("--out")
+        .arg(&cfg.out)
+        .arg("--work-dir")
+        .arg(&cfg.work_dir)
+        .arg("--work-item")
+        .arg(item.id.to_string())
+        .arg("--json")
+        .env_remove("ASSAY_DB")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    // SAFETY: prctl is async-signal-safe; it only asks the kernel to kill
+    // the run when this lane's thread that spawned it dies.
+    unsafe {
+        cmd.as_std_mut().pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start {}", cfg.exe.display()))?;
+    let mut stderr = child.stderr.take().expect("piped");
+    let errors = tokio::spawn(async move {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text).await;
+        text
+    });
+    let renew_every = cfg.lease / 3;
+    let lease_ms = cfg.lease.as_millis() as i64;
+    let mut unreachable_since: Option<tokio::time::Instant> = None;
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status?,
+            _ = tokio::time::sleep(renew_every) => {
+                match store.renew_lease(&item, lease_ms).await {
+                    Ok(true) => unreachable_since = None,
+                    Ok(false) => {
+                        tracing::warn!(item = item.id, "lease lost: another lane has the item");
+                        let _ = child.kill().await;
+                        return Ok(Ending::Lost);
+                    }
+                    // The store away for a moment: keep going, and give up
+                    // once the lease must have run out.
+                    Err(e) => {
+                        let since = *unreachable_since.get_or_insert_with(tokio::time::Instant::now);
+                        tracing::warn!(item = item.id, "cannot renew the lease: {e}");
+                        if since.elapsed() >= cfg.lease {
+                            let _ = child.kill().await;
+                            return Ok(Ending::Lost);
+                        }
+                    }
+                }
+            }
+        }
+    };
+    let errors = errors.await.unwrap_or_default();
+    let failure = (!status.success()).then(|| {
+        let last = errors
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        format!("assay run exited with {status}: {last}")
+    });
+    if store.finish_work(&item, failure.as_deref()).await? {
+        Ok(if failure.is_some() {
+            Ending::Failed
+        } else {
+            Ending::Done
+        })
+    } else {
+        Ok(Ending::Lost)
+    }
+}
+
+/// A batch an earlier claim began: if the store still says it runs, its
+/// lane is gone (the lease ran out), so it is marked interrupted for
+/// `--resume` to take.
+async fn take_over(store: &Store, batch: i64) -> Result<()> {
+    if store.batch(batch).await?.status != BatchStatus::Running {
+        return Ok(());
+    }
+    let owner = store
+        .running_batches()
+        .await?
+        .into_iter()
+        .find(|r| r.id == batch)
+        .and_then(|r| r.owner);
+    store
+        .interrupt_if_owned(batch, owner.as_ref(), "its lane's lease ran out")
+        .await?;
+    Ok(())
+}
+
+/// `assay queue`: one line per item, its state, lane and batch.
+pub fn queue_table(items: &[crate::store::WorkItemRow]) -> String {
+    use std::fmt::Write;
+    let mut out = String::from("item  state     lane             batch  claims  task\n");
+    for w in items {
+        let state = match (w.state, w.lease_expired) {
+            (crate::store::WorkState::Running, true) => "lapsed",
+            (s, _) => match s {
+                crate::store::WorkState::Queued => "queued",
+                crate::store::WorkState::Running => "running",
+                crate::store::WorkState::Done => "done",
+                crate::store::WorkState::Failed => "failed",
+            },
+        };
+        let batch = w.batch_id.map_or("-".to_owned(), |b| b.to_string());
+        let _ = writeln!(
+            out,
+            "{:>4}  {state:<8}  {:<15}  {batch:>5}  {:>6}  {}",
+            w.id,
+            w.lane.as_deref().unwrap_or("-"),
+            w.claims,
+            w.args.first().map_or("", String::as_str),
+        );
+        if let Some(why) = &w.failure {
+            let _ = writeln!(out, "      {why}");
+        }
+    }
+    out
+}

@@ -1,0 +1,37 @@
+//! Reports compared across stores and runs: measurements left out.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+/// Measurements and this side's own paths left out.
+pub fn comparable(value: Value, own: &Path) -> Value {
+    const MEASURED_SUFFIX: [&str; 4] = ["_at", "_ms", "_s", "minute"];
+    const MEASURED: [&str; 9] = [
+        "wall",
+        "cpu",
+        "busy",
+        "ttft",
+        "latency",
+        "deps_fresh",
+        "peak_processes",
+        "_dir",
+        "_file",
+    ];
+    let measured = |k: &str| {
+        MEASURED_SUFFIX.iter().any(|m| k.ends_with(m)) || MEASURED.iter().any(|m| k.contains(m))
+    };
+    match value {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .filter(|(k, _)| !measured(k))
+                .map(|(k, v)| (k, comparable(v, own)))
+                .collect(),
+        ),
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(|v| comparable(v, own)).collect())
+        }
+        Value::String(s) => Value::String(s.replace(&own.display().to_string(), "SCRATCH")),
+        other => other,
+    }
+}

@@ -1,0 +1,181 @@
+//! Lanes draining a shared PostgreSQL queue (issue 18), as separate
+//! processes of the real binary on this machine, each with its own output
+//! folder: one is SIGKILLed in the middle of an item; its lease runs out,
+//! another lane resumes the item, and every batch ends as a run on one
+//! machine ends, with nothing done twice.
+
+mod common;
+#[path = "common/json.rs"]
+mod json;
+#[path = "common/pg.rs"]
+mod pg;
+
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{shared_work_dir, tiny, Scratch};
+use serde_json::Value;
+
+fn assay(db: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_assay"))
+        .args(args)
+        .env("ASSAY_DB", db)
+        .env_remove("ASSAY_TEST_POINT")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("assay starts")
+}
+
+fn ok_json(db: &str, args: &[&str]) -> Value {
+    let out = assay(db, args);
+    assert!(
+        out.status.success(),
+        "assay {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn lane(db: &str, name: &str, out: &Scratch, test_point: Option<&str>) -> Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_assay"));
+    cmd.args(["lane", "--lane", name, "--until-empty", "--lease", "3"])
+        .arg("--out")
+        .arg(out.path())
+        .arg("--work-dir")
+        .arg(shared_work_dir())
+        .env("ASSAY_DB", db)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    match test_point {
+        Some(point) => cmd.env("ASSAY_TEST_POINT", point),
+        None => cmd.env_remove("ASSAY_TEST_POINT"),
+    };
+    cmd.spawn().expect("lane starts")
+}
+
+/// Polls the queue until `ready` holds for it (a lane's progress is seen
+/// only through the store).
+fn wait_for_queue(db: &str, what: &str, ready: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let start = Instant::now();
+    loop {
+        let items = ok_json(db, &["queue", "--json"]);
+        let items = items.as_array().unwrap().clone();
+        if ready(&items) {
+            return items;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(900),
+            "never {what}: {items:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Processes whose command line names work item `item`.
+fn runs_of_item(item: i64) -> Vec<i32> {
+    let needle = format!("--work-item\0{item}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
+        })
+        .collect()
+}
+
+#[test]
+fn lanes_drain_a_queue_and_a_killed_lane_s_item_is_resumed_not_redone() {
+    let schema = pg::PgSchema::new();
+    let db = schema.url.as_str();
+    for _ in 0..3 {
+        let queued = ok_json(db, &["run", &tiny(), "--queue", "--json"]);
+        assert!(queued["work_item"].as_i64().is_some(), "{queued}");
+    }
+
+    // Lane a stops every run it starts once the scorer is built (after the
+    // probe's verdicts are stored), and is killed there.
+    let a_out = Scratch::new();
+    let mut a = lane(db, "a", &a_out, Some("pause@score.built"));
+    let items = wait_for_queue(db, "item 1 began a batch on lane a", |items| {
+        items[0]["state"] == "running" && items[0]["batch_id"].is_i64()
+    });
+    assert_eq!(items[0]["lane"], "a");
+    let batch = items[0]["batch_id"].as_i64().unwrap();
+    let start = Instant::now();
+    while ok_json(db, &["show", &batch.to_string(), "--json"])["probe_run"].is_null() {
+        assert!(start.elapsed() < Duration::from_secs(900), "never probed");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(runs_of_item(1).len(), 1, "lane a runs item 1");
+    a.kill().unwrap();
+    a.wait().unwrap();
+    // Its run dies with it.
+    let start = Instant::now();
+    while !runs_of_item(1).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "a killed lane's run still runs"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    wait_for_queue(db, "item 1's lease ran out", |items| {
+        items[0]["lease_expired"] == true
+    });
+
+    // Two more lanes take the rest, item 1 included.
+    let (b_out, c_out) = (Scratch::new(), Scratch::new());
+    let lanes = [lane(db, "b", &b_out, None), lane(db, "c", &c_out, None)];
+    for mut l in lanes {
+        assert!(l.wait().unwrap().success());
+    }
+
+    let items = ok_json(db, &["queue", "--json"]);
+    let items = items.as_array().unwrap();
+    assert_eq!(items.len(), 3);
+    for w in items {
+        assert_eq!(w["state"], "done", "{w:#}");
+        assert_ne!(w["lane"], "a", "{w:#}");
+    }
+    assert_eq!(items[0]["claims"], 2, "item 1 was claimed twice");
+    assert_eq!(
+        items[0]["batch_id"], batch,
+        "item 1 was resumed, not begun again"
+    );
+    assert!(items[1..].iter().all(|w| w["claims"] == 1));
+
+    // Three batches for three items, each as a run on one machine gives.
+    let batches = ok_json(db, &["batches", "--json"]);
+    assert_eq!(batches.as_array().unwrap().len(), 3, "{batches:#}");
+    let local = Scratch::new();
+    let reference = local.json(&["run", &tiny(), "--json"]);
+    let verdicts = |v: Value, own: &std::path::Path| {
+        let v = json::comparable(v, own);
+        (
+            v["candidates"].clone(),
+            v["committed"].clone(),
+            v["best"].clone(),
+        )
+    };
+    let want = verdicts(reference, local.path());
+    assert!(want.0.to_string().contains("scored(10/10)"), "{want:?}");
+    for w in items {
+        let id = w["batch_id"].as_i64().unwrap().to_string();
+        let shown = ok_json(db, &["show", &id, "--json"]);
+        assert_eq!(shown["status"], "finished", "{shown:#}");
+        let out = if w["lane"] == "b" { &b_out } else { &c_out };
+        assert_eq!(verdicts(shown, out.path()), want, "batch {id}");
+    }
+    // The resume kept what lane a had stored: the replies and the probe.
+    let resumed = ok_json(db, &["show", &batch.to_string(), "--json"]);
+    let resumes = resumed["resumes"]
+        .as_array()
+        .expect("a resumed batch lists its resumes");
+    assert_eq!(resumes.len(), 1, "{resumed:#}");
+    assert_eq!(resumes[0]["replies_kept"], 6, "{resumed:#}");
+    assert!(
+        resumes[0]["probed_kept"].as_u64().unwrap() > 0,
+        "{resumed:#}"
+    );
+}

@@ -36,6 +36,8 @@ fn ok_json(db: &str, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+const SECRET: &str = "lane-secret-5b1e9c";
+
 fn lane(db: &str, name: &str, out: &Scratch, test_point: Option<&str>) -> Child {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_assay"));
     cmd.args(["lane", "--lane", name, "--until-empty", "--lease", "3"])
@@ -44,6 +46,9 @@ fn lane(db: &str, name: &str, out: &Scratch, test_point: Option<&str>) -> Child 
         .arg("--work-dir")
         .arg(shared_work_dir())
         .env("ASSAY_DB", db)
+        // A password as a lane would have one (the test server trusts
+        // loopback and ignores it): it must reach no file and no row.
+        .env("PGPASSWORD", SECRET)
         .env_remove("RUST_LOG")
         .stdout(Stdio::null())
         .stderr(Stdio::null());
@@ -178,4 +183,35 @@ fn lanes_drain_a_queue_and_a_killed_lane_s_item_is_resumed_not_redone() {
         resumes[0]["probed_kept"].as_u64().unwrap() > 0,
         "{resumed:#}"
     );
+
+    // The lanes' password is in no output file and no stored row.
+    for out in [&a_out, &b_out, &c_out] {
+        assert_no_secret(out.path());
+    }
+    let dump = Command::new("pg_dump")
+        .args(["-d", pg::server(), "--schema", schema.name(), "--data-only"])
+        .output()
+        .expect("pg_dump runs");
+    assert!(
+        dump.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dump.stderr)
+    );
+    assert!(dump.stdout.len() > 1000, "the dump holds the batches");
+    assert!(!String::from_utf8_lossy(&dump.stdout).contains(SECRET));
+}
+
+fn assert_no_secret(dir: &std::path::Path) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            assert_no_secret(&path);
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(SECRET),
+                "{} holds the password",
+                path.display()
+            );
+        }
+    }
 }

@@ -3,6 +3,8 @@
 //! A test that needs it fails when there is none: it never skips. (Also
 //! compiled into the library's tests, for the store's.)
 
+#![allow(dead_code)]
+
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -36,6 +38,11 @@ pub struct PgSchema {
 }
 
 impl PgSchema {
+    /// The schema's name, for tools that take one (`pg_dump --schema`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     pub fn new() -> PgSchema {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let name = format!(

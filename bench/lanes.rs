@@ -1,0 +1,176 @@
+//! Lanes benchmark (issue 18): the queue's cost per item on a real
+//! PostgreSQL server, and how throughput grows with lanes whose items only
+//! wait (as lanes waiting on a gateway do), side by side in one run.
+//!
+//! Each simulated lane is a `Store` of its own (its own connections, as a
+//! lane process has) running the real claim / renew / finish statements:
+//! claim an item, renew its lease `--renewals` times while the item
+//! "works" (`--wait-ms`, split between renewals), finish it, claim the
+//! next. Store time is the time spent in those statements; throughput is
+//! items finished per second of wall time, and the speedup of L lanes is
+//! their throughput over one lane's, measured in the same run.
+//!
+//! `cargo bench --bench lanes -- [--lanes 1,2,4,8,16,32] [--items-per-lane 8]
+//! [--wait-ms 400] [--renewals 2]`
+//! The server is `scripts/pg-test-server`'s (started if needed), or
+//! `ASSAY_TEST_PG`; each lane count runs in a schema of its own.
+
+#[path = "../tests/common/pg.rs"]
+mod pg;
+
+use std::time::{Duration, Instant};
+
+use assay::owner::Owner;
+use assay::store::{Db, Store};
+
+struct Figures {
+    lanes: usize,
+    items: usize,
+    wall: Duration,
+    /// Per item: claim, renewals and finish.
+    store_per_item: Duration,
+    claim: Duration,
+    renew: Duration,
+    finish: Duration,
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+    };
+    let lanes: Vec<usize> = flag("--lanes").map_or_else(
+        || vec![1, 2, 4, 8, 16, 32],
+        |s| {
+            s.split(',')
+                .map(|n| n.parse().expect("--lanes: numbers"))
+                .collect()
+        },
+    );
+    let per_lane: usize = flag("--items-per-lane").map_or(8, |s| s.parse().expect("a number"));
+    let wait = Duration::from_millis(flag("--wait-ms").map_or(400, |s| s.parse().expect("ms")));
+    let renewals: u32 = flag("--renewals").map_or(2, |s| s.parse().expect("a number"));
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    println!(
+        "PostgreSQL {}; each item waits {} ms with {renewals} lease renewals; {per_lane} items per lane",
+        pg::server(),
+        wait.as_millis()
+    );
+    let figures: Vec<Figures> = lanes
+        .iter()
+        .map(|&l| rt.block_on(measure(l, l * per_lane, wait, renewals)))
+        .collect();
+    let one = figures
+        .iter()
+        .find(|f| f.lanes == 1)
+        .map(|f| f.items as f64 / f.wall.as_secs_f64());
+    println!(
+        "\nlanes  items  wall (s)  items/s  speedup vs 1 lane  store ms/item (claim + renew + finish)"
+    );
+    for f in &figures {
+        let rate = f.items as f64 / f.wall.as_secs_f64();
+        let speedup = one.map_or("-".to_owned(), |one| format!("{:.1}x", rate / one));
+        println!(
+            "{:>5}  {:>5}  {:>8.2}  {:>7.2}  {:>17}  {:.2} ({:.2} + {:.2} + {:.2})",
+            f.lanes,
+            f.items,
+            f.wall.as_secs_f64(),
+            rate,
+            speedup,
+            ms(f.store_per_item),
+            ms(f.claim),
+            ms(f.renew),
+            ms(f.finish),
+        );
+    }
+    println!("\nideal: each item waits {} ms, so one lane does at most {:.2} items/s and L lanes L times that",
+        wait.as_millis(), 1.0 / wait.as_secs_f64());
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+async fn measure(lanes: usize, items: usize, wait: Duration, renewals: u32) -> Figures {
+    let schema = pg::PgSchema::new();
+    let db: Db = schema.url.parse().unwrap();
+    let store = Store::open(db.clone()).await.unwrap();
+    for i in 0..items {
+        store.enqueue(&[format!("item-{i}")]).await.unwrap();
+    }
+    // Every lane connected and warm before the clock starts.
+    let mut stores = Vec::new();
+    for _ in 0..lanes {
+        let s = Store::open(db.clone()).await.unwrap();
+        s.work_items().await.unwrap();
+        stores.push(s);
+    }
+    let start = Instant::now();
+    let tasks: Vec<_> = stores
+        .into_iter()
+        .enumerate()
+        .map(|(l, s)| tokio::spawn(lane(s, format!("lane{l}"), wait, renewals)))
+        .collect();
+    let (mut done, mut claim, mut renew, mut finish) =
+        (0, Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    for t in tasks {
+        let (n, c, r, f) = t.await.unwrap();
+        done += n;
+        claim += c;
+        renew += r;
+        finish += f;
+    }
+    let wall = start.elapsed();
+    assert_eq!(done, items, "every item done once");
+    store.close().await;
+    let per = |d: Duration| d / items as u32;
+    Figures {
+        lanes,
+        items,
+        wall,
+        store_per_item: per(claim + renew + finish),
+        claim: per(claim),
+        renew: per(renew),
+        finish: per(finish),
+    }
+}
+
+/// One lane: claims until the queue is empty. Returns items done and the
+/// time spent claiming (the final, empty claim included), renewing and
+/// finishing.
+async fn lane(
+    store: Store,
+    name: String,
+    wait: Duration,
+    renewals: u32,
+) -> (usize, Duration, Duration, Duration) {
+    let owner = Owner::current();
+    let (mut done, mut claim, mut renew, mut finish) =
+        (0, Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    loop {
+        let t = Instant::now();
+        let item = store.claim_work(&name, &owner, 60_000).await.unwrap();
+        claim += t.elapsed();
+        let Some(item) = item else { break };
+        let slice = wait / (renewals + 1);
+        for _ in 0..renewals {
+            tokio::time::sleep(slice).await;
+            let t = Instant::now();
+            assert!(store.renew_lease(&item, 60_000).await.unwrap());
+            renew += t.elapsed();
+        }
+        tokio::time::sleep(slice).await;
+        let t = Instant::now();
+        assert!(store.finish_work(&item, None).await.unwrap());
+        finish += t.elapsed();
+        done += 1;
+    }
+    store.close().await;
+    (done, claim, renew, finish)
+}

@@ -55,6 +55,8 @@ pub struct Summary {
     /// retries, toolchain. Filled by the caller from the store; `None`
     /// before the batch probed.
     pub probe_run: Option<ProbeRunRow>,
+    /// The lane that ran the batch, when one did (`assay lane`).
+    pub lane: Option<String>,
 }
 
 /// A group of candidates with one fingerprint.
@@ -188,6 +190,7 @@ impl Summary {
                 .unwrap_or_default(),
             promotions: Vec::new(),
             probe_run: None,
+            lane: batch.lane.clone(),
         }
     }
 
@@ -257,6 +260,9 @@ impl Summary {
         );
         if let Some(sandbox) = &self.sandbox {
             let _ = writeln!(out, "sandbox: {sandbox}");
+        }
+        if let Some(lane) = &self.lane {
+            let _ = writeln!(out, "lane: {lane} (from the store's queue)");
         }
         for w in &self.sandbox_warnings {
             let _ = writeln!(out, "sandbox warning: {w}");

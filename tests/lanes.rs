@@ -169,6 +169,12 @@ fn lanes_drain_a_queue_and_a_killed_lane_s_item_is_resumed_not_redone() {
         let id = w["batch_id"].as_i64().unwrap().to_string();
         let shown = ok_json(db, &["show", &id, "--json"]);
         assert_eq!(shown["status"], "finished", "{shown:#}");
+        let ran_on = if id == batch.to_string() {
+            "a"
+        } else {
+            w["lane"].as_str().unwrap()
+        };
+        assert_eq!(shown["lane"], ran_on, "the lane that began batch {id}");
         let out = if w["lane"] == "b" { &b_out } else { &c_out };
         assert_eq!(verdicts(shown, out.path()), want, "batch {id}");
     }

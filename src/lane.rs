@@ -62,10 +62,27 @@ pub async fn run(cfg: &LaneConfig, store: &Store) -> Result<LaneSummary> {
     let owner = Owner::current();
     let mut running = JoinSet::new();
     let mut summary = LaneSummary::default();
+    let mut backoff = Backoff::default();
     loop {
+        // Whether the store answered that nothing is left to claim.
+        let mut empty = false;
         while running.len() < cfg.jobs {
             let lease_ms = cfg.lease.as_millis() as i64;
-            let Some(item) = store.claim_work(&cfg.name, &owner, lease_ms).await? else {
+            let item = match store.claim_work(&cfg.name, &owner, lease_ms).await {
+                Ok(item) => {
+                    backoff.reset();
+                    item
+                }
+                // The store away: wait and ask again; a lane outlives it.
+                Err(e) => {
+                    let wait = backoff.next();
+                    tracing::warn!("cannot claim work (again in {wait:?}): {e}");
+                    tokio::time::sleep(wait).await;
+                    break;
+                }
+            };
+            let Some(item) = item else {
+                empty = true;
                 break;
             };
             tracing::info!(
@@ -77,7 +94,7 @@ pub async fn run(cfg: &LaneConfig, store: &Store) -> Result<LaneSummary> {
             let (cfg, store) = (cfg.clone(), store.clone());
             running.spawn(async move { work(&cfg, &store, item).await });
         }
-        if running.is_empty() && cfg.until_empty {
+        if running.is_empty() && cfg.until_empty && empty {
             return Ok(summary);
         }
         tokio::select! {
@@ -166,22 +183,56 @@ async fn work(cfg: &LaneConfig, store: &Store, item: Claimed) -> Result<Ending> 
         }
     };
     let errors = errors.await.unwrap_or_default();
-    let failure = (!status.success()).then(|| {
-        let last = errors
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
-        format!("assay run exited with {status}: {last}")
-    });
-    if store.finish_work(&item, failure.as_deref()).await? {
-        Ok(if failure.is_some() {
-            Ending::Failed
+    let last = errors
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    let failure = (!status.success()).then(|| format!("assay run exited with {status}: {last}"));
+    // A run that failed on the store (its error names it) failed for the
+    // store, not for the item: given back, for a resume once it is back.
+    let store_failed = failure.is_some() && last.contains(&cfg.db.to_string());
+    let mut backoff = Backoff::default();
+    let started = tokio::time::Instant::now();
+    loop {
+        let ended = if store_failed {
+            store.release_work(&item).await.map(|()| true)
         } else {
-            Ending::Done
-        })
-    } else {
-        Ok(Ending::Lost)
+            store.finish_work(&item, failure.as_deref()).await
+        };
+        match ended {
+            Ok(true) if store_failed => return Ok(Ending::Lost),
+            Ok(true) if failure.is_some() => return Ok(Ending::Failed),
+            Ok(true) => return Ok(Ending::Done),
+            Ok(false) => return Ok(Ending::Lost),
+            // Everything is stored; only the item's end is not. Past the
+            // lease another lane resumes it and finds nothing left to do.
+            Err(e) if started.elapsed() < cfg.lease => {
+                let wait = backoff.next();
+                tracing::warn!(
+                    item = item.id,
+                    "cannot end the item (again in {wait:?}): {e}"
+                );
+                tokio::time::sleep(wait).await;
+            }
+            Err(_) => return Ok(Ending::Lost),
+        }
+    }
+}
+
+/// Waits between attempts on an unreachable store: 0.5 s, doubling to 30 s.
+#[derive(Default)]
+struct Backoff(u32);
+
+impl Backoff {
+    fn next(&mut self) -> Duration {
+        let wait = Duration::from_millis(500) * 2u32.pow(self.0.min(6));
+        self.0 += 1;
+        wait.min(Duration::from_secs(30))
+    }
+
+    fn reset(&mut self) {
+        self.0 = 0;
     }
 }
 

@@ -221,3 +221,98 @@ fn assert_no_secret(dir: &std::path::Path) {
         }
     }
 }
+
+/// A server of this test's own (scripts/pg-test-server in another folder),
+/// which the test stops and starts again; removed at the end.
+struct OwnServer {
+    dir: std::path::PathBuf,
+    url: String,
+}
+
+impl OwnServer {
+    fn start(dir: &std::path::Path) -> String {
+        let out = Command::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scripts/pg-test-server"
+        ))
+        .env("ASSAY_PG_DIR", dir)
+        .output()
+        .expect("the script runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+
+    fn new() -> OwnServer {
+        let dir = std::env::temp_dir().join(format!("assay-pg-fault-{}", std::process::id()));
+        let url = OwnServer::start(&dir);
+        OwnServer { dir, url }
+    }
+
+    fn stop(&self) {
+        let out = Command::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scripts/pg-test-server"
+        ))
+        .arg("stop")
+        .env("ASSAY_PG_DIR", &self.dir)
+        .output()
+        .expect("the script runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        self.stop();
+        for path in [
+            self.dir.clone(),
+            self.dir.with_extension("lock"),
+            self.dir.with_extension("log"),
+        ] {
+            let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
+        }
+    }
+}
+
+#[test]
+fn a_lane_outlives_its_store_going_away_and_nothing_is_lost_or_doubled() {
+    let server = OwnServer::new();
+    let db = server.url.as_str();
+    for _ in 0..2 {
+        ok_json(db, &["run", &tiny(), "--queue", "--json"]);
+    }
+    let out = Scratch::new();
+    let mut lane = lane(db, "solo", &out, None);
+    wait_for_queue(db, "item 1 began a batch", |items| {
+        items[0]["batch_id"].is_i64()
+    });
+    // The store goes away while the lane works, for longer than a lease,
+    // and comes back on the same address.
+    server.stop();
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(lane.try_wait().unwrap().is_none(), "the lane gave up");
+    OwnServer::start(&server.dir);
+    assert!(lane.wait().unwrap().success());
+
+    let items = ok_json(db, &["queue", "--json"]);
+    let items = items.as_array().unwrap();
+    assert!(items.iter().all(|w| w["state"] == "done"), "{items:#?}");
+    let batches = ok_json(db, &["batches", "--json"]);
+    assert_eq!(batches.as_array().unwrap().len(), 2, "{batches:#}");
+    let local = Scratch::new();
+    let want = json::comparable(local.json(&["run", &tiny(), "--json"]), local.path());
+    for w in items {
+        let id = w["batch_id"].as_i64().unwrap().to_string();
+        let shown = json::comparable(ok_json(db, &["show", &id, "--json"]), out.path());
+        assert_eq!(shown["status"], "finished");
+        assert_eq!(shown["candidates"], want["candidates"], "batch {id}");
+    }
+}

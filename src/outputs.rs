@@ -263,8 +263,13 @@ fn make_writable_dir(
         }
     }
     for d in missing.into_iter().rev() {
-        std::fs::create_dir(&d).map_err(|e| bad(format!("cannot create {}: {e}", d.display())))?;
-        created.push(d);
+        match std::fs::create_dir(&d) {
+            Ok(()) => created.push(d),
+            // Another assay (a parallel run sharing the folder) made it
+            // first: it is there, and not this process's to remove.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && d.is_dir() => {}
+            Err(e) => return Err(bad(format!("cannot create {}: {e}", d.display()))),
+        }
     }
     probe_write(dir).map_err(|e| bad(format!("cannot write in it: {e}")))
 }
@@ -344,6 +349,36 @@ mod tests {
             "created folders are removed"
         );
         assert!(!dir.path().join("a.db").exists());
+    }
+
+    /// Parallel runs sharing one new work directory (the tests' warm one,
+    /// lanes on one machine) race to create it: every one succeeds.
+    #[test]
+    fn many_runs_creating_one_new_folder_at_once_all_succeed() {
+        for _ in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let o = Outputs {
+                db: Db::from(dir.path().join("a.db")),
+                out: dir.path().join("a/b/out"),
+                work_dir: dir.path().join("a/b/work"),
+                work_flag: "--work-dir",
+            };
+            let barrier = std::sync::Barrier::new(8);
+            std::thread::scope(|s| {
+                let runs: Vec<_> = (0..8)
+                    .map(|_| {
+                        s.spawn(|| {
+                            barrier.wait();
+                            o.prepare()
+                        })
+                    })
+                    .collect();
+                for run in runs {
+                    run.join().unwrap().unwrap();
+                }
+            });
+            assert!(o.work_dir.is_dir() && o.out.is_dir());
+        }
     }
 
     #[test]

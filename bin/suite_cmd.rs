@@ -11,7 +11,7 @@ use clap::{Args, Subcommand};
 use assay::interrupt::Interrupt;
 use assay::outputs::Outputs;
 use assay::progress::Progress;
-use assay::store::SuiteId;
+use assay::store::{Store, SuiteId};
 use assay::suite_report::SuiteCompare;
 use assay::suite_run::{DrawSettings, ProblemSet, SuiteConfig, SuiteInput, SuiteLimits};
 use assay::views;
@@ -144,6 +144,18 @@ pub struct RunArgs {
     /// Seconds one cargo build (up to 100 programs) may run [default: 600].
     #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
     build_timeout: Option<f64>,
+    /// Store the suite and queue it in parts for lanes (`assay lane`) to
+    /// run, instead of running it here.
+    #[arg(long, requires = "completions")]
+    queue: bool,
+    /// With --queue: problems per queue item [default: as many as make
+    /// about 100 programs, one wide build].
+    #[arg(long, value_name = "PROBLEMS", requires = "queue")]
+    chunk: Option<usize>,
+    /// With --resume: only the problems at these positions (from 0), as
+    /// a lane runs its part of a queued suite.
+    #[arg(long, value_name = "START..END", requires = "resume")]
+    part: Option<assay::store::SuitePart>,
 }
 
 pub async fn dispatch(command: SuiteCommand) -> Result<ExitCode> {
@@ -298,6 +310,10 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         None => open_store(&outputs.db).await?,
     };
     store.check_writable().await?;
+    if args.queue {
+        let input = input.as_ref().expect("--queue requires --completions");
+        return queue(&args, input, &store).await;
+    }
     let cfg = SuiteConfig {
         out_dir: outputs.out.clone(),
         work_dir: outputs.work_dir.clone(),
@@ -316,8 +332,17 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     let interrupt = Interrupt::on_signals().context("cannot listen for Ctrl-C")?;
     let suite = match (args.resume, &input, &set, &draw) {
         (Some(suite), _, _, _) => {
-            assay::suite_run::resume(&cfg, &store, &progress, &interrupt, suite, draw.as_ref())
-                .await?
+            let part = args.part.unwrap_or_else(assay::store::SuitePart::all);
+            assay::suite_run::resume(
+                &cfg,
+                &store,
+                &progress,
+                &interrupt,
+                suite,
+                part,
+                draw.as_ref(),
+            )
+            .await?
         }
         (None, Some(input), _, _) => {
             assay::suite_run::run(&cfg, input, &store, &progress, &interrupt).await?
@@ -334,6 +359,59 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         print!("{}", summary.render());
     }
     store.close().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `suite run --queue`: the suite stored, and one queue item per part of
+/// `--chunk` problems, each a `suite run --resume SUITE --part A..B` with
+/// the run's limits; the lane picks the store and the folders.
+async fn queue(args: &RunArgs, input: &SuiteInput, store: &Store) -> Result<ExitCode> {
+    let most = input
+        .completions
+        .iter()
+        .map(Vec::len)
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let chunk = args.chunk.unwrap_or((100 / most).max(1));
+    if chunk == 0 {
+        return Err(UsageError("--chunk: at least 1 problem".into()).into());
+    }
+    let suite = assay::suite_run::queue(input, store).await?;
+    let problems = input.set.problems.len();
+    let mut items = Vec::new();
+    for start in (0..problems).step_by(chunk) {
+        let part = assay::store::SuitePart {
+            start,
+            end: (start + chunk).min(problems),
+        };
+        let mut item: Vec<String> = ["suite", "run", "--resume"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([suite.to_string(), "--part".into(), part.to_string()])
+            .collect();
+        for (flag, value) in [
+            ("--run-timeout", args.run_timeout),
+            ("--build-timeout", args.build_timeout),
+        ] {
+            if let Some(v) = value {
+                item.extend([flag.to_owned(), v.to_string()]);
+            }
+        }
+        items.push(store.enqueue(&item).await?);
+    }
+    store.close().await;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({ "suite_id": suite, "work_items": items })
+        );
+    } else {
+        println!(
+            "suite {suite} queued as {} items of up to {chunk} problems: `assay lane` runs them",
+            items.len()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -110,15 +110,24 @@ pub async fn run(cfg: &LaneConfig, store: &Store) -> Result<LaneSummary> {
 
 /// Runs one claimed item to its end, renewing its lease meanwhile.
 async fn work(cfg: &LaneConfig, store: &Store, item: Claimed) -> Result<Ending> {
-    let args = match item.batch {
-        Some(batch) => {
+    let mut args = match (item.args.first().map(String::as_str), item.batch) {
+        // A part of a suite: always a resume of that part, which does only
+        // the programs without a stored outcome.
+        (Some("suite"), _) => {
+            take_over_suite_part(store, &item.args).await?;
+            item.args.clone()
+        }
+        (_, Some(batch)) => {
             take_over(store, batch).await?;
             vec!["run".to_owned(), "--resume".to_owned(), batch.to_string()]
         }
-        None => std::iter::once("run".to_owned())
+        (_, None) => std::iter::once("run".to_owned())
             .chain(item.args.iter().cloned())
             .collect(),
     };
+    if args[0] == "run" {
+        args.extend(["--work-item".to_owned(), item.id.to_string()]);
+    }
     let mut cmd = tokio::process::Command::new(&cfg.exe);
     cmd.args(&args)
         .arg("--db")
@@ -127,8 +136,6 @@ async fn work(cfg: &LaneConfig, store: &Store, item: Claimed) -> Result<Ending> 
         .arg(&cfg.out)
         .arg("--work-dir")
         .arg(&cfg.work_dir)
-        .arg("--work-item")
-        .arg(item.id.to_string())
         .arg("--json")
         .env_remove("ASSAY_DB")
         .stdin(Stdio::null())
@@ -251,6 +258,27 @@ async fn take_over(store: &Store, batch: i64) -> Result<()> {
         .and_then(|r| r.owner);
     store
         .interrupt_if_owned(batch, owner.as_ref(), "its lane's lease ran out")
+        .await?;
+    Ok(())
+}
+
+/// A part of a suite an earlier claim may have begun: its batches still
+/// marked running belong to a lane that is gone.
+async fn take_over_suite_part(store: &Store, args: &[String]) -> Result<()> {
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+    };
+    let (Some(suite), Some(part)) = (value("--resume"), value("--part")) else {
+        return Ok(());
+    };
+    let suite: i64 = suite.parse().context("a queued suite item's --resume")?;
+    let part: crate::store::SuitePart = part
+        .parse()
+        .map_err(|e: String| anyhow::anyhow!("a queued suite item's --part: {e}"))?;
+    store
+        .interrupt_suite_part(suite, &part, "its lane's lease ran out")
         .await?;
     Ok(())
 }

@@ -316,3 +316,109 @@ fn a_lane_outlives_its_store_going_away_and_nothing_is_lost_or_doubled() {
         assert_eq!(shown["candidates"], want["candidates"], "batch {id}");
     }
 }
+
+#[test]
+fn three_lanes_share_a_queued_suite_and_a_killed_lane_s_part_is_resumed() {
+    let schema = pg::PgSchema::new();
+    let db = schema.url.as_str();
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/suite");
+    let problems = fixture.join("problems.jsonl").display().to_string();
+    let completions = fixture.join("completions.jsonl").display().to_string();
+    let queued = ok_json(
+        db,
+        &[
+            "suite",
+            "run",
+            &problems,
+            "--completions",
+            &completions,
+            "--queue",
+            "--chunk",
+            "4",
+            "--json",
+        ],
+    );
+    let suite = queued["suite_id"].as_i64().unwrap().to_string();
+    let parts = queued["work_items"].as_array().unwrap().len();
+    assert!(parts >= 3, "{queued}");
+
+    // Lane a stops its first part once an outcome is stored, and is killed
+    // there; lanes b and c start beside it and drain the rest.
+    let outs = [Scratch::new(), Scratch::new(), Scratch::new()];
+    let mut a = lane(db, "a", &outs[0], Some("pause@suite.outcome"));
+    wait_for_queue(db, "lane a took a part", |items| {
+        items
+            .iter()
+            .any(|w| w["lane"] == "a" && w["state"] == "running")
+    });
+    let others = [lane(db, "b", &outs[1], None), lane(db, "c", &outs[2], None)];
+    // Lane a's part has an outcome stored when lane a is killed.
+    let start = Instant::now();
+    loop {
+        let shown = ok_json(db, &["suite", "show", &suite, "--json"]);
+        let ran = shown["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["compiled"].as_u64().unwrap_or(0) > 0);
+        if ran {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(900),
+            "nothing ran: {shown:#}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let a_item = ok_json(db, &["queue", "--json"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["lane"] == "a")
+        .map(|w| w["id"].as_i64().unwrap())
+        .expect("lane a holds a part");
+    a.kill().unwrap();
+    a.wait().unwrap();
+    for mut l in others {
+        assert!(l.wait().unwrap().success());
+    }
+
+    let items = ok_json(db, &["queue", "--json"]);
+    let items = items.as_array().unwrap();
+    assert_eq!(items.len(), parts);
+    for w in items {
+        assert_eq!(w["state"], "done", "{w:#}");
+        let claims = if w["id"] == a_item { 2 } else { 1 };
+        assert_eq!(w["claims"], claims, "{w:#}");
+    }
+    // The suite, run over three lanes, is what one machine makes of it.
+    let local = Scratch::new();
+    let want = json::comparable(
+        local.json(&[
+            "suite",
+            "run",
+            &problems,
+            "--completions",
+            &completions,
+            "--json",
+        ]),
+        local.path(),
+    );
+    let got = json::comparable(
+        ok_json(db, &["suite", "show", &suite, "--json"]),
+        outs[1].path(),
+    );
+    for key in [
+        "problems",
+        "pass_at_1",
+        "pass_at_k",
+        "completions",
+        "status",
+    ] {
+        assert_eq!(got[key], want[key], "{key}");
+    }
+    assert!(
+        want["problems"].to_string().contains("SyntaxError"),
+        "{want}"
+    );
+}

@@ -1,12 +1,13 @@
--- The queue lanes drain (issue 18). An item is one `assay run` to do: its
--- arguments as JSON (the spec made absolute; the lane picks the store,
--- output and work folders). A lane claims an item for a lease measured on
+-- The queue lanes drain (issue 18). An item is one `assay run` (kind
+-- batch) or one part of a stored suite (`assay suite run --resume S --part
+-- A..B`, kind suite) to do: its arguments as JSON (a spec made absolute;
+-- the lane picks the store, output and work folders). A lane claims an item for a lease measured on
 -- the store's clock (epoch ms) and renews it while it works; an item whose
 -- lease ran out is claimable again, and `claims` counts the claims, so a
 -- lane whose lease was taken over can no longer renew or finish it.
 CREATE TABLE work_items (
     id             INTEGER PRIMARY KEY,
-    kind           TEXT NOT NULL CHECK (kind IN ('batch')),
+    kind           TEXT NOT NULL CHECK (kind IN ('batch', 'suite')),
     args           TEXT NOT NULL,
     state          TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed')),
     queued_at      TEXT NOT NULL,

@@ -35,7 +35,7 @@ pub use queue::{Claimed, WorkItemRow, WorkState};
 pub use scores::PromotionRow;
 pub use suites::{
     NewCompletion, NewProblem, NewSuite, SuiteCompletionRow, SuiteId, SuiteOrigin, SuiteOutcomeRow,
-    SuiteProblemRow, SuiteRow,
+    SuitePart, SuiteProblemRow, SuiteRow,
 };
 
 pub type BatchId = i64;

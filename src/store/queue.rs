@@ -56,14 +56,21 @@ pub struct WorkItemRow {
 }
 
 impl Store {
-    /// Queues an `assay run` for a lane; returns the item's id.
+    /// Queues work for a lane; returns the item's id. `args` are those of
+    /// `assay run` (a batch), or begin with `suite` (a part of a suite).
     pub async fn enqueue(&self, args: &[String]) -> Result<i64, StoreError> {
+        let kind = if args.first().is_some_and(|a| a == "suite") {
+            "suite"
+        } else {
+            "batch"
+        };
         let row = sqlx::query(
             "INSERT INTO work_items (kind, args, state, queued_at)
-             VALUES ('batch', $1, 'queued', $2) RETURNING id",
+             VALUES ($3, $1, 'queued', $2) RETURNING id",
         )
         .bind(serde_json::to_string(args).expect("strings serialise"))
         .bind(crate::clock::utc_now())
+        .bind(kind)
         .fetch_one(&self.pool)
         .await
         .map_err(self.sql())?;

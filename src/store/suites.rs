@@ -25,6 +25,49 @@ use crate::suite::{CompletionOutcome, Problem, ProgramMode};
 
 pub type SuiteId = i64;
 
+/// A part of a suite: the problems at positions `start..end` (from 0, in
+/// the problem set's order), a lane's share of a queued suite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SuitePart {
+    pub start: usize,
+    pub end: usize,
+}
+
+impl SuitePart {
+    /// Every problem.
+    pub fn all() -> SuitePart {
+        SuitePart {
+            start: 0,
+            end: i64::MAX as usize,
+        }
+    }
+
+    pub fn contains(&self, pos: usize) -> bool {
+        (self.start..self.end).contains(&pos)
+    }
+}
+
+impl std::str::FromStr for SuitePart {
+    type Err = String;
+
+    /// `START..END`, as a Rust range.
+    fn from_str(s: &str) -> Result<SuitePart, String> {
+        let bad = || format!("`{s}` is no part: START..END, positions from 0");
+        let (a, b) = s.split_once("..").ok_or_else(bad)?;
+        let (start, end) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+        if start >= end {
+            return Err(bad());
+        }
+        Ok(SuitePart { start, end })
+    }
+}
+
+impl std::fmt::Display for SuitePart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}..{}", self.start, self.end)
+    }
+}
+
 /// Where a suite's completions came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SuiteOrigin {
@@ -344,78 +387,117 @@ impl Store {
         tx.commit().await.map_err(self.sql())
     }
 
-    /// Ends every batch of the suite that is still running with `status`
-    /// (and `failure`); a finished suite gets its end time.
+    /// Ends the suite's batches that `owner` runs with `status` (and
+    /// `failure`); other processes' batches (lanes running other parts)
+    /// are theirs to end. The suite gets its end time once none is left
+    /// unfinished.
     pub async fn finish_suite(
         &self,
         suite: SuiteId,
+        owner: &Owner,
         status: BatchStatus,
         failure: Option<&str>,
     ) -> Result<(), StoreError> {
+        let now = crate::clock::utc_now();
         let mut tx = self.pool.begin().await.map_err(self.sql())?;
         sqlx::query(
-            "UPDATE batches SET status = $1, failure = $2,
-                    finished_at = $4
-             WHERE status = 'running'
+            "UPDATE batches SET status = $1, failure = $2, finished_at = $4
+             WHERE status = 'running' AND owner_pid = $5 AND owner_start = $6 AND owner_boot = $7
                AND id IN (SELECT batch_id FROM suite_problems WHERE suite_id = $3)",
         )
         .bind(status.as_str())
         .bind(failure)
         .bind(suite)
-        .bind(crate::clock::utc_now())
+        .bind(&now)
+        .bind(owner.pid as i64)
+        .bind(owner.start as i64)
+        .bind(&owner.boot)
         .execute(&mut *tx)
         .await
         .map_err(self.sql())?;
-        if status == BatchStatus::Finished {
-            sqlx::query("UPDATE suites SET finished_at = $2 WHERE id = $1")
-                .bind(suite)
-                .bind(crate::clock::utc_now())
-                .execute(&mut *tx)
-                .await
-                .map_err(self.sql())?;
-        }
+        sqlx::query(
+            "UPDATE suites SET finished_at = $2 WHERE id = $1 AND finished_at IS NULL
+               AND NOT EXISTS (SELECT 1 FROM batches b JOIN suite_problems p ON p.batch_id = b.id
+                                WHERE p.suite_id = $1 AND b.status <> 'finished')",
+        )
+        .bind(suite)
+        .bind(&now)
+        .execute(&mut *tx)
+        .await
+        .map_err(self.sql())?;
         tx.commit().await.map_err(self.sql())
     }
 
-    /// Takes every unfinished batch of an interrupted or failed suite over
-    /// for `owner`, in one transaction: of two resumes, one wins. `Claimed`
-    /// when there was something to take; `Finished` when every batch is
-    /// finished; `Running` when a batch still has a live owner.
+    /// Marks the running batches of a part of a suite interrupted: their
+    /// lane is gone (its lease ran out), so a resume may take them.
+    pub async fn interrupt_suite_part(
+        &self,
+        suite: SuiteId,
+        part: &SuitePart,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE batches SET status = 'interrupted', failure = $1, finished_at = $2
+             WHERE status = 'running'
+               AND id IN (SELECT batch_id FROM suite_problems
+                           WHERE suite_id = $3 AND pos >= $4 AND pos < $5)",
+        )
+        .bind(reason)
+        .bind(crate::clock::utc_now())
+        .bind(suite)
+        .bind(part.start as i64)
+        .bind(part.end as i64)
+        .execute(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Takes the unfinished batches of a part of a suite (every problem
+    /// for `SuitePart::all`) over for `owner`, in one transaction: of two
+    /// resumes of one part, one wins. `Claimed` when there was something to
+    /// take; `Finished` when every batch of the part is finished; `Running`
+    /// when one still has a live owner.
     pub async fn claim_suite_for_resume(
         &self,
         suite: SuiteId,
+        part: &SuitePart,
         owner: &Owner,
     ) -> Result<Claim, StoreError> {
-        let row = self.suite(suite).await?;
-        match row.status {
-            BatchStatus::Finished => return Ok(Claim::Finished),
-            BatchStatus::Running => return Ok(Claim::Running(None)),
-            BatchStatus::Interrupted | BatchStatus::Failed => {}
-        }
+        self.suite(suite).await?;
         let mut tx = self.pool.begin().await.map_err(self.sql())?;
-        let running: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM batches
-             WHERE status = 'running'
-               AND id IN (SELECT batch_id FROM suite_problems WHERE suite_id = $1)",
+        let counts = sqlx::query(
+            "SELECT COALESCE(SUM(CASE WHEN b.status = 'running' THEN 1 ELSE 0 END), 0) AS running,
+                    COALESCE(SUM(CASE WHEN b.status <> 'finished' THEN 1 ELSE 0 END), 0) AS open
+               FROM batches b JOIN suite_problems p ON p.batch_id = b.id
+              WHERE p.suite_id = $1 AND p.pos >= $2 AND p.pos < $3",
         )
         .bind(suite)
+        .bind(part.start as i64)
+        .bind(part.end as i64)
         .fetch_one(&mut *tx)
         .await
         .map_err(self.sql())?;
-        if running > 0 {
+        if counts.get::<i64, _>("running") > 0 {
             return Ok(Claim::Running(None));
+        }
+        if counts.get::<i64, _>("open") == 0 {
+            return Ok(Claim::Finished);
         }
         sqlx::query(
             "UPDATE batches SET status = 'running', failure = NULL, finished_at = NULL,
                     owner_host = $1, owner_boot = $2, owner_pid = $3, owner_start = $4
              WHERE status IN ('interrupted', 'failed')
-               AND id IN (SELECT batch_id FROM suite_problems WHERE suite_id = $5)",
+               AND id IN (SELECT batch_id FROM suite_problems
+                           WHERE suite_id = $5 AND pos >= $6 AND pos < $7)",
         )
         .bind(&owner.host)
         .bind(&owner.boot)
         .bind(owner.pid as i64)
         .bind(owner.start as i64)
         .bind(suite)
+        .bind(part.start as i64)
+        .bind(part.end as i64)
         .execute(&mut *tx)
         .await
         .map_err(self.sql())?;

@@ -44,8 +44,8 @@ use crate::owner::Owner;
 use crate::probe::stream::WavePolicy;
 use crate::progress::Progress;
 use crate::store::{
-    BatchStatus, Claim, NewCompletion, NewProblem, NewSuite, Store, StoreError, SuiteId,
-    SuiteOrigin,
+    BatchId, BatchStatus, Claim, NewCompletion, NewProblem, NewSuite, Store, StoreError, SuiteId,
+    SuiteOrigin, SuitePart,
 };
 use crate::suite::SuiteError;
 use crate::suite::{Completions, Problem, ProgramMode};
@@ -193,6 +193,14 @@ fn problem_lines(text: &str) -> Vec<usize> {
         .collect()
 }
 
+/// A suite of completions stored, nothing run yet.
+struct Staged {
+    suite: SuiteId,
+    batches: Vec<BatchId>,
+    extractions: Vec<Vec<Extraction>>,
+    groups: Vec<Vec<Option<usize>>>,
+}
+
 /// Runs a suite of completions read from files to the end; returns its id.
 pub async fn run(
     cfg: &SuiteConfig,
@@ -202,6 +210,41 @@ pub async fn run(
     interrupt: &Interrupt,
 ) -> Result<SuiteId> {
     let guard = PhaseGuard::start(Phase::Prepare);
+    let Staged {
+        suite,
+        batches,
+        extractions,
+        groups,
+    } = stage(input, store).await?;
+    let problems = &input.set.problems;
+    let (programs, rx) = Programs::new();
+    for (p, problem) in problems.iter().enumerate() {
+        let mut ids = vec![None; groups[p].len()];
+        for (i, extraction) in extractions[p].iter().enumerate() {
+            let Extraction::Source(program) = extraction else {
+                continue;
+            };
+            match groups[p][i] {
+                None => {
+                    ids[i] = Some(programs.add(Work::new(batches[p], p, &problem.name, i, program)))
+                }
+                Some(rep) => {
+                    let id = ids[rep].expect("a representative comes before its duplicates");
+                    programs.share(id, i);
+                }
+            }
+        }
+    }
+    let producer = async { Ok(None) };
+    drive(
+        cfg, store, progress, interrupt, suite, &programs, rx, producer, guard,
+    )
+    .await
+}
+
+/// Stores a suite of completions (its input, programs and groups, in one
+/// transaction) and runs nothing.
+async fn stage(input: &SuiteInput, store: &Store) -> Result<Staged> {
     let problems = &input.set.problems;
     // Everything pure first: the programs, their fingerprints and their
     // groups, so the suite's input is stored in one transaction.
@@ -263,29 +306,27 @@ pub async fn run(
         )
         .await?;
     tracing::info!(suite, problems = batches.len(), "suite started");
-    let (programs, rx) = Programs::new();
-    for (p, problem) in problems.iter().enumerate() {
-        let mut ids = vec![None; groups[p].len()];
-        for (i, extraction) in extractions[p].iter().enumerate() {
-            let Extraction::Source(program) = extraction else {
-                continue;
-            };
-            match groups[p][i] {
-                None => {
-                    ids[i] = Some(programs.add(Work::new(batches[p], p, &problem.name, i, program)))
-                }
-                Some(rep) => {
-                    let id = ids[rep].expect("a representative comes before its duplicates");
-                    programs.share(id, i);
-                }
-            }
-        }
-    }
-    let producer = async { Ok(None) };
-    drive(
-        cfg, store, progress, interrupt, suite, &programs, rx, producer, guard,
-    )
-    .await
+    Ok(Staged {
+        suite,
+        batches,
+        extractions,
+        groups,
+    })
+}
+
+/// `suite run --queue`: the suite stored, nothing run, its batches left for
+/// lanes to resume part by part (`resume` with a `SuitePart`).
+pub async fn queue(input: &SuiteInput, store: &Store) -> Result<SuiteId> {
+    let staged = stage(input, store).await?;
+    store
+        .finish_suite(
+            staged.suite,
+            &Owner::current(),
+            BatchStatus::Interrupted,
+            Some("queued: lanes run it"),
+        )
+        .await?;
+    Ok(staged.suite)
 }
 
 /// Draws `settings.n` completions of every problem from model pools and
@@ -354,6 +395,7 @@ pub async fn resume(
     progress: &Progress,
     interrupt: &Interrupt,
     suite: SuiteId,
+    part: SuitePart,
     settings: Option<&DrawSettings>,
 ) -> Result<SuiteId> {
     let guard = PhaseGuard::start(Phase::Prepare);
@@ -367,7 +409,9 @@ pub async fn resume(
     let completions = store.suite_completions(suite).await?;
     let missing: usize = problems
         .iter()
-        .map(|p| {
+        .enumerate()
+        .filter(|(pos, _)| part.contains(*pos))
+        .map(|(_, p)| {
             let stored = completions
                 .iter()
                 .filter(|c| c.batch_id == p.batch_id)
@@ -384,10 +428,12 @@ pub async fn resume(
         .into());
     }
     match store
-        .claim_suite_for_resume(suite, &Owner::current())
+        .claim_suite_for_resume(suite, &part, &Owner::current())
         .await?
     {
         Claim::Claimed => {}
+        // A lane's part that an earlier claim finished: nothing is left.
+        Claim::Finished if part != SuitePart::all() => return Ok(suite),
         Claim::Finished => {
             return Err(not_resumable("is a finished suite; nothing to resume".into()).into())
         }
@@ -396,6 +442,9 @@ pub async fn resume(
     let (programs, rx) = Programs::new();
     let mut jobs = Vec::new();
     for (pos, p) in problems.iter().enumerate() {
+        if !part.contains(pos) {
+            continue;
+        }
         let of_problem: Vec<_> = completions
             .iter()
             .filter(|c| c.batch_id == p.batch_id)
@@ -536,14 +585,14 @@ async fn drive(
     match ended {
         Ok(Ok(())) => {
             store
-                .finish_suite(suite, BatchStatus::Finished, None)
+                .finish_suite(suite, &Owner::current(), BatchStatus::Finished, None)
                 .await?;
             Ok(suite)
         }
         Ok(Err(e)) => {
             let reason = format!("{e:#}");
             store
-                .finish_suite(suite, BatchStatus::Failed, Some(&reason))
+                .finish_suite(suite, &Owner::current(), BatchStatus::Failed, Some(&reason))
                 .await?;
             Err(e.context(format!("suite {suite} failed")))
         }
@@ -551,6 +600,7 @@ async fn drive(
             store
                 .finish_suite(
                     suite,
+                    &Owner::current(),
                     BatchStatus::Interrupted,
                     Some(&format!("interrupted by {signal}")),
                 )

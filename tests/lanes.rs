@@ -391,6 +391,18 @@ fn three_lanes_share_a_queued_suite_and_a_killed_lane_s_part_is_resumed() {
         let claims = if w["id"] == a_item { 2 } else { 1 };
         assert_eq!(w["claims"], claims, "{w:#}");
     }
+    // One outcome stored per completion (the table's key refuses a
+    // second): none missing after the killed lane's part was taken over.
+    let outcomes_and_replies = schema.value(&format!(
+        "SELECT (SELECT COUNT(*) FROM suite_outcomes o JOIN suite_problems p USING (batch_id)
+                  WHERE p.suite_id = {suite})
+             || ' ' ||
+                (SELECT COUNT(*) FROM replies r JOIN suite_problems p USING (batch_id)
+                  WHERE p.suite_id = {suite})"
+    ));
+    let (outcomes, replies) = outcomes_and_replies.split_once(' ').unwrap();
+    assert_eq!(outcomes, replies, "outcomes stored against completions");
+    assert!(replies.parse::<u32>().unwrap() > 20, "{replies}");
     // The suite, run over three lanes, is what one machine makes of it.
     let local = Scratch::new();
     let want = json::comparable(

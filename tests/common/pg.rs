@@ -64,11 +64,23 @@ impl Drop for PgSchema {
     }
 }
 
-fn psql(sql: &str) {
+impl PgSchema {
+    /// The one value `sql` selects in this schema, as psql prints it.
+    pub fn value(&self, sql: &str) -> String {
+        psql(&format!("SET search_path TO {}; {sql}", self.name))
+            .trim()
+            .to_owned()
+    }
+}
+
+/// Runs `sql` on the server; returns what it printed, unaligned and bare.
+fn psql(sql: &str) -> String {
     let out = Command::new("psql")
         .args([
             "-X",
             "-q",
+            "-A",
+            "-t",
             "-v",
             "ON_ERROR_STOP=1",
             "-d",
@@ -83,4 +95,5 @@ fn psql(sql: &str) {
         "psql {sql}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8(out.stdout).unwrap()
 }

@@ -11,10 +11,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
 
-use crate::draw::{DrawOptions, Plan, PoolChoice};
+use crate::draw::{DrawOptions, Plan};
 use crate::interrupt::Interrupt;
 use crate::pipeline::{self, RunConfig};
 use crate::progress::Progress;
+use crate::spec::PoolChoice;
 use crate::store::{BatchId, Store};
 
 /// How the batches of `compare --spec` share the machine.

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use assay::package::{ModuleKey, Package};
 use assay::sandbox::Sandbox;
 use assay::score::{self, Oracle, RunLimits, ScoreVerdict};
-use assay::spec::{Isolation, Spec};
+use assay::spec::Isolation;
 
 const REPEAT: usize = 372;
 const ROUNDS: usize = 3;
@@ -39,7 +39,7 @@ const PER_PROCESS_CASES: usize = 100;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let spec = Spec::load(&root.join("specs/absolute"))?;
+    let spec = assay::task::load(&root.join("specs/absolute"))?;
     let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("assay-work");
     let exe_dir = tempfile::tempdir()?;
     let exe = exe_dir.path().join("image");

@@ -10,7 +10,8 @@ mod common;
 
 use std::time::Duration;
 
-use assay::draw::{Plan, SplitMode};
+use assay::draw::Plan;
+use assay::spec::SplitMode;
 use assay_gateway::{Config, Dialect, Gateway, Model};
 
 const N: usize = 64;

@@ -25,7 +25,8 @@ use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use assay::draw::{Plan, SplitMode};
+use assay::draw::Plan;
+use assay::spec::SplitMode;
 use assay_gateway::{Config, Dialect, Gateway, Model};
 
 const N: usize = 1000;

@@ -29,14 +29,14 @@ use assay::package::{Package, Profile};
 use assay::probe::{
     self, ProbeMode, ProbeOutcome, ProbeVerdict, WideScheme, WIDE_TARGETS_PER_BUILD,
 };
-use assay::spec::Spec;
 
 fn main() {
     let ns: Vec<usize> = env_list("ASSAY_BENCH_NS", "32,200,1000");
     let serial_max = env_num("ASSAY_BENCH_SERIAL_MAX", 200);
     let serial_sample = env_num("ASSAY_BENCH_SERIAL_SAMPLE", 100);
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let spec = Spec::load(&repo.join("specs/absolute")).expect("the bundled absolute task loads");
+    let spec =
+        assay::task::load(&repo.join("specs/absolute")).expect("the bundled absolute task loads");
     let work = repo.join("target/bench-probe-work");
     std::fs::create_dir_all(&work).unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread()

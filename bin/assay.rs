@@ -12,12 +12,11 @@ use assay::interrupt::{Interrupt, Interrupted};
 use assay::outputs::Outputs;
 use assay::owner::Owner;
 use assay::pipeline::{self, RunConfig};
-use assay::probe::stream::WavePolicy;
 use assay::probe::ProbeMode;
 use assay::progress::Progress;
 use assay::replay::ReplayConfig;
 use assay::report::{self, CandidateLine, Summary};
-use assay::spec::Spec;
+use assay::spec::WavePolicy;
 use assay::store::{BatchId, Db, Store, StoreError};
 use assay::{sweep, views};
 
@@ -162,7 +161,7 @@ struct CompareArgs {
     spec: Option<PathBuf>,
     /// A pool to run (with --spec); give two or more.
     #[arg(long = "pool", value_name = "NAME")]
-    pool: Vec<assay::draw::PoolChoice>,
+    pool: Vec<assay::spec::PoolChoice>,
     /// Candidates per pool (default: the spec's).
     #[arg(short, allow_negative_numbers = true)]
     n: Option<usize>,
@@ -189,7 +188,7 @@ struct LadderArgs {
     spec: PathBuf,
     /// The pool to measure.
     #[arg(long = "pool", value_name = "NAME")]
-    pool: assay::draw::PoolChoice,
+    pool: assay::spec::PoolChoice,
     /// Concurrency levels; at each level L, L requests are sent at once.
     #[arg(long, default_value = "1,2,4,8,16,32", value_parser = assay::ladder::parse_levels)]
     levels: std::vec::Vec<usize>,
@@ -311,11 +310,11 @@ struct RunArgs {
     /// Draw from this pool (repeatable); NAME=SHARE for a fixed share.
     /// Overrides the spec's `draw.pools`.
     #[arg(long = "pool", value_name = "NAME[=SHARE]")]
-    pool: Vec<assay::draw::PoolChoice>,
+    pool: Vec<assay::spec::PoolChoice>,
     /// How the batch is split over its pools: fixed shares, or a race in
     /// which every pool keeps its slots full until N replies are in.
     #[arg(long, value_name = "fixed|race")]
-    split: Option<assay::draw::SplitMode>,
+    split: Option<assay::spec::SplitMode>,
     /// Requests in flight per pool (overrides the pools file).
     #[arg(long, env = "NEV_CONCURRENCY", allow_negative_numbers = true)]
     max_in_flight: Option<usize>,
@@ -653,7 +652,7 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     let build_timeout = checked(
         "--build-timeout",
         args.build_timeout,
-        assay::probe::check_build_timeout,
+        assay::spec::check_build_timeout,
     )?;
     // A resumed batch says which spec, how many and where its outputs are.
     let resumed = match args.resume {
@@ -666,13 +665,15 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         None => None,
     };
     let spec = match (&args.spec, &resumed) {
-        (Some(path), _) => Spec::load(path)?,
-        (None, Some(row)) => Spec::load(std::path::Path::new(&row.spec_path)).map_err(|e| {
-            UsageError(format!(
-                "batch {}: {e}; pass the task's spec: assay run SPEC --resume {}",
-                row.id, row.id
-            ))
-        })?,
+        (Some(path), _) => assay::task::load(path)?,
+        (None, Some(row)) => {
+            assay::task::load(std::path::Path::new(&row.spec_path)).map_err(|e| {
+                UsageError(format!(
+                    "batch {}: {e}; pass the task's spec: assay run SPEC --resume {}",
+                    row.id, row.id
+                ))
+            })?
+        }
         (None, None) => unreachable!("clap requires a spec without --resume"),
     };
     let n = match &resumed {
@@ -764,7 +765,7 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
 
 /// `run --queue`: the run's own arguments become a queue item, the spec
 /// made absolute; the store, output and work folders are the lane's.
-async fn queue_run(args: &RunArgs, spec: &Spec) -> Result<ExitCode> {
+async fn queue_run(args: &RunArgs, spec: &assay::spec::Spec) -> Result<ExitCode> {
     let given = args.spec.as_ref().expect("--queue excludes --resume");
     let spec_path = std::path::absolute(&spec.path).unwrap_or_else(|_| spec.path.clone());
     let mut item = vec![spec_path.display().to_string()];
@@ -938,7 +939,7 @@ fn sweep_config(
     args: &SweepArgs,
     db: &Db,
 ) -> Result<RunConfig> {
-    let spec = Spec::load(spec)?;
+    let spec = assay::task::load(spec)?;
     let n = n.unwrap_or(spec.draw.n);
     assay::spec::check_candidates(n).map_err(|e| UsageError(format!("-n: {e}")))?;
     check_draw_flags(None, args.max_completion_tokens)?;
@@ -984,9 +985,9 @@ async fn task(command: TaskCommand) -> Result<ExitCode> {
             let build_timeout = checked(
                 "--build-timeout",
                 build_timeout,
-                assay::probe::check_build_timeout,
+                assay::spec::check_build_timeout,
             )?;
-            let spec = Spec::load(&spec)?;
+            let spec = assay::task::load(&spec)?;
             let outputs = Outputs::resolve(&parse_db(&db)?, out.as_deref(), work_dir.as_deref())?;
             outputs.prepare_work_dir_alone()?;
             let settings = pipeline::ProbeSettings::for_spec(&spec);
@@ -1041,7 +1042,7 @@ async fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let build_timeout = checked(
         "--build-timeout",
         args.build_timeout,
-        assay::probe::check_build_timeout,
+        assay::spec::check_build_timeout,
     )?;
     let store = open_existing(&args.db.db()?).await?;
     store.check_writable().await?;

@@ -93,7 +93,7 @@ pub struct RunArgs {
     /// for a fixed share), as `run --pool` does; with --resume, the pools
     /// that draw what a killed draw did not store.
     #[arg(long = "pool", value_name = "NAME[=SHARE]")]
-    pool: Vec<assay::draw::PoolChoice>,
+    pool: Vec<assay::spec::PoolChoice>,
     /// Completions to draw per problem (with --pool).
     #[arg(short, allow_negative_numbers = true, conflicts_with = "resume")]
     n: Option<usize>,
@@ -108,7 +108,7 @@ pub struct RunArgs {
     pools: Option<PathBuf>,
     /// fixed shares, or a race in which every pool keeps its slots full.
     #[arg(long, value_name = "fixed|race")]
-    split: Option<assay::draw::SplitMode>,
+    split: Option<assay::spec::SplitMode>,
     /// Requests in flight per pool (overrides the pools file).
     #[arg(long, env = "NEV_CONCURRENCY", allow_negative_numbers = true)]
     max_in_flight: Option<usize>,
@@ -244,7 +244,7 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     let build_timeout = checked(
         "--build-timeout",
         args.build_timeout,
-        assay::probe::check_build_timeout,
+        assay::spec::check_build_timeout,
     )?;
     let outputs = Outputs::resolve(
         &args.db.db()?,
@@ -321,7 +321,7 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
             run_wall: run_wall.unwrap_or(SuiteLimits::default().run_wall),
             ..SuiteLimits::default()
         },
-        waves: assay::probe::stream::WavePolicy::default(),
+        waves: assay::spec::WavePolicy::default(),
         build_timeout: build_timeout.unwrap_or(assay::package::BUILD_TIMEOUT),
     };
     let progress = if args.json {

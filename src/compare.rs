@@ -499,7 +499,7 @@ mod tests {
             errors_dir: None,
             committed: None,
             failure: None,
-            dedup_by: crate::dedup::DedupBy::Exact,
+            dedup_by: crate::spec::DedupBy::Exact,
             sandbox: None,
             sandbox_warnings: None,
             committed_hash: None,

@@ -23,13 +23,14 @@
 //!   `fn f(a: u32) -> u32 { a + 1 }` and `fn f(x: u32) -> u32 { x + 1 }`
 //!   share it. Items, fields, methods, paths and literals keep their names.
 //!
-//! The spec chooses which one groups candidates ([`DedupBy`]); both are stored.
+//! The spec chooses which one groups candidates (`spec::DedupBy`); both are stored.
 
 use std::collections::HashMap;
 use std::fmt;
-use std::str::FromStr;
 
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
+
+use crate::spec::DedupBy;
 
 mod alpha;
 mod lex;
@@ -47,16 +48,6 @@ impl fmt::Display for Fingerprint {
         }
         Ok(())
     }
-}
-
-/// Which fingerprint groups a batch's candidates (`[dedup] by` in the spec).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DedupBy {
-    /// Equal up to whitespace, comments, doc comments and attribute order.
-    #[default]
-    Exact,
-    /// Equal up to those and a renaming of locals and parameters.
-    Alpha,
 }
 
 /// Both fingerprints of one candidate.
@@ -169,34 +160,6 @@ impl Fingerprint {
         self.0[0] ^= tag;
         self.0[15] ^= tag;
         self
-    }
-}
-
-impl DedupBy {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            DedupBy::Exact => "exact",
-            DedupBy::Alpha => "alpha",
-        }
-    }
-}
-
-impl fmt::Display for DedupBy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for DedupBy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "exact" => Ok(DedupBy::Exact),
-            "alpha" => Ok(DedupBy::Alpha),
-            _ => Err(format!(
-                "unknown dedup mode `{s}` (expected `exact` or `alpha`)"
-            )),
-        }
     }
 }
 
@@ -449,14 +412,6 @@ mod tests {
         assert_eq!(g[3], Grouping::default());
         assert_eq!(g[1].dup_of(DedupBy::Exact), None);
         assert_eq!(g[1].dup_of(DedupBy::Alpha), Some(0));
-    }
-
-    #[test]
-    fn dedup_mode_round_trips() {
-        for by in [DedupBy::Exact, DedupBy::Alpha] {
-            assert_eq!(by.to_string().parse::<DedupBy>().unwrap(), by);
-        }
-        assert!("fuzzy".parse::<DedupBy>().is_err());
     }
 
     #[test]

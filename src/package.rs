@@ -27,8 +27,8 @@ use cargo_metadata::diagnostic::{Diagnostic, DiagnosticLevel, DiagnosticSpan};
 use cargo_metadata::Message;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
-use crate::sandbox::compile::{CompileLimits, LimitHit};
-use crate::spec::Spec;
+use crate::sandbox::compile::LimitHit;
+use crate::spec::{CompileLimits, Policy, Rule, Spec};
 
 /// Variables nested cargo may inherit. Everything else is dropped, which
 /// covers every variable the issue names as poison for a warm target
@@ -89,7 +89,7 @@ pub struct Package {
     /// are whole crates of their own.
     harness: Option<Harness>,
     /// What candidates may contain; `write_module` adds what rustc enforces.
-    policy: crate::policy::Policy,
+    policy: Policy,
     /// Each of the package's own targets' rustc is held to these.
     compile_limits: CompileLimits,
     /// Whether the dependencies were fetched (unconfined) since it opened.
@@ -273,7 +273,7 @@ impl Package {
     pub fn open_suite(
         work_dir: &Path,
         target_dir: &Path,
-        policy: crate::policy::Policy,
+        policy: Policy,
         compile_limits: CompileLimits,
     ) -> Result<Package> {
         let (dir, lock) = lock_dir(&work_dir.join("suite"))?;
@@ -336,7 +336,7 @@ impl Package {
     }
 
     /// The task's policy for candidates' sources.
-    pub fn policy(&self) -> &crate::policy::Policy {
+    pub fn policy(&self) -> &Policy {
         &self.policy
     }
 
@@ -394,7 +394,7 @@ impl Package {
     /// program's) unless the policy allows unsafe code, as
     /// [`Package::write_module`] does for a candidate.
     pub fn write_program(&self, name: &str, program: &str) -> Result<()> {
-        let guard = if self.policy.allows(crate::policy::Rule::UnsafeCode) {
+        let guard = if self.policy.allows(Rule::UnsafeCode) {
             ""
         } else {
             "#![forbid(unsafe_code)] "
@@ -410,7 +410,7 @@ impl Package {
     /// missed, in macro expansions too, and nothing in the module can lower
     /// a `forbid`.
     pub fn write_module(&self, key: &ModuleKey, source: &str) -> Result<()> {
-        let guard = if self.policy.allows(crate::policy::Rule::UnsafeCode) {
+        let guard = if self.policy.allows(Rule::UnsafeCode) {
             ""
         } else {
             "#![forbid(unsafe_code)] "

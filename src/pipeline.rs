@@ -25,13 +25,13 @@ use crate::extract::{self, Extraction};
 use crate::interrupt::{Interrupt, Interrupted};
 use crate::owner::Owner;
 use crate::package::{ModuleKey, Package};
-use crate::probe::stream::{StreamCandidate, WavePolicy, Waves};
+use crate::probe::stream::{StreamCandidate, Waves};
 use crate::probe::{self, ProbeMode, ProbeStats, Probed};
 use crate::progress::Progress;
 use crate::resume::{self, ResumePlan};
 use crate::sandbox::Sandbox;
 use crate::score::{self, RunLimits, ScoreVerdict, Scored};
-use crate::spec::Spec;
+use crate::spec::{DedupBy, Spec, WavePolicy};
 use crate::store::{BatchId, BatchStatus, Claim, NewBatch, ProbeRunStats, Store, StoreError};
 use crate::task;
 use crate::testpoint;
@@ -616,7 +616,7 @@ async fn extract_and_dedup(
 /// whole batch; `settle_probe` reconciles the two.
 async fn extract_stream(
     entry: String,
-    dedup_by: dedup::DedupBy,
+    dedup_by: DedupBy,
     mut drawn: mpsc::UnboundedReceiver<Drawn>,
     candidates: mpsc::UnboundedSender<StreamCandidate>,
 ) {
@@ -634,7 +634,7 @@ async fn extract_stream(
             // The same key `extract_and_dedup` groups by; a missing alpha
             // fingerprint falls back to the exact one, kept apart.
             let key = dedup::fingerprints(&source).map(|f| match (dedup_by, f.alpha) {
-                (dedup::DedupBy::Alpha, Some(alpha)) => (true, alpha),
+                (DedupBy::Alpha, Some(alpha)) => (true, alpha),
                 _ => (false, f.exact),
             });
             if key.is_some_and(|key| seen.insert(key)) {

@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use crate::score::ScoreVerdict;
-use crate::spec::Spec;
 use crate::store::{BatchId, CandidateRow, PromotionRow, Store};
 
 mod diff;
@@ -137,7 +136,7 @@ pub async fn plan(store: &Store, batch: BatchId, idx: usize) -> anyhow::Result<P
         }
         .into());
     }
-    let spec = Spec::load(Path::new(&row.spec_path))?;
+    let spec = crate::task::load(Path::new(&row.spec_path))?;
     if spec.name != row.task {
         return Err(PromoteError::TaskMismatch {
             batch,
@@ -149,7 +148,7 @@ pub async fn plan(store: &Store, batch: BatchId, idx: usize) -> anyhow::Result<P
     // The policy as it stands now: a candidate scored under a relaxed
     // policy is not written where every later batch links it once the
     // task forbids what it does.
-    if let Err(v) = spec.policy.check(source) {
+    if let Err(v) = crate::policy::check(&spec.policy, source) {
         return Err(PromoteError::Forbidden {
             batch,
             idx,

@@ -21,7 +21,6 @@ use crate::account::{Phase, PhaseGuard};
 use crate::extract::Extraction;
 use crate::package::{Package, Profile};
 use crate::probe::{self, ProbeMode, Probed, Toolchain};
-use crate::spec::Spec;
 use crate::store::{BatchId, ProbeRunStats, Store};
 
 /// What to replay and how.
@@ -92,7 +91,7 @@ pub struct Difference {
 /// cargo would not start); verdict differences are data in the report.
 pub async fn replay(store: &Store, cfg: &ReplayConfig) -> Result<ReplayReport> {
     let batch = store.batch(cfg.batch).await?;
-    let spec = Spec::load(Path::new(&batch.spec_path))?;
+    let spec = crate::task::load(Path::new(&batch.spec_path))?;
     let rows = store.candidates(cfg.batch).await?;
     let mut sources = Vec::new();
     let mut stored = BTreeMap::new();

@@ -8,9 +8,9 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::account::PhaseFigures;
-use crate::dedup::DedupBy;
 use crate::probe::Toolchain;
 use crate::score::ScoreVerdict;
+use crate::spec::DedupBy;
 use crate::store::{BatchRow, CandidateRow, ProbeRunRow, ResumeRow};
 
 /// The summary of one batch (`assay run --json`, `assay show --json`).

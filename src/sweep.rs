@@ -9,10 +9,11 @@
 
 use anyhow::{anyhow, Context, Result};
 
-use crate::draw::{DrawOptions, Plan, PoolChoice};
+use crate::draw::{DrawOptions, Plan};
 use crate::interrupt::Interrupt;
 use crate::pipeline::{self, RunConfig};
 use crate::progress::Progress;
+use crate::spec::PoolChoice;
 use crate::store::{BatchId, Db, Store};
 
 /// How the batches of `compare --spec` share the machine.

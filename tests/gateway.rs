@@ -10,8 +10,9 @@ use std::process::{Command, Output};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use assay::draw::{DrawEvent, Outcome, Plan, SplitMode};
+use assay::draw::{DrawEvent, Outcome, Plan};
 use assay::progress::Progress;
+use assay::spec::SplitMode;
 use assay::store::Store;
 use assay_gateway::{Config, Dialect, Fault, Gateway, Model, Reasoning, Recorded, Served};
 use serde_json::Value;

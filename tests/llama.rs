@@ -16,8 +16,9 @@ mod llama;
 
 use std::path::Path;
 
-use assay::draw::{DrawEvent, Drawn, Outcome, Plan, SplitMode};
+use assay::draw::{DrawEvent, Drawn, Outcome, Plan};
 use assay::progress::Progress;
+use assay::spec::SplitMode;
 use assay::store::Store;
 use assay_gateway::{Exchange, Recorder};
 use common::{repo, Scratch};

@@ -34,7 +34,7 @@ use tokio::sync::mpsc;
 pub use replay::ReplayPool;
 
 use crate::progress::Progress;
-use crate::spec::Spec;
+use crate::spec::{PoolChoice, Spec, SplitMode};
 use http::HttpPool;
 use pools::PoolsFile;
 
@@ -150,22 +150,6 @@ pub enum DrawEvent {
         pool: String,
         reason: String,
     },
-}
-
-/// How a batch is split over its pools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SplitMode {
-    /// Each pool serves its share (given, or an even split).
-    Fixed,
-    /// Every pool keeps its slots full until N replies are in.
-    Race,
-}
-
-/// A pool named on the command line or in the spec: `NAME` or `NAME=SHARE`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PoolChoice {
-    pub name: String,
-    pub share: Option<u64>,
 }
 
 /// What the user chose for the draw, before anything is opened. Flags and
@@ -749,46 +733,6 @@ fn missing_key(file: &PoolsFile, c: &PoolChoice, var: &str, why: &'static str) -
     }
 }
 
-impl FromStr for PoolChoice {
-    type Err = String;
-    fn from_str(s: &str) -> Result<PoolChoice, String> {
-        let (name, share) = match s.split_once('=') {
-            Some((name, share)) => {
-                let share = share
-                    .trim()
-                    .parse::<u64>()
-                    .map_err(|_| format!("`{s}`: the share must be a whole number"))?;
-                (name.trim(), Some(share))
-            }
-            None => (s.trim(), None),
-        };
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
-        {
-            return Err(format!(
-                "`{s}`: a pool name is ASCII letters, digits, `-`, `_` or `.`"
-            ));
-        }
-        Ok(PoolChoice {
-            name: name.to_owned(),
-            share,
-        })
-    }
-}
-
-impl FromStr for SplitMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<SplitMode, String> {
-        match s {
-            "fixed" => Ok(SplitMode::Fixed),
-            "race" => Ok(SplitMode::Race),
-            _ => Err(format!("`{s}`: the split is `fixed` or `race`")),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -852,17 +796,5 @@ mod tests {
         assert_eq!(apportion(10, &[1, 1, 1]), [4, 3, 3]);
         assert_eq!(apportion(5, &[3, 1]), [4, 1]);
         assert_eq!(apportion(7, &[0, 2]), [0, 7]);
-    }
-
-    #[test]
-    fn pool_choices_parse() {
-        let c: PoolChoice = "fast=16".parse().unwrap();
-        assert_eq!((c.name.as_str(), c.share), ("fast", Some(16)));
-        let c: PoolChoice = "flash".parse().unwrap();
-        assert_eq!(c.share, None);
-        assert!("fast=x".parse::<PoolChoice>().is_err());
-        assert!("=3".parse::<PoolChoice>().is_err());
-        assert!("race".parse::<SplitMode>().is_ok());
-        assert!("fastest".parse::<SplitMode>().is_err());
     }
 }

@@ -21,48 +21,18 @@
 //! candidate's own unreadable (`sandbox::compile`), for a spelling the scan
 //! might miss and for a spec that relaxes the policy.
 //!
-//! Pure: no I/O. `Rule` and `Violation` are plain data; a violation's
-//! string form is the probe verdict's argument (`forbidden(unsafe_code)`).
+//! Pure: no I/O. The rules and the set a task relaxes are the spec's plain
+//! data (`spec::Rule`, `spec::Policy`); this module holds a source to
+//! them. A `Violation` is plain data too; its rule's string form is the
+//! probe verdict's argument (`forbidden(unsafe_code)`).
 
 pub(crate) mod scan;
-
-use std::fmt;
-use std::str::FromStr;
 
 use proc_macro2::TokenTree;
 
 use scan::Found;
 
-/// One thing the policy may forbid. The string form is stable: it is the
-/// `[policy]` key and the argument of the `forbidden(..)` verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Rule {
-    /// `unsafe`, `#[no_mangle]`, `#[export_name]`, `#[link_section]`.
-    UnsafeCode,
-    /// `#[path = ".."]`: compiles another file as a module.
-    PathAttribute,
-    /// `include!`, `include_str!`, `include_bytes!`,
-    /// `#[debugger_visualizer]`: read a file at compile time.
-    Include,
-    /// `extern { .. }`, `extern "C" { .. }` and the attributes only they
-    /// take (`#[link]`, `#[link_name]`, `#[link_ordinal]`).
-    ExternBlock,
-    /// `asm!`, `global_asm!`, `naked_asm!`.
-    Asm,
-    /// An inner attribute at file level other than a lint level or doc
-    /// (`#![no_std]`, `#![feature(..)]`).
-    CrateAttribute,
-    /// `#[$attr]` or `$mac!(..)` inside a macro: whatever it becomes is
-    /// decided by the macro's caller, out of the scan's sight.
-    MacroIndirection,
-}
-
-/// Which rules a task enforces. Every rule is enforced unless the spec
-/// allows it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Policy {
-    allowed: Vec<Rule>,
-}
+use crate::spec::{Policy, Rule};
 
 /// The first thing in a source the policy refuses.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,83 +60,24 @@ const INCLUDE_MACROS: &[&str] = &["include_str", "include_bytes"];
 /// Assembly macros; refused wherever the word appears.
 const ASM_MACROS: &[&str] = &["global_asm", "naked_asm", "llvm_asm"];
 
-impl Rule {
-    pub const ALL: [Rule; 7] = [
-        Rule::UnsafeCode,
-        Rule::PathAttribute,
-        Rule::Include,
-        Rule::ExternBlock,
-        Rule::Asm,
-        Rule::CrateAttribute,
-        Rule::MacroIndirection,
-    ];
-
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Rule::UnsafeCode => "unsafe_code",
-            Rule::PathAttribute => "path_attribute",
-            Rule::Include => "include",
-            Rule::ExternBlock => "extern_block",
-            Rule::Asm => "asm",
-            Rule::CrateAttribute => "crate_attribute",
-            Rule::MacroIndirection => "macro_indirection",
-        }
-    }
-}
-
-impl fmt::Display for Rule {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Rule {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Rule::ALL
-            .into_iter()
-            .find(|r| r.as_str() == s)
-            .ok_or_else(|| format!("unknown policy rule `{s}`"))
-    }
-}
-
-impl Policy {
-    /// The default policy with `allowed` relaxed.
-    pub fn allowing(allowed: impl IntoIterator<Item = Rule>) -> Policy {
-        let mut allowed: Vec<Rule> = allowed.into_iter().collect();
-        allowed.sort();
-        allowed.dedup();
-        Policy { allowed }
-    }
-
-    pub fn allows(&self, rule: Rule) -> bool {
-        self.allowed.contains(&rule)
-    }
-
-    /// The rules this policy relaxes, in order.
-    pub fn allowed(&self) -> &[Rule] {
-        &self.allowed
-    }
-
-    /// The first thing in `source` this policy refuses. A source that does
-    /// not lex is left to the compiler (which refuses it too).
-    pub fn check(&self, source: &str) -> Result<(), Violation> {
-        let found = scan::first_finding(source, &|found| {
-            let (rule, span, what) = judge(found)?;
-            (!self.allows(rule)).then(|| {
-                let at = span.start();
-                Violation {
-                    rule,
-                    line: at.line,
-                    column: at.column,
-                    what,
-                }
-            })
-        });
-        match found {
-            Ok(Some(violation)) => Err(violation),
-            Ok(None) | Err(_) => Ok(()),
-        }
+/// The first thing in `source` that `policy` refuses. A source that does
+/// not lex is left to the compiler (which refuses it too).
+pub fn check(policy: &Policy, source: &str) -> Result<(), Violation> {
+    let found = scan::first_finding(source, &|found| {
+        let (rule, span, what) = judge(found)?;
+        (!policy.allows(rule)).then(|| {
+            let at = span.start();
+            Violation {
+                rule,
+                line: at.line,
+                column: at.column,
+                what,
+            }
+        })
+    });
+    match found {
+        Ok(Some(violation)) => Err(violation),
+        Ok(None) | Err(_) => Ok(()),
     }
 }
 

@@ -1,4 +1,4 @@
-//! The token walk behind the task's policy (`policy::Policy::check`),
+//! The token walk behind the task's policy (`policy::check`),
 //! `fast::needs_own_crate` and `wide::needs_link`. Each asks whether a
 //! candidate's source holds something whose effect reaches past its own
 //! module (a crate-level attribute, a symbol attribute, an extern block,

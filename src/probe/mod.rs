@@ -47,13 +47,12 @@ mod wide;
 
 use std::fmt;
 use std::str::FromStr;
-use std::time::Duration;
 
 use anyhow::Result;
 
 use crate::package::{BuildReport, ModuleKey, Package};
-use crate::policy::Rule;
 use crate::sandbox::compile::LimitHit;
+use crate::spec::Rule;
 use crate::testpoint;
 
 pub use fast::{floor as fast_floor, needs_own_crate};
@@ -68,10 +67,6 @@ pub use wide::{
 /// already unlikely to be chance, and a build that always dies should not
 /// triple a batch's probe.
 pub const MAX_RETRIES: usize = 2;
-
-/// The longest per-build time limit a flag or spec may set (a day): past
-/// it, a stuck build is not worth waiting for.
-pub const MAX_BUILD_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
 /// What the probe found for one candidate. The string form is stable and is
 /// what the store keeps.
@@ -216,7 +211,7 @@ fn check_policy<'a>(
     let mut refused = Vec::new();
     let mut allowed = Vec::new();
     for &(idx, source) in candidates {
-        match package.policy().check(source) {
+        match crate::policy::check(package.policy(), source) {
             Ok(()) => allowed.push((idx, source)),
             Err(violation) => {
                 tracing::debug!(candidate = idx, rule = %violation.rule, "refused by the policy");
@@ -325,27 +320,6 @@ async fn probe_once(
         ProbeMode::Wide => wide::probe(package, candidates, on_progress).await,
         ProbeMode::Serial => serial::probe(package, candidates, on_progress).await,
         ProbeMode::Fast => fast::probe(package, candidates, on_progress).await,
-    }
-}
-
-/// Checks a per-build time limit given by a person, in (possibly
-/// fractional) seconds; the error says why, for the caller to put after the
-/// flag's or key's name.
-pub fn check_build_timeout(secs: f64) -> Result<Duration, String> {
-    checked_secs(secs, Duration::from_secs(1), MAX_BUILD_TIMEOUT)
-}
-
-/// `secs` as a duration if it lies in `min..=max` (NaN and infinities do
-/// not).
-fn checked_secs(secs: f64, min: Duration, max: Duration) -> Result<Duration, String> {
-    if secs >= min.as_secs_f64() && secs <= max.as_secs_f64() {
-        Ok(Duration::from_secs_f64(secs))
-    } else {
-        Err(format!(
-            "must be between {} and {} seconds",
-            min.as_secs_f64(),
-            max.as_secs_f64()
-        ))
     }
 }
 
@@ -738,19 +712,6 @@ mod tests {
             serde_json::from_str::<ProbeRetry>(r#"{"idx":3,"after":"gremlins","attempt":1}"#)
                 .is_err()
         );
-    }
-
-    #[test]
-    fn build_timeouts_out_of_range_are_refused() {
-        assert_eq!(check_build_timeout(600.0), Ok(Duration::from_secs(600)));
-        assert_eq!(check_build_timeout(1.5), Ok(Duration::from_millis(1500)));
-        for bad in [0.0, 0.5, -3.0, 86_401.0, f64::NAN, f64::INFINITY] {
-            assert_eq!(
-                check_build_timeout(bad),
-                Err("must be between 1 and 86400 seconds".to_owned()),
-                "{bad}"
-            );
-        }
     }
 
     #[test]

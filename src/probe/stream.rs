@@ -5,24 +5,16 @@
 //! [`Waves`] only decides when a wave starts; the caller probes each wave
 //! (in any mode) and stores its verdicts. Candidates arrive over a channel
 //! of extracted sources, so the draw that feeds it needs no change: it
-//! sends as it goes and closes the channel when done. A wave starts when
-//! `size` candidates wait, when the oldest has waited `wait`, or when the
-//! channel closes; a wave takes everything waiting, so candidates that
-//! arrive while a wave builds go together into the next one.
-
-use std::time::Duration;
+//! sends as it goes and closes the channel when done. A wave starts
+//! (`spec::WavePolicy`) when `size` candidates wait, when the oldest has
+//! waited `wait`, or when the channel closes; a wave takes everything
+//! waiting, so candidates that arrive while a wave builds go together into
+//! the next one.
 
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-/// When a wave starts.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct WavePolicy {
-    /// Start a wave once this many candidates wait.
-    pub size: usize,
-    /// Start a wave once the oldest waiting candidate has waited this long.
-    pub wait: Duration,
-}
+use crate::spec::WavePolicy;
 
 /// A candidate ready to probe.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,44 +33,6 @@ pub struct Waves {
     closed: bool,
     /// Waves handed out so far.
     pub count: usize,
-}
-
-impl Default for WavePolicy {
-    /// Big enough that a wave's cargo start-up is small beside its builds,
-    /// short enough that a slow pool's replies are not left waiting.
-    fn default() -> WavePolicy {
-        WavePolicy {
-            size: 32,
-            wait: Duration::from_secs(3),
-        }
-    }
-}
-
-/// The largest wave size a flag or spec may ask for: beyond it a wave
-/// waits for its timer or the end of the draw anyway, so a bigger number
-/// is a typo, not a wish.
-pub const MAX_WAVE_SIZE: usize = 100_000;
-
-/// The longest a candidate may be asked to wait for its wave.
-pub const MAX_WAVE_WAIT: Duration = Duration::from_secs(3600);
-
-impl WavePolicy {
-    /// Checks a wave size given by a person; the error says why, for the
-    /// caller to put after the flag's or key's name.
-    pub fn check_size(size: usize) -> Result<usize, String> {
-        if (1..=MAX_WAVE_SIZE).contains(&size) {
-            Ok(size)
-        } else {
-            Err(format!("must be between 1 and {MAX_WAVE_SIZE}"))
-        }
-    }
-
-    /// Checks a wave wait given in (possibly fractional) seconds. Zero is
-    /// refused: every candidate would be a wave of its own, each paying
-    /// cargo's start-up.
-    pub fn check_wait(secs: f64) -> Result<Duration, String> {
-        super::checked_secs(secs, Duration::from_millis(1), MAX_WAVE_WAIT)
-    }
 }
 
 impl Waves {
@@ -154,6 +108,8 @@ async fn sleep_until(deadline: Option<Instant>) {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn cand(idx: usize) -> StreamCandidate {
@@ -165,24 +121,6 @@ mod tests {
 
     fn idxs(wave: Option<Vec<StreamCandidate>>) -> Vec<usize> {
         wave.expect("a wave").iter().map(|c| c.idx).collect()
-    }
-
-    #[test]
-    fn wave_sizes_and_waits_out_of_range_are_refused() {
-        assert_eq!(WavePolicy::check_size(1), Ok(1));
-        assert_eq!(WavePolicy::check_size(MAX_WAVE_SIZE), Ok(MAX_WAVE_SIZE));
-        for bad in [0, MAX_WAVE_SIZE + 1] {
-            assert_eq!(
-                WavePolicy::check_size(bad),
-                Err("must be between 1 and 100000".to_owned())
-            );
-        }
-        assert_eq!(WavePolicy::check_wait(0.25), Ok(Duration::from_millis(250)));
-        assert_eq!(WavePolicy::check_wait(3600.0), Ok(MAX_WAVE_WAIT));
-        for bad in [0.0, -1.0, 3600.5, f64::NAN, f64::INFINITY] {
-            let err = WavePolicy::check_wait(bad).unwrap_err();
-            assert!(err.starts_with("must be between"), "{bad}: {err}");
-        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -40,35 +40,11 @@ use landlock::{
 
 use super::cargo::{build_reads, BuildPaths};
 use super::landlock::TARGET_ABI;
+use crate::spec::CompileLimits;
 
 /// Set in the environment of the wrapper cargo starts; its value is the
 /// wrapper's settings as JSON ([`WrapperSettings`]).
 pub const WRAPPER_VAR: &str = "ASSAY_RUSTC_WRAPPER";
-
-/// Default CPU seconds one target's rustc may use. An honest candidate
-/// compiles in well under a second; the largest task's scorer in a few.
-pub const DEFAULT_COMPILE_CPU_SECS: u64 = 60;
-
-/// Default address space of one target's rustc. rustc reserves far more
-/// address space than it touches (its threads' stacks, the allocator's
-/// arenas), so this is virtual memory, not resident.
-pub const DEFAULT_COMPILE_MEMORY_BYTES: u64 = 4 << 30;
-
-/// The limits of one target's compile.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CompileLimits {
-    pub cpu_secs: u64,
-    pub memory_bytes: u64,
-}
-
-impl Default for CompileLimits {
-    fn default() -> Self {
-        CompileLimits {
-            cpu_secs: DEFAULT_COMPILE_CPU_SECS,
-            memory_bytes: DEFAULT_COMPILE_MEMORY_BYTES,
-        }
-    }
-}
 
 /// Which limit a target's rustc died at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

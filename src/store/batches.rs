@@ -44,7 +44,7 @@ pub struct BatchRow {
     pub committed: Option<Scored>,
     pub failure: Option<String>,
     /// `exact` or `alpha` (exact for batches stored before it was recorded).
-    pub dedup_by: crate::dedup::DedupBy,
+    pub dedup_by: crate::spec::DedupBy,
     /// What the scoring sandbox enforced, and what it warned about.
     pub sandbox: Option<String>,
     pub sandbox_warnings: Option<String>,
@@ -178,7 +178,7 @@ impl Store {
     pub async fn set_batch_setup(
         &self,
         batch: BatchId,
-        dedup_by: crate::dedup::DedupBy,
+        dedup_by: crate::spec::DedupBy,
         sandbox: &str,
         sandbox_warnings: &[String],
         committed_hash: &str,
@@ -304,7 +304,7 @@ impl Store {
         };
         let dedup_by = match r.get::<Option<String>, _>("dedup_by") {
             Some(v) => self.parse(id, -1, "dedup_by", &v)?,
-            None => crate::dedup::DedupBy::Exact,
+            None => crate::spec::DedupBy::Exact,
         };
         Ok(BatchRow {
             id,

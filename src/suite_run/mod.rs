@@ -41,8 +41,8 @@ use crate::draw::{Drawn, Outcome, Reply};
 use crate::extract::Extraction;
 use crate::interrupt::Interrupt;
 use crate::owner::Owner;
-use crate::probe::stream::WavePolicy;
 use crate::progress::Progress;
+use crate::spec::WavePolicy;
 use crate::store::{
     BatchId, BatchStatus, Claim, NewCompletion, NewProblem, NewSuite, Store, StoreError, SuiteId,
     SuiteOrigin, SuitePart,

@@ -20,9 +20,9 @@ use crate::probe::programs::build_programs;
 use crate::probe::stream::{StreamCandidate, Waves};
 use crate::probe::{ProbeFailure, ProbeVerdict, WIDE_TARGETS_PER_BUILD};
 use crate::progress::Progress;
-use crate::sandbox::compile::CompileLimits;
 use crate::sandbox::Sandbox;
 use crate::score::{run_program, RunLimits};
+use crate::spec::CompileLimits;
 use crate::store::{BatchId, Store, SuiteId, SuiteOutcomeRow};
 use crate::suite::cases::{split_cases, Split, SplitProgram};
 use crate::suite::{CaseEnd, CompletionOutcome};
@@ -200,7 +200,7 @@ impl Stream<'_> {
                 Package::open_suite(
                     &work_dir,
                     &work_dir.join("suite").join("target"),
-                    crate::policy::Policy::default(),
+                    crate::spec::Policy::default(),
                     CompileLimits {
                         cpu_secs: limits.compile_cpu_secs,
                         ..CompileLimits::default()
@@ -413,7 +413,7 @@ mod tests {
         );
         assert_eq!(ok(CompileTimeout), CompletionOutcome::CompileTimeout);
         assert_eq!(
-            ok(Forbidden(crate::policy::Rule::UnsafeCode)),
+            ok(Forbidden(crate::spec::Rule::UnsafeCode)),
             CompletionOutcome::CompileError
         );
         assert!(not_built(&ProbeFailure(crate::probe::ProbeFailure::DiskFull), "x").is_err());

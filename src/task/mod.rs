@@ -14,16 +14,20 @@
 //! - `cases.rs`: the cases' checker program and its answer.
 //! - `mistake.rs`: `TaskError`, the one line that reports a mistake.
 //! - `check.rs`: the build, the runs and the stamp.
+//! - `load.rs`: the spec as every command loads it: `Spec::load`, then the
+//!   committed candidate against the task's policy.
 //! - `skeleton.rs`: the files of a new task.
 
 mod cases;
 mod check;
 mod committed;
 mod contract;
+mod load;
 mod mistake;
 mod skeleton;
 
 pub use check::{check, CacheUse, FirstFailure, Outcome, Report, Warning};
 pub use contract::{ContractItem, Fault};
+pub use load::load;
 pub use mistake::{Mistake, TaskError};
 pub use skeleton::{write as write_skeleton, SkeletonError};

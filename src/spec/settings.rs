@@ -1,0 +1,314 @@
+//! The plain settings a spec (or a flag) chooses and the stages read:
+//! which fingerprint groups candidates, which pools a draw asks and how it
+//! splits them, when a streaming wave starts, what one target's compile may
+//! use, and which rules of the candidate policy are enforced.
+//!
+//! Plain data with stable string forms and defaults, no mechanism: the
+//! stage each belongs to gives it meaning (`dedup`, `draw`,
+//! `probe::stream`, `sandbox::compile`, `policy`), and imports it from
+//! here, so that `spec` reads no stage.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use super::bounds::{checked_secs, MAX_WAVE_SIZE, MAX_WAVE_WAIT};
+
+/// Which fingerprint groups a batch's candidates (`[dedup] by` in the spec).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DedupBy {
+    /// Equal up to whitespace, comments, doc comments and attribute order.
+    #[default]
+    Exact,
+    /// Equal up to those and a renaming of locals and parameters.
+    Alpha,
+}
+
+/// How a batch is split over its pools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SplitMode {
+    /// Each pool serves its share (given, or an even split).
+    Fixed,
+    /// Every pool keeps its slots full until N replies are in.
+    Race,
+}
+
+/// A pool named on the command line or in the spec: `NAME` or `NAME=SHARE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolChoice {
+    pub name: String,
+    pub share: Option<u64>,
+}
+
+/// When a streaming probe's wave starts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WavePolicy {
+    /// Start a wave once this many candidates wait.
+    pub size: usize,
+    /// Start a wave once the oldest waiting candidate has waited this long.
+    pub wait: Duration,
+}
+
+/// Default CPU seconds one target's rustc may use. An honest candidate
+/// compiles in well under a second; the largest task's scorer in a few.
+pub const DEFAULT_COMPILE_CPU_SECS: u64 = 60;
+
+/// Default address space of one target's rustc. rustc reserves far more
+/// address space than it touches (its threads' stacks, the allocator's
+/// arenas), so this is virtual memory, not resident.
+pub const DEFAULT_COMPILE_MEMORY_BYTES: u64 = 4 << 30;
+
+/// The limits of one target's compile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompileLimits {
+    pub cpu_secs: u64,
+    pub memory_bytes: u64,
+}
+
+/// One thing the policy may forbid. The string form is stable: it is the
+/// `[policy]` key and the argument of the `forbidden(..)` verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Rule {
+    /// `unsafe`, `#[no_mangle]`, `#[export_name]`, `#[link_section]`.
+    UnsafeCode,
+    /// `#[path = ".."]`: compiles another file as a module.
+    PathAttribute,
+    /// `include!`, `include_str!`, `include_bytes!`,
+    /// `#[debugger_visualizer]`: read a file at compile time.
+    Include,
+    /// `extern { .. }`, `extern "C" { .. }` and the attributes only they
+    /// take (`#[link]`, `#[link_name]`, `#[link_ordinal]`).
+    ExternBlock,
+    /// `asm!`, `global_asm!`, `naked_asm!`.
+    Asm,
+    /// An inner attribute at file level other than a lint level or doc
+    /// (`#![no_std]`, `#![feature(..)]`).
+    CrateAttribute,
+    /// `#[$attr]` or `$mac!(..)` inside a macro: whatever it becomes is
+    /// decided by the macro's caller, out of the scan's sight.
+    MacroIndirection,
+}
+
+/// Which rules a task enforces. Every rule is enforced unless the spec
+/// allows it. `policy::check` holds a source to it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Policy {
+    allowed: Vec<Rule>,
+}
+
+impl DedupBy {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            DedupBy::Exact => "exact",
+            DedupBy::Alpha => "alpha",
+        }
+    }
+}
+
+impl fmt::Display for DedupBy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for DedupBy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "exact" => Ok(DedupBy::Exact),
+            "alpha" => Ok(DedupBy::Alpha),
+            _ => Err(format!(
+                "unknown dedup mode `{s}` (expected `exact` or `alpha`)"
+            )),
+        }
+    }
+}
+
+impl FromStr for PoolChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<PoolChoice, String> {
+        let (name, share) = match s.split_once('=') {
+            Some((name, share)) => {
+                let share = share
+                    .trim()
+                    .parse::<u64>()
+                    .map_err(|_| format!("`{s}`: the share must be a whole number"))?;
+                (name.trim(), Some(share))
+            }
+            None => (s.trim(), None),
+        };
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+        {
+            return Err(format!(
+                "`{s}`: a pool name is ASCII letters, digits, `-`, `_` or `.`"
+            ));
+        }
+        Ok(PoolChoice {
+            name: name.to_owned(),
+            share,
+        })
+    }
+}
+
+impl FromStr for SplitMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<SplitMode, String> {
+        match s {
+            "fixed" => Ok(SplitMode::Fixed),
+            "race" => Ok(SplitMode::Race),
+            _ => Err(format!("`{s}`: the split is `fixed` or `race`")),
+        }
+    }
+}
+
+impl Default for WavePolicy {
+    /// Big enough that a wave's cargo start-up is small beside its builds,
+    /// short enough that a slow pool's replies are not left waiting.
+    fn default() -> WavePolicy {
+        WavePolicy {
+            size: 32,
+            wait: Duration::from_secs(3),
+        }
+    }
+}
+
+impl WavePolicy {
+    /// Checks a wave size given by a person; the error says why, for the
+    /// caller to put after the flag's or key's name.
+    pub fn check_size(size: usize) -> Result<usize, String> {
+        if (1..=MAX_WAVE_SIZE).contains(&size) {
+            Ok(size)
+        } else {
+            Err(format!("must be between 1 and {MAX_WAVE_SIZE}"))
+        }
+    }
+
+    /// Checks a wave wait given in (possibly fractional) seconds. Zero is
+    /// refused: every candidate would be a wave of its own, each paying
+    /// cargo's start-up.
+    pub fn check_wait(secs: f64) -> Result<Duration, String> {
+        checked_secs(secs, Duration::from_millis(1), MAX_WAVE_WAIT)
+    }
+}
+
+impl Default for CompileLimits {
+    fn default() -> Self {
+        CompileLimits {
+            cpu_secs: DEFAULT_COMPILE_CPU_SECS,
+            memory_bytes: DEFAULT_COMPILE_MEMORY_BYTES,
+        }
+    }
+}
+
+impl Rule {
+    pub const ALL: [Rule; 7] = [
+        Rule::UnsafeCode,
+        Rule::PathAttribute,
+        Rule::Include,
+        Rule::ExternBlock,
+        Rule::Asm,
+        Rule::CrateAttribute,
+        Rule::MacroIndirection,
+    ];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Rule::UnsafeCode => "unsafe_code",
+            Rule::PathAttribute => "path_attribute",
+            Rule::Include => "include",
+            Rule::ExternBlock => "extern_block",
+            Rule::Asm => "asm",
+            Rule::CrateAttribute => "crate_attribute",
+            Rule::MacroIndirection => "macro_indirection",
+        }
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Rule {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Rule::ALL
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .ok_or_else(|| format!("unknown policy rule `{s}`"))
+    }
+}
+
+impl Policy {
+    /// The default policy with `allowed` relaxed.
+    pub fn allowing(allowed: impl IntoIterator<Item = Rule>) -> Policy {
+        let mut allowed: Vec<Rule> = allowed.into_iter().collect();
+        allowed.sort();
+        allowed.dedup();
+        Policy { allowed }
+    }
+
+    pub fn allows(&self, rule: Rule) -> bool {
+        self.allowed.contains(&rule)
+    }
+
+    /// The rules this policy relaxes, in order.
+    pub fn allowed(&self) -> &[Rule] {
+        &self.allowed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dedup_mode_round_trips() {
+        for by in [DedupBy::Exact, DedupBy::Alpha] {
+            assert_eq!(by.to_string().parse::<DedupBy>().unwrap(), by);
+        }
+        assert!("fuzzy".parse::<DedupBy>().is_err());
+    }
+
+    #[test]
+    fn pool_choices_parse() {
+        let c: PoolChoice = "fast=16".parse().unwrap();
+        assert_eq!((c.name.as_str(), c.share), ("fast", Some(16)));
+        let c: PoolChoice = "flash".parse().unwrap();
+        assert_eq!(c.share, None);
+        assert!("fast=x".parse::<PoolChoice>().is_err());
+        assert!("=3".parse::<PoolChoice>().is_err());
+        assert!("race".parse::<SplitMode>().is_ok());
+        assert!("fastest".parse::<SplitMode>().is_err());
+    }
+
+    #[test]
+    fn wave_sizes_and_waits_out_of_range_are_refused() {
+        assert_eq!(WavePolicy::check_size(1), Ok(1));
+        assert_eq!(WavePolicy::check_size(MAX_WAVE_SIZE), Ok(MAX_WAVE_SIZE));
+        for bad in [0, MAX_WAVE_SIZE + 1] {
+            assert_eq!(
+                WavePolicy::check_size(bad),
+                Err("must be between 1 and 100000".to_owned())
+            );
+        }
+        assert_eq!(WavePolicy::check_wait(0.25), Ok(Duration::from_millis(250)));
+        assert_eq!(WavePolicy::check_wait(3600.0), Ok(MAX_WAVE_WAIT));
+        for bad in [0.0, -1.0, 3600.5, f64::NAN, f64::INFINITY] {
+            let err = WavePolicy::check_wait(bad).unwrap_err();
+            assert!(err.starts_with("must be between"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn rules_round_trip_through_their_strings() {
+        for rule in Rule::ALL {
+            assert_eq!(rule.as_str().parse::<Rule>(), Ok(rule));
+        }
+        assert!("unsafe".parse::<Rule>().is_err());
+    }
+}

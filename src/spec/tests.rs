@@ -1,0 +1,245 @@
+//! The loader's tests: a good spec and its optional keys, and each bad
+//! spec's one-line error naming file, line and key.
+
+use super::*;
+
+/// A task folder with every file a spec names; `spec.toml` is the test's.
+pub(crate) fn task_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    std::fs::create_dir_all(p.join("harness/src")).unwrap();
+    std::fs::write(
+        p.join("harness/Cargo.toml"),
+        "[package]\nname = \"demo-harness\"\nversion = \"0.1.0\"\n",
+    )
+    .unwrap();
+    std::fs::write(p.join("prompt.md"), "write f").unwrap();
+    std::fs::write(
+        p.join("cases.jsonl"),
+        "{\"name\":\"one\",\"a\":1}\n\n{\"name\":\"two\",\"a\":2}\n",
+    )
+    .unwrap();
+    std::fs::write(p.join("committed.rs"), "pub fn f() {}").unwrap();
+    std::fs::write(p.join("replies.jsonl"), "").unwrap();
+    dir
+}
+
+pub(crate) const GOOD: &str = r#"name = "demo"
+prompt = "prompt.md"
+harness = "harness"
+entry = "f"
+cases = "cases.jsonl"
+committed = "committed.rs"
+
+[draw]
+n = 3
+replay = "replies.jsonl"
+
+[admit]
+min_score = 0.5
+
+[limits]
+wall_ms = 100
+"#;
+
+fn load(text: &str) -> Result<Spec, SpecError> {
+    let dir = task_dir();
+    std::fs::write(dir.path().join("spec.toml"), text).unwrap();
+    Spec::load(dir.path())
+}
+
+#[test]
+fn good_spec_loads() {
+    let spec = load(GOOD).unwrap();
+    assert_eq!(spec.name, "demo");
+    assert_eq!(spec.cases.count, 2);
+    assert_eq!(spec.harness.crate_name, "demo_harness");
+    assert_eq!(spec.limits.wall, Duration::from_millis(100));
+    assert!(spec.draw.pools.is_empty() && spec.draw.split.is_none());
+    assert_eq!(spec.dedup_by, DedupBy::Exact);
+    assert_eq!(spec.limits.isolation, Isolation::None);
+    assert_eq!(spec.limits.processes, DEFAULT_PROCESSES);
+    assert!(spec.admit.guard.is_empty());
+}
+
+#[test]
+fn the_spec_may_choose_pools_and_split() {
+    let spec = load(&GOOD.replace(
+        "n = 3",
+        "n = 3\npools = [\"fast=2\", \"flash=1\"]\nsplit = \"fixed\"\nsingle_fence = true",
+    ))
+    .unwrap();
+    assert_eq!(spec.draw.pools.len(), 2);
+    assert_eq!(spec.draw.pools[0].share, Some(2));
+    assert_eq!(spec.draw.split, Some(SplitMode::Fixed));
+    assert!(spec.draw.single_fence);
+}
+
+#[test]
+fn optional_keys_load() {
+    let text = GOOD
+        .replace("min_score = 0.5", "min_score = 0.5\nguard = [\"two\"]")
+        .replace(
+            "wall_ms = 100",
+            "wall_ms = 100\nisolation = \"per_case\"\ncase_wall_ms = 7\nprocesses = 4\nmemory_mb = 64",
+        )
+        + "\n[dedup]\nby = \"alpha\"\n";
+    let spec = load(&text).unwrap();
+    assert_eq!(spec.admit.guard, vec![1]);
+    assert_eq!(spec.dedup_by, DedupBy::Alpha);
+    assert_eq!(spec.limits.isolation, Isolation::PerCase);
+    assert_eq!(spec.limits.case_wall, Duration::from_millis(7));
+    assert_eq!(spec.limits.processes, 4);
+    assert_eq!(spec.limits.memory_bytes, 64 << 20);
+    assert_eq!(spec.probe, ProbeSpec::default());
+}
+
+#[test]
+fn the_probe_table_loads() {
+    let spec = load(&format!(
+        "{GOOD}
+[probe]
+build_timeout_s = 900
+wave_size = 8
+wave_wait_ms = 500
+"
+    ))
+    .unwrap();
+    assert_eq!(
+        spec.probe,
+        ProbeSpec {
+            compile_limits: Default::default(),
+            build_timeout: Some(Duration::from_secs(900)),
+            wave_size: Some(8),
+            wave_wait: Some(Duration::from_millis(500)),
+        }
+    );
+}
+
+#[test]
+fn the_policy_table_relaxes_rules_and_names_a_bad_key() {
+    let spec = load(&format!(
+        "{GOOD}\n[policy]\ninclude = \"allow\"\nasm = \"forbid\"\n"
+    ))
+    .unwrap();
+    assert!(spec.policy.allows(Rule::Include));
+    assert!(!spec.policy.allows(Rule::Asm) && !spec.policy.allows(Rule::UnsafeCode));
+    assert_eq!(load(GOOD).unwrap().policy, Policy::default());
+    let err = load(&format!("{GOOD}\n[policy]\nunsafe_code = \"maybe\"\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("spec.toml:19: `policy.unsafe_code`: `maybe`"),
+        "{err}"
+    );
+    let err = load(&format!("{GOOD}\n[policy]\ngoto = \"allow\"\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("spec.toml:19") && err.contains("unknown field `goto`"),
+        "{err}"
+    );
+}
+
+/// Each bad spec and a fragment its one-line error must contain.
+#[test]
+fn bad_specs_name_file_and_key() {
+    let cases: &[(&str, &str)] = &[
+        (
+            &GOOD.replace("[limits]", "colour = 3\n[limits]"),
+            "spec.toml:15: unknown field `colour`",
+        ),
+        (&GOOD.replace("entry = \"f\"", "entry = \"2f\""), "`entry`"),
+        (
+            &GOOD.replace("n = 3", "n = 0"),
+            "`draw.n`: must be between 1 and 1000000",
+        ),
+        (
+            &GOOD.replace("wall_ms = 100", "wall_ms = 100\nmemory_mb = 17592186044416"),
+            "`limits.memory_mb`: must be between 16 and 16777216",
+        ),
+        (
+            &GOOD.replace("wall_ms = 100", "wall_ms = 100\nprocesses = 4194305"),
+            "`limits.processes`: must be between 1 and 4194304",
+        ),
+        (
+            &GOOD.replace("wall_ms = 100", "wall_ms = 86400001"),
+            "`limits.wall_ms`: must be between 1 and 86400000",
+        ),
+        (
+            &GOOD.replace("wall_ms = 100", "wall_ms = 100\ncase_wall_ms = 0"),
+            "`limits.case_wall_ms`: must be between 1",
+        ),
+        (
+            &GOOD.replace("min_score = 0.5", "min_score = 5"),
+            "`admit.min_score`",
+        ),
+        (
+            &GOOD.replace("\"prompt.md\"", "\"nope.md\""),
+            "`prompt` names",
+        ),
+        (
+            &GOOD.replace("harness = \"harness\"", "harness = \"none\""),
+            "`harness`",
+        ),
+        (
+            &GOOD.replace("name = \"demo\"\n", "name = \"demo\n"),
+            "spec.toml:1",
+        ),
+        (
+            &GOOD.replace("wall_ms = 100", ""),
+            "missing field `wall_ms`",
+        ),
+        (
+            &GOOD.replace("n = 3", "n = 3\npools = [\"a=x\"]"),
+            "`draw.pools`: `a=x`: the share must be a whole number",
+        ),
+        (
+            &GOOD.replace("n = 3", "n = 3\nsplit = \"fast\""),
+            "`draw.split`",
+        ),
+        (
+            &format!("{GOOD}\n[dedup]\nby = \"fuzzy\"\n"),
+            "`dedup.by`: unknown dedup mode `fuzzy`",
+        ),
+        (
+            &GOOD.replace("min_score = 0.5", "min_score = 0.5\nguard = [\"three\"]"),
+            "`admit.guard`: no case named `three`",
+        ),
+        (
+            &GOOD.replace("wall_ms = 100", "wall_ms = 100\nisolation = \"fork\""),
+            "`limits.isolation`: unknown isolation `fork`",
+        ),
+        (
+            &format!("{GOOD}\n[probe]\nbuild_timeout_s = 0\n"),
+            "spec.toml:19: `probe.build_timeout_s`: must be between 1 and 86400 seconds",
+        ),
+        (
+            &format!("{GOOD}\n[probe]\nwave_size = 0\n"),
+            "spec.toml:19: `probe.wave_size`: must be between 1 and 100000",
+        ),
+        (
+            &format!("{GOOD}\n[probe]\nwave_size = 4\nwave_wait_ms = 0\n"),
+            "spec.toml:20: `probe.wave_wait_ms`: must be between 1 and 3600000",
+        ),
+        (
+            &format!("{GOOD}\n[probe]\nwaves = 4\n"),
+            "spec.toml:19: unknown field `waves`",
+        ),
+    ];
+    for (text, want) in cases {
+        let err = load(text).unwrap_err().to_string();
+        assert!(err.contains(want), "{err:?} lacks {want:?}");
+        assert!(err.contains("spec.toml"), "{err:?} names no file");
+        assert!(!err.contains('\n'), "{err:?} is not one line");
+    }
+}
+
+#[test]
+fn a_bad_case_line_is_named() {
+    let dir = task_dir();
+    std::fs::write(dir.path().join("spec.toml"), GOOD).unwrap();
+    std::fs::write(dir.path().join("cases.jsonl"), "{\"a\":1}\n[1]\n").unwrap();
+    let err = Spec::load(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("cases.jsonl:2"), "{err}");
+}

@@ -5,34 +5,29 @@
 //! locking the package) is small, and a phase that forgot its children
 //! would show up as a gap.
 
-use std::path::Path;
+mod common;
+
 use std::process::Command;
 
 use serde_json::Value;
 
+use common::{tiny, Scratch};
+
 #[test]
 fn phases_cpu_sum_matches_usr_bin_time_within_5_percent() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = tempfile::tempdir().unwrap();
+    let scratch = Scratch::new();
     // The task's case check (which, the first time, builds the harness's
     // dependencies) runs inside the batch's `prepare` phase, so the sum
     // holds cold or warm.
-    let times = dir.path().join("time.txt");
-    let out = Command::new("/usr/bin/time")
+    let times = scratch.join("time.txt");
+    let out = scratch
+        .prepare(&mut Command::new("/usr/bin/time"))
         .arg("-f")
         .arg("%U %S")
         .arg("-o")
         .arg(&times)
         .arg(env!("CARGO_BIN_EXE_assay"))
-        .args(["run", "--json"])
-        .arg(repo.join("tests/fixtures/tiny"))
-        .current_dir(dir.path())
-        .env("ASSAY_DB", dir.path().join("assay.db"))
-        .env(
-            "ASSAY_WORK_DIR",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("assay-work"),
-        )
-        .env_remove("RUST_LOG")
+        .args(["run", "--json", &tiny()])
         .output()
         .expect("/usr/bin/time runs (apt-get install time)");
     assert!(
@@ -65,12 +60,7 @@ fn phases_cpu_sum_matches_usr_bin_time_within_5_percent() {
     );
 
     // `show` prints the same stored phases.
-    let shown = Command::new(env!("CARGO_BIN_EXE_assay"))
-        .args(["show", "1", "--json"])
-        .current_dir(dir.path())
-        .env("ASSAY_DB", dir.path().join("assay.db"))
-        .output()
-        .unwrap();
+    let shown = scratch.assay(&["show", "1", "--json"]);
     let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
     assert_eq!(shown["phases"], summary["phases"]);
 }

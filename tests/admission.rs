@@ -1,82 +1,46 @@
 //! End-to-end: dedup by the alpha-renamed fingerprint, per-case isolation,
 //! admission and promotion, through the real binary. Tasks are variants of
 //! the tiny fixture and the bundled `absolute` task written into temporary
-//! directories; all runs share the warm work directory of tests/e2e.rs.
+//! directories; all runs share the warm work directory (tests/common).
+
+mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use common::{repo, Scratch};
 
-fn shared_work_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("assay-work")
-}
-
-struct Scratch {
-    dir: tempfile::TempDir,
-}
-
-impl Scratch {
-    fn new() -> Scratch {
-        Scratch {
-            dir: tempfile::tempdir().unwrap(),
-        }
+/// Writes a spec into the scratch directory's `name/` whose files are those
+/// of `source` (by absolute path), with `edit` applied to the source spec's
+/// text.
+fn task_variant(
+    scratch: &Scratch,
+    source: &Path,
+    name: &str,
+    edit: impl Fn(String) -> String,
+) -> PathBuf {
+    let text = std::fs::read_to_string(source.join("spec.toml")).unwrap();
+    let abs = |key: &str, text: String| -> String {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{key} = ")))
+            .unwrap()
+            .to_owned();
+        let rel = line.split('"').nth(1).unwrap();
+        text.replace(
+            &line,
+            &format!("{key} = \"{}\"", source.join(rel).display()),
+        )
+    };
+    let mut text = text;
+    for key in ["prompt", "harness", "cases", "committed", "replay"] {
+        text = abs(key, text);
     }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn assay(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_assay"))
-            .args(args)
-            .current_dir(self.path())
-            .env("ASSAY_DB", self.path().join("assay.db"))
-            .env("ASSAY_WORK_DIR", shared_work_dir())
-            .env_remove("RUST_LOG")
-            .output()
-            .expect("assay starts")
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let out = self.assay(args);
-        assert!(
-            out.status.success(),
-            "assay {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
-    }
-
-    /// Writes a spec into `name/` whose files are those of `source` (by
-    /// absolute path), with `edit` applied to the source spec's text.
-    fn task_variant(&self, source: &Path, name: &str, edit: impl Fn(String) -> String) -> PathBuf {
-        let text = std::fs::read_to_string(source.join("spec.toml")).unwrap();
-        let abs = |key: &str, text: String| -> String {
-            let line = text
-                .lines()
-                .find(|l| l.starts_with(&format!("{key} = ")))
-                .unwrap()
-                .to_owned();
-            let rel = line.split('"').nth(1).unwrap();
-            text.replace(
-                &line,
-                &format!("{key} = \"{}\"", source.join(rel).display()),
-            )
-        };
-        let mut text = text;
-        for key in ["prompt", "harness", "cases", "committed", "replay"] {
-            text = abs(key, text);
-        }
-        let dir = self.path().join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("spec.toml"), edit(text)).unwrap();
-        dir
-    }
+    let dir = scratch.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("spec.toml"), edit(text)).unwrap();
+    dir
 }
 
 fn candidate(shown: &Value, idx: usize) -> &Value {
@@ -86,7 +50,7 @@ fn candidate(shown: &Value, idx: usize) -> &Value {
 #[test]
 fn alpha_dedup_groups_renamed_candidates_and_reports_group_sizes() {
     let scratch = Scratch::new();
-    let task = scratch.task_variant(&repo().join("specs/absolute"), "absolute", |t| {
+    let task = task_variant(&scratch, &repo().join("specs/absolute"), "absolute", |t| {
         format!("{t}\n[dedup]\nby = \"alpha\"\n")
     });
     let summary = scratch.json(&["run", &task.display().to_string(), "--json"]);
@@ -131,7 +95,7 @@ fn alpha_dedup_groups_renamed_candidates_and_reports_group_sizes() {
 #[test]
 fn per_case_isolation_fails_a_looping_case_alone() {
     let scratch = Scratch::new();
-    let task = scratch.task_variant(&repo().join("tests/fixtures/tiny"), "tiny", |t| {
+    let task = task_variant(&scratch, &repo().join("tests/fixtures/tiny"), "tiny", |t| {
         t.replace(
             "wall_ms = 2000",
             "wall_ms = 2000\nisolation = \"per_case\"\ncase_wall_ms = 1000",
@@ -184,7 +148,7 @@ fn guard_cases_refuse_a_regression_the_score_would_admit() {
         "pub fn double(x: u64) -> u64 {\n    x * 2\n}\n",
     )
     .unwrap();
-    let task = scratch.task_variant(&tiny, "guarded-src", |t| {
+    let task = task_variant(&scratch, &tiny, "guarded-src", |t| {
         t.replace("min_score = 0.9", "min_score = 0.8\nguard = [\"in3\"]")
             .replace(
                 "wall_ms = 2000",

@@ -24,41 +24,41 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-use common::{repo, shared_work_dir};
+use common::{repo, shared_work_dir, Scratch};
 
 fn fixture(name: &str) -> PathBuf {
     repo().join("tests/fixtures").join(name)
 }
 
-/// A scratch directory that is also assay's TMPDIR, so anything assay
+/// A scratch directory whose `tmp/` is assay's TMPDIR, so anything assay
 /// leaves in its temporary directory is found.
 struct Run {
-    dir: tempfile::TempDir,
+    scratch: Scratch,
 }
 
 impl Run {
     fn new() -> Run {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("tmp")).unwrap();
-        Run { dir }
+        let scratch = Scratch::new();
+        std::fs::create_dir(scratch.join("tmp")).unwrap();
+        Run { scratch }
+    }
+
+    fn path(&self) -> &Path {
+        self.scratch.path()
     }
 
     fn tmp(&self) -> PathBuf {
-        self.dir.path().join("tmp")
+        self.scratch.join("tmp")
     }
 
     fn assay(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_assay"))
-            .args(args)
-            .current_dir(self.dir.path())
-            .env("ASSAY_DB", self.dir.path().join("assay.db"))
-            .env("ASSAY_WORK_DIR", shared_work_dir())
+        self.scratch
+            .command(args)
             .env("TMPDIR", self.tmp())
-            .env_remove("RUST_LOG")
             .output()
             .unwrap()
     }
@@ -191,7 +191,7 @@ fn the_policy_refuses_each_forbidden_construct_before_any_build() {
             );
             assert!(c["score"].is_null(), "refused candidate {i} was scored");
             let file = c["error_file"].as_str().expect("an error file");
-            let text = std::fs::read_to_string(run.dir.path().join(file))
+            let text = std::fs::read_to_string(run.path().join(file))
                 .or_else(|_| std::fs::read_to_string(file))
                 .unwrap();
             assert!(
@@ -340,7 +340,7 @@ fn one_candidates_build_costs_only_itself_and_reads_nothing_outside() {
 
     // No byte of any canary in any artifact.
     let package = shared_work_dir().join("buildtrust");
-    let mut scanned = files_under(run.dir.path());
+    let mut scanned = files_under(run.path());
     scanned.extend(files_under(&package));
     assert!(scanned.len() > 10, "too little was scanned: {scanned:?}");
     for canary in &canaries {
@@ -364,7 +364,7 @@ fn one_candidates_build_costs_only_itself_and_reads_nothing_outside() {
     // error files say "Permission denied", not their text.
     for i in [6, 7, 14] {
         let file = got[i]["error_file"].as_str().expect("an error file");
-        let text = std::fs::read_to_string(run.dir.path().join(file))
+        let text = std::fs::read_to_string(run.path().join(file))
             .or_else(|_| std::fs::read_to_string(file))
             .unwrap();
         assert!(!text.contains("[package]"), "candidate {i}: {text}");

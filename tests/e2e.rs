@@ -3,63 +3,13 @@
 //! one warm work directory (generated packages and their cargo target) under
 //! cargo's test tmpdir, so no test rebuilds the dependency tree.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use std::path::Path;
 
 use serde_json::Value;
 
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The work directory every test shares.
-fn shared_work_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("assay-work")
-}
-
-/// A scratch directory with its own database and output folder.
-struct Scratch {
-    dir: tempfile::TempDir,
-}
-
-impl Scratch {
-    fn new() -> Scratch {
-        Scratch {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn db(&self) -> PathBuf {
-        self.dir.path().join("assay.db")
-    }
-
-    fn assay(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_assay"))
-            .args(args)
-            .current_dir(self.dir.path())
-            .env("ASSAY_DB", self.db())
-            .env("ASSAY_WORK_DIR", shared_work_dir())
-            .env_remove("RUST_LOG")
-            .output()
-            .expect("assay starts")
-    }
-
-    fn assay_ok(&self, args: &[&str]) -> String {
-        let out = self.assay(args);
-        assert!(
-            out.status.success(),
-            "assay {args:?} failed: {}\n{}",
-            String::from_utf8_lossy(&out.stderr),
-            String::from_utf8_lossy(&out.stdout)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let text = self.assay_ok(args);
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-    }
-}
+use common::{repo, Scratch};
 
 fn spec(task: &str) -> String {
     repo().join("specs").join(task).display().to_string()

@@ -1,32 +1,27 @@
 //! The draw stage against the test gateway (crate `assay-gateway`) on
 //! 127.0.0.1: every engine dialect, every fault, race against fixed, and no
 //! key anywhere it must not be. Runs of the real binary share the warm work
-//! directory of tests/e2e.rs and take one lock, so their timing figures are
+//! directory (tests/common) and take one lock, so their timing figures are
 //! not measured while another run of this file builds candidates.
+
+mod common;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use assay::draw::{DrawEvent, Outcome, Plan};
 use assay::progress::Progress;
 use assay::spec::SplitMode;
-use assay::store::Store;
 use assay_gateway::{Config, Dialect, Fault, Gateway, Model, Reasoning, Recorded, Served};
 use serde_json::Value;
 
+use common::{repo, tiny, Scratch};
+
 /// One run of the binary at a time (see the module comment).
 static RUNS: Mutex<()> = Mutex::new(());
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn tiny() -> String {
-    repo().join("tests/fixtures/tiny").display().to_string()
-}
 
 /// The tiny fixture's recorded replies, as the gateway's corpus.
 fn tiny_corpus() -> Vec<Recorded> {
@@ -44,68 +39,28 @@ fn tiny_corpus() -> Vec<Recorded> {
         .collect()
 }
 
-struct Scratch {
-    dir: tempfile::TempDir,
+/// `assay` in the scratch directory with `env` added, one run at a time
+/// (see the module comment).
+fn assay(s: &Scratch, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let _one = RUNS.lock().unwrap_or_else(|e| e.into_inner());
+    s.command(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("assay starts")
 }
 
-impl Scratch {
-    fn new() -> Scratch {
-        Scratch {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn write(&self, name: &str, text: &str) -> PathBuf {
-        let p = self.path(name);
-        std::fs::write(&p, text).unwrap();
-        p
-    }
-
-    fn assay(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let _one = RUNS.lock().unwrap_or_else(|e| e.into_inner());
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_assay"));
-        cmd.args(args)
-            .current_dir(self.dir.path())
-            .env("ASSAY_DB", self.path("assay.db"))
-            .env(
-                "ASSAY_WORK_DIR",
-                Path::new(env!("CARGO_TARGET_TMPDIR")).join("assay-work"),
-            )
-            .env_remove("RUST_LOG")
-            .env_remove("NEV_MODEL_API_KEY")
-            .env_remove("NEV_CANDIDATES")
-            .env_remove("NEV_CONCURRENCY")
-            .env_remove("MAX_COMPLETION_TOKENS");
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        cmd.output().expect("assay starts")
-    }
-
-    fn run_json(&self, args: &[&str], env: &[(&str, &str)]) -> (Value, String) {
-        let out = self.assay(args, env);
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(
-            out.status.success(),
-            "assay {args:?} failed: {stderr}\n{}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        let summary = serde_json::from_slice(&out.stdout).unwrap();
-        (summary, stderr)
-    }
-
-    fn replies(&self, batch: i64) -> Vec<assay::draw::Drawn> {
-        tokio::runtime::Runtime::new().unwrap().block_on(async {
-            let store = Store::open(&self.path("assay.db")).await.unwrap();
-            let r = store.draw_replies(batch).await.unwrap();
-            store.close().await;
-            r
-        })
-    }
+/// `assay ... --json` with `env` added, which must succeed: its summary
+/// and its stderr.
+fn run_json(s: &Scratch, args: &[&str], env: &[(&str, &str)]) -> (Value, String) {
+    let out = assay(s, args, env);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "assay {args:?} failed: {stderr}\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let summary = serde_json::from_slice(&out.stdout).unwrap();
+    (summary, stderr)
 }
 
 const PRESET: &str = "sampling = { temperature = 0.6, top_p = 0.95, top_k = 20, seed = 1 }";
@@ -157,14 +112,14 @@ fn every_dialect_records_the_gateways_counts_and_timings() {
         args.extend(["--pool".into(), format!("{n}=2")]);
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (summary, stderr) = s.run_json(&args, &[]);
+    let (summary, stderr) = run_json(&s, &args, &[]);
     assert_eq!(summary["status"], "finished", "{summary}");
     assert_eq!(
         summary["pool"],
         "vllm+llamacpp+tabby+think-content+think-field"
     );
     assert!(!stderr.contains("warning"), "{stderr}");
-    let replies = s.replies(summary["batch_id"].as_i64().unwrap());
+    let replies = s.draw_replies(summary["batch_id"].as_i64().unwrap());
     assert_eq!(replies.len(), 10);
 
     let served = gw.served();
@@ -308,7 +263,8 @@ fn every_fault_is_recorded_and_the_batch_completes() {
         args.extend(["--pool".into(), format!("{name}={share}")]);
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (summary, stderr) = s.run_json(
+    let (summary, stderr) = run_json(
+        &s,
         &args,
         &[("GW_KEY", "the-right-key"), ("WRONG_KEY", "not-the-key")],
     );
@@ -324,7 +280,7 @@ fn every_fault_is_recorded_and_the_batch_completes() {
     ));
 
     let batch = summary["batch_id"].as_i64().unwrap();
-    let replies = s.replies(batch);
+    let replies = s.draw_replies(batch);
     let by_pool = |p: &str| -> Vec<&assay::draw::Reply> {
         replies
             .iter()
@@ -425,7 +381,7 @@ fn every_fault_is_recorded_and_the_batch_completes() {
     assert_eq!(sent_to("no-such-model", "Bearer the-right-key"), 1);
 
     // What extraction made of them: failed draws are not extracted.
-    let shown = s.assay(&["show", &batch.to_string(), "--json"], &[]);
+    let shown = assay(&s, &["show", &batch.to_string(), "--json"], &[]);
     let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
     let extract: HashMap<String, Vec<String>> = shown["candidates"]
         .as_array()
@@ -493,7 +449,8 @@ fn no_key_appears_anywhere() {
         )
         + &pool("default", &gw, "m", "");
     let file = s.write("pools.toml", &pools);
-    let out = s.assay(
+    let out = assay(
+        &s,
         &[
             "run",
             &tiny(),
@@ -553,7 +510,7 @@ fn no_key_appears_anywhere() {
 
     // The probe and the scorer did not see the keys; the control shows the
     // probe check can fail.
-    let summary = s.assay(&["show", "1", "--json"], &[]);
+    let summary = assay(&s, &["show", "1", "--json"], &[]);
     let shown: Value = serde_json::from_slice(&summary.stdout).unwrap();
     let cands = shown["candidates"].as_array().unwrap();
     let keyed: Vec<&Value> = cands.iter().filter(|c| c["pool"] == "keyed").collect();
@@ -610,9 +567,8 @@ fn a_race_takes_from_the_faster_pool_and_cancels_the_rest() {
         let pools_toml = pool("fast", &gw, "fast", "max_in_flight = 2")
             .replace("max_in_flight = 1\n", "")
             + &pool("slow", &gw, "slow", "max_in_flight = 2").replace("max_in_flight = 1\n", "");
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("pools.toml");
-        std::fs::write(&path, pools_toml).unwrap();
+        let scratch = Scratch::new();
+        let path = scratch.write("pools.toml", &pools_toml);
         let file = assay::draw::pools::PoolsFile::load(&path).unwrap();
         let http = |name: &str| {
             assay::draw::http::HttpPool::new(
@@ -682,9 +638,9 @@ fn tiny_spec(s: &Scratch, extra: &str) -> String {
         p("committed.rs"),
         p("replies.jsonl"),
     );
-    std::fs::create_dir_all(s.path("task")).unwrap();
-    std::fs::write(s.path("task/spec.toml"), text).unwrap();
-    s.path("task").display().to_string()
+    std::fs::create_dir_all(s.join("task")).unwrap();
+    std::fs::write(s.join("task/spec.toml"), text).unwrap();
+    s.join("task").display().to_string()
 }
 
 /// With `single_fence`, the stream is closed once the Rust fence closes:
@@ -715,7 +671,7 @@ fn a_single_fence_reply_is_cut_when_its_fence_closes() {
     let s = Scratch::new();
     let dir = tiny_spec(&s, "pools = [\"cutter\"]\nsingle_fence = true");
     std::fs::write(
-        s.path("task/pools.toml"),
+        s.join("task/pools.toml"),
         pool(
             "cutter",
             &gw,
@@ -724,10 +680,10 @@ fn a_single_fence_reply_is_cut_when_its_fence_closes() {
         ),
     )
     .unwrap();
-    let (summary, _) = s.run_json(&["run", &dir, "--json"], &[]);
+    let (summary, _) = run_json(&s, &["run", &dir, "--json"], &[]);
     assert_eq!(summary["pool"], "cutter");
     assert_eq!(summary["compiled"], 1, "{summary}");
-    let replies = s.replies(summary["batch_id"].as_i64().unwrap());
+    let replies = s.draw_replies(summary["batch_id"].as_i64().unwrap());
     assert_eq!(replies.len(), 2);
     for d in &replies {
         let r = &d.reply;
@@ -757,7 +713,7 @@ fn flags_beat_environment_beats_files() {
     let f = file.display().to_string();
     let base = ["run", &*tiny(), "--json", "--pools", &f, "--pool", "bare"];
     let env = [("NEV_CANDIDATES", "3"), ("MAX_COMPLETION_TOKENS", "200")];
-    let (summary, stderr) = s.run_json(&base, &env);
+    let (summary, stderr) = run_json(&s, &base, &env);
     assert_eq!(summary["replies"], 3, "NEV_CANDIDATES beats the spec's n");
     assert!(
         stderr.contains("pool `bare` has no sampling preset"),
@@ -765,7 +721,7 @@ fn flags_beat_environment_beats_files() {
     );
     let mut args = base.to_vec();
     args.extend(["-n", "2", "--max-completion-tokens", "100"]);
-    let (summary, _) = s.run_json(&args, &env);
+    let (summary, _) = run_json(&s, &args, &env);
     assert_eq!(summary["replies"], 2, "-n beats NEV_CANDIDATES");
     let caps: Vec<u64> = gw
         .received()
@@ -782,7 +738,7 @@ fn bad_draw_input_is_one_line_and_exit_2() {
     let s = Scratch::new();
     let good = "[pools.a]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\napi_key_env = \"ASSAY_UNSET_KEY_VAR\"\n";
     // Not in the working directory, where it would be the default file.
-    std::fs::create_dir(s.path("cfg")).unwrap();
+    std::fs::create_dir(s.join("cfg")).unwrap();
     let file = s.write("cfg/pools.toml", good);
     let bad = s.write(
         "cfg/bad.toml",
@@ -819,7 +775,7 @@ fn bad_draw_input_is_one_line_and_exit_2() {
         ),
     ];
     for (args, want) in cases {
-        let out = s.assay(args, &[]);
+        let out = assay(&s, args, &[]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
@@ -832,7 +788,7 @@ fn bad_draw_input_is_one_line_and_exit_2() {
         };
         assert_eq!(err.trim_end().lines().count(), lines, "{args:?}: {err}");
     }
-    assert!(!s.path("assay.db").exists(), "nothing was stored");
+    assert!(!s.db().exists(), "nothing was stored");
 }
 
 #[path = "common/llama.rs"]

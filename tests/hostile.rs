@@ -12,14 +12,18 @@
 //! the kernel has no memory controller the test checks that the batch says
 //! so (a warning), and the verdict the candidate gets without one.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::SystemTime;
 
 use serde_json::Value;
+
+use common::{repo, shared_target_dir, shared_work_dir, Scratch};
 
 /// The variable a real pool's API key would be in.
 const KEY_VARIABLE: &str = "ASSAY_HOSTILE_API_KEY";
@@ -70,14 +74,6 @@ fn cgroup_bases() -> Vec<PathBuf> {
     bases
 }
 
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn shared_work_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("assay-work")
-}
-
 fn fixture() -> PathBuf {
     repo().join("tests/fixtures/hostile")
 }
@@ -113,7 +109,7 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 
 #[test]
 fn hostile_candidates_get_their_verdicts_and_change_nothing_outside() {
-    let scratch = tempfile::tempdir().unwrap();
+    let scratch = Scratch::new();
     let started = SystemTime::now();
     let canary = format!(
         "sk-hostile-canary-{}-{}",
@@ -145,13 +141,9 @@ fn hostile_candidates_get_their_verdicts_and_change_nothing_outside() {
         Err(e) => panic!("cannot listen on 127.0.0.1:{LISTEN_PORT}: {e}"),
     };
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_assay"))
-        .args(["run", &fixture().display().to_string(), "--json"])
-        .current_dir(scratch.path())
-        .env("ASSAY_DB", scratch.path().join("assay.db"))
-        .env("ASSAY_WORK_DIR", shared_work_dir())
+    let mut child = scratch
+        .command(&["run", &fixture().display().to_string(), "--json"])
         .env(KEY_VARIABLE, &canary)
-        .env_remove("RUST_LOG")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -212,12 +204,7 @@ fn hostile_candidates_get_their_verdicts_and_change_nothing_outside() {
 
     // Every verdict as recorded.
     let batch = summary["batch_id"].as_i64().unwrap().to_string();
-    let out = Command::new(env!("CARGO_BIN_EXE_assay"))
-        .args(["show", &batch, "--json"])
-        .current_dir(scratch.path())
-        .env("ASSAY_DB", scratch.path().join("assay.db"))
-        .output()
-        .unwrap();
+    let out = scratch.assay(&["show", &batch, "--json"]);
     assert!(out.status.success());
     let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
     let candidates = shown["candidates"].as_array().unwrap();
@@ -323,7 +310,7 @@ fn hostile_candidates_get_their_verdicts_and_change_nothing_outside() {
     let mut scanned = files_under(scratch.path());
     scanned.extend(files_under(&shared_work_dir().join("hostile")));
     for profile in ["debug", "release"] {
-        let dir = shared_work_dir().join("target").join(profile);
+        let dir = shared_target_dir().join(profile);
         for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
             let fresh = entry
                 .metadata()

@@ -19,7 +19,6 @@ use std::path::Path;
 use assay::draw::{DrawEvent, Drawn, Outcome, Plan};
 use assay::progress::Progress;
 use assay::spec::SplitMode;
-use assay::store::Store;
 use assay_gateway::{Exchange, Recorder};
 use common::{repo, Scratch};
 use llama::{LlamaServer, Options};
@@ -70,15 +69,6 @@ fn task(s: &Scratch, draw: &str, pools: &str) -> String {
     std::fs::write(dir.join("spec.toml"), text).unwrap();
     std::fs::write(dir.join("pools.toml"), pools).unwrap();
     dir.display().to_string()
-}
-
-fn replies(db: &Path, batch: i64) -> Vec<Drawn> {
-    tokio::runtime::Runtime::new().unwrap().block_on(async {
-        let store = Store::open(db).await.unwrap();
-        let r = store.draw_replies(batch).await.unwrap();
-        store.close().await;
-        r
-    })
 }
 
 /// The exchange of request `k` of a pool (its seed is the base seed + k).
@@ -138,7 +128,7 @@ fn a_grammar_forced_batch_stores_what_the_server_sent() {
     let summary = s.json(&["run", &dir, "--json", "-n", "9"]);
     assert_eq!(summary["status"], "finished", "{summary}");
     let batch = summary["batch_id"].as_i64().unwrap();
-    let stored = replies(&s.db(), batch);
+    let stored = s.draw_replies(batch);
     assert_eq!(stored.len(), 9);
     let exchanges = proxy.settled();
     assert_eq!(exchanges.len(), 9, "one request per reply, no retry");
@@ -231,7 +221,7 @@ fn an_early_stop_knows_its_tokens() {
     );
     let summary = s.json(&["run", &dir, "--json", "-n", "2"]);
     assert_eq!(summary["compiled"], 1, "{summary}");
-    let stored = replies(&s.db(), summary["batch_id"].as_i64().unwrap());
+    let stored = s.draw_replies(summary["batch_id"].as_i64().unwrap());
     let exchanges = proxy.settled();
     for d in &stored {
         let r = &d.reply;
@@ -333,7 +323,7 @@ fn a_wrong_key_and_a_context_overflow_fail_the_draw_after_one_request() {
         );
         let body: Value = serde_json::from_str(&exchanges[0].body).unwrap();
         assert!(body["error"]["code"].is_u64(), "an integer code: {body}");
-        let stored = replies(&s.db(), 1);
+        let stored = s.draw_replies(1);
         assert_eq!(stored.len(), 4);
         let status = exchanges[0].status;
         assert_eq!(stored[0].reply.outcome, Outcome::HttpError { status });
@@ -364,13 +354,11 @@ fn a_race_over_two_real_servers() {
     });
     let a = Recorder::start_on_thread(&llama::shared().url()).unwrap();
     let b = Recorder::start_on_thread(&other.url()).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("pools.toml");
-    std::fs::write(
-        &path,
-        pool("a", &a.base_url(), SOLUTION, "") + &pool("b", &b.base_url(), SOLUTION, ""),
-    )
-    .unwrap();
+    let s = Scratch::new();
+    let path = s.write(
+        "pools.toml",
+        &(pool("a", &a.base_url(), SOLUTION, "") + &pool("b", &b.base_url(), SOLUTION, "")),
+    );
     let file = assay::draw::pools::PoolsFile::load(&path).unwrap();
     let http = |name: &str| {
         assay::draw::http::HttpPool::new(
@@ -451,7 +439,7 @@ fn a_real_draw_killed_in_its_middle_resumes() {
     );
     let stopped = s.start_at("pause@draw.reply#2", &["run", &dir, "-n", "6"]);
     stopped.kill9();
-    let kept: Vec<usize> = replies(&s.db(), 1).iter().map(|d| d.idx).collect();
+    let kept: Vec<usize> = s.draw_replies(1).iter().map(|d| d.idx).collect();
     assert!(
         kept.len() >= 2 && kept.len() < 6,
         "stopped mid-draw: {kept:?}"
@@ -460,7 +448,7 @@ fn a_real_draw_killed_in_its_middle_resumes() {
 
     let text = s.assay_ok(&["run", "--resume", "1"]);
     assert!(text.contains("resume 1 at "), "{text}");
-    let stored = replies(&s.db(), 1);
+    let stored = s.draw_replies(1);
     assert_eq!(
         stored.iter().map(|d| d.idx).collect::<Vec<_>>(),
         (0..6).collect::<Vec<_>>()

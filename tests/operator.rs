@@ -4,26 +4,23 @@
 //! log of what it served: throughput never above what the schedule allows,
 //! TTFT between the injected delay and the reply's end, the right peak
 //! level (how close the figures come is for bench/draw_throughput.rs). Runs of
-//! the real binary share the warm work directory of tests/e2e.rs and take
+//! the real binary share the warm work directory (tests/common) and take
 //! one lock, so no two runs of this file compete for the CPU while timed.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use std::path::Path;
+use std::process::Output;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use assay_gateway::{Config, Dialect, Gateway, Model, Recorded, Served};
 use serde_json::Value;
 
+use common::{repo, tiny, Scratch};
+
+/// One run of the binary at a time (see the module comment).
 static RUNS: Mutex<()> = Mutex::new(());
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn tiny() -> String {
-    repo().join("tests/fixtures/tiny").display().to_string()
-}
 
 /// Replies of the tiny fixture's corpus by index (see its expected.jsonl):
 /// 0 and 1 are correct, 2 does not compile, 4 passes half the cases.
@@ -44,50 +41,17 @@ fn tiny_replies(indices: &[usize]) -> Vec<Recorded> {
         .collect()
 }
 
-struct Scratch {
-    dir: tempfile::TempDir,
+/// `assay` in the scratch directory, one run at a time (see the module
+/// comment).
+fn assay(s: &Scratch, args: &[&str]) -> Output {
+    let _one = RUNS.lock().unwrap_or_else(|e| e.into_inner());
+    s.assay(args)
 }
 
-impl Scratch {
-    fn new() -> Scratch {
-        Scratch {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn write(&self, name: &str, text: &str) -> PathBuf {
-        let p = self.dir.path().join(name);
-        std::fs::write(&p, text).unwrap();
-        p
-    }
-
-    fn assay(&self, args: &[&str]) -> Output {
-        let _one = RUNS.lock().unwrap_or_else(|e| e.into_inner());
-        Command::new(env!("CARGO_BIN_EXE_assay"))
-            .args(args)
-            .current_dir(self.dir.path())
-            .env("ASSAY_DB", self.dir.path().join("assay.db"))
-            .env(
-                "ASSAY_WORK_DIR",
-                Path::new(env!("CARGO_TARGET_TMPDIR")).join("assay-work"),
-            )
-            .env_remove("RUST_LOG")
-            .env_remove("NEV_MODEL_API_KEY")
-            .env_remove("NEV_CONCURRENCY")
-            .env_remove("MAX_COMPLETION_TOKENS")
-            .output()
-            .expect("assay starts")
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let out = self.assay(args);
-        assert!(
-            out.status.success(),
-            "assay {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
-    }
+/// `assay ... --json`, which must succeed, one run at a time.
+fn json(s: &Scratch, args: &[&str]) -> Value {
+    let _one = RUNS.lock().unwrap_or_else(|e| e.into_inner());
+    s.json(args)
 }
 
 /// With `ASSAY_KEEP_CHARTS=DIR`, a report and its chart are copied there
@@ -95,17 +59,13 @@ impl Scratch {
 fn keep(s: &Scratch, chart: &str, report: &Value, name: &str) {
     if let Some(dir) = std::env::var_os("ASSAY_KEEP_CHARTS") {
         let dir = Path::new(&dir);
-        std::fs::copy(s.dir.path().join(chart), dir.join(format!("{name}.svg"))).unwrap();
+        std::fs::copy(s.join(chart), dir.join(format!("{name}.svg"))).unwrap();
         std::fs::write(
             dir.join(format!("{name}.json")),
             serde_json::to_string_pretty(report).unwrap(),
         )
         .unwrap();
-        std::fs::copy(
-            s.dir.path().join("assay.db"),
-            dir.join(format!("{name}.db")),
-        )
-        .unwrap();
+        std::fs::copy(s.db(), dir.join(format!("{name}.db"))).unwrap();
     }
 }
 
@@ -167,23 +127,26 @@ fn compare_runs_a_batch_per_pool_and_matches_the_gateway() {
     );
     let pools = pools.display().to_string();
     let tiny = tiny();
-    let report = s.json(&[
-        "compare",
-        "--spec",
-        &tiny,
-        "--pool",
-        "fast",
-        "--pool",
-        "slow",
-        "-n",
-        "8",
-        "--pools",
-        &pools,
-        "--sequential",
-        "--json",
-        "--svg",
-        "cmp.svg",
-    ]);
+    let report = json(
+        &s,
+        &[
+            "compare",
+            "--spec",
+            &tiny,
+            "--pool",
+            "fast",
+            "--pool",
+            "slow",
+            "-n",
+            "8",
+            "--pools",
+            &pools,
+            "--sequential",
+            "--json",
+            "--svg",
+            "cmp.svg",
+        ],
+    );
     let figures = report["pools"].as_array().unwrap();
     assert_eq!(figures.len(), 2);
     let (fast, slow) = (&figures[0], &figures[1]);
@@ -252,7 +215,7 @@ fn compare_runs_a_batch_per_pool_and_matches_the_gateway() {
     assert_eq!(slow["admitted_per_draw_minute"], 0.0);
 
     keep(&s, "cmp.svg", &report, "compare");
-    let svg = std::fs::read_to_string(s.dir.path().join("cmp.svg")).unwrap();
+    let svg = std::fs::read_to_string(s.join("cmp.svg")).unwrap();
     assert!(svg.contains("(fast)") && svg.contains("(slow)"));
 }
 
@@ -278,9 +241,12 @@ fn compare_runs_pools_at_once_by_default() {
     let pools = s.write("pools.toml", &(pool("a", &gw, 2) + &pool("b", &gw, 2)));
     let pools = pools.display().to_string();
     let tiny = tiny();
-    let out = s.assay(&[
-        "compare", "--spec", &tiny, "--pool", "a", "--pool", "b", "-n", "2", "--pools", &pools,
-    ]);
+    let out = assay(
+        &s,
+        &[
+            "compare", "--spec", &tiny, "--pool", "a", "--pool", "b", "-n", "2", "--pools", &pools,
+        ],
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -304,7 +270,7 @@ fn compare_runs_pools_at_once_by_default() {
     );
     assert!(row("output tok/s").ends_with("unknown"), "{text}");
     assert!(text.contains("--sequential for separate figures"), "{text}");
-    let listed = s.json(&["batches", "--json"]);
+    let listed = json(&s, &["batches", "--json"]);
     assert_eq!(listed.as_array().unwrap().len(), 2);
 }
 
@@ -325,20 +291,23 @@ fn ladder_finds_the_peak_the_gateway_injected() {
     let pools = s.write("pools.toml", &pool("knee", &gw, 1));
     let pools = pools.display().to_string();
     let tiny = tiny();
-    let ladder = s.json(&[
-        "ladder",
-        "--spec",
-        &tiny,
-        "--pool",
-        "knee",
-        "--levels",
-        "1,2,4,8",
-        "--pools",
-        &pools,
-        "--json",
-        "--svg",
-        "ladder.svg",
-    ]);
+    let ladder = json(
+        &s,
+        &[
+            "ladder",
+            "--spec",
+            &tiny,
+            "--pool",
+            "knee",
+            "--levels",
+            "1,2,4,8",
+            "--pools",
+            &pools,
+            "--json",
+            "--svg",
+            "ladder.svg",
+        ],
+    );
     assert_eq!(ladder["ranking"], "aggregate_output_tok_per_s");
     assert_eq!(ladder["peak_level"], 4, "{ladder:#}");
     let levels = ladder["levels"].as_array().unwrap();
@@ -366,18 +335,21 @@ fn ladder_finds_the_peak_the_gateway_injected() {
         );
         assert!(level["per_stream_tok_per_s"].as_f64().unwrap() > 0.0);
         // Each level is a stored batch.
-        let shown = s.json(&["show", &level["batch_id"].to_string(), "--json"]);
+        let shown = json(&s, &["show", &level["batch_id"].to_string(), "--json"]);
         assert_eq!(shown["replies"], l);
     }
     assert_eq!(at, served.len());
     keep(&s, "ladder.svg", &ladder, "ladder");
-    let svg = std::fs::read_to_string(s.dir.path().join("ladder.svg")).unwrap();
+    let svg = std::fs::read_to_string(s.join("ladder.svg")).unwrap();
     assert!(svg.contains("peak at 4"));
 
     // A zero level is refused before anything runs.
-    let out = s.assay(&[
-        "ladder", "--spec", &tiny, "--pool", "knee", "--levels", "1,0", "--pools", &pools,
-    ]);
+    let out = assay(
+        &s,
+        &[
+            "ladder", "--spec", &tiny, "--pool", "knee", "--levels", "1,0", "--pools", &pools,
+        ],
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("0 is not a concurrency level"));
 }

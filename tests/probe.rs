@@ -1,70 +1,16 @@
 //! The probe end to end: the edge-case corpus in every mode, the replay tool
 //! on both bundled batches, and a warm target directory that stays warm when
 //! `assay` runs under `cargo run`. Every run shares the warm work directory
-//! of tests/e2e.rs.
+//! (tests/common).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use std::path::Path;
+use std::process::Command;
 
 use serde_json::Value;
 
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn shared_work_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("assay-work")
-}
-
-struct Scratch {
-    dir: tempfile::TempDir,
-}
-
-impl Scratch {
-    fn new() -> Scratch {
-        Scratch {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn db(&self) -> PathBuf {
-        self.dir.path().join("assay.db")
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_assay"));
-        cmd.args(args)
-            .current_dir(self.dir.path())
-            .env("ASSAY_DB", self.db())
-            .env("ASSAY_WORK_DIR", shared_work_dir())
-            .env_remove("RUST_LOG");
-        cmd
-    }
-
-    fn assay(&self, args: &[&str]) -> Output {
-        self.command(args).output().expect("assay starts")
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let out = self.assay(args);
-        assert!(
-            out.status.success(),
-            "assay {args:?} failed: {}\n{}",
-            String::from_utf8_lossy(&out.stderr),
-            String::from_utf8_lossy(&out.stdout)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
-    }
-
-    fn run_batch(&self, spec: &Path) -> String {
-        let summary = self.json(&["run", &spec.display().to_string(), "--json"]);
-        summary["batch_id"].as_i64().unwrap().to_string()
-    }
-
-    async fn store(&self) -> assay::store::Store {
-        assay::store::Store::open(&self.db()).await.unwrap()
-    }
-}
+use common::{repo, shared_target_dir, shared_work_dir, Scratch};
 
 fn replay_json(scratch: &Scratch, batch: &str, modes: &str) -> (Option<i32>, Value) {
     let out = scratch.assay(&["replay", batch, "--modes", modes, "--json"]);
@@ -255,9 +201,7 @@ async fn a_differing_verdict_is_reported_with_exit_code_1() {
     let scratch = Scratch::new();
     let batch = scratch.run_batch(&repo().join("tests/fixtures/tiny"));
     {
-        let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", scratch.db().display()))
-            .await
-            .unwrap();
+        let pool = scratch.connect().await;
         // Candidate 2 of tiny fails to compile; pretend it had compiled.
         let changed = sqlx::query("UPDATE probe_verdicts SET verdict = 'compiled' WHERE idx = 2")
             .execute(&pool)
@@ -386,15 +330,13 @@ async fn the_probe_stays_warm_under_cargo_run() {
         "fn main() {\n    let status = std::process::Command::new(env!(\"ASSAY_EXE\"))\n        .args(std::env::args_os().skip(1))\n        .status()\n        .unwrap();\n    std::process::exit(status.code().unwrap_or(1));\n}\n",
     )
     .unwrap();
-    let out = Command::new("cargo")
+    let out = scratch
+        .prepare(&mut Command::new("cargo"))
         .args(["+stable", "run", "--quiet", "--manifest-path"])
         .arg(wrapper.join("Cargo.toml"))
         .args(["--", "run", &spec, "--json"])
         .env("ASSAY_EXE", env!("CARGO_BIN_EXE_assay"))
-        .env("ASSAY_DB", scratch.db())
-        .env("ASSAY_WORK_DIR", shared_work_dir())
         .env("CARGO_TARGET_DIR", wrapper.join("target"))
-        .current_dir(scratch.dir.path())
         .output()
         .expect("cargo runs");
     assert!(
@@ -454,7 +396,7 @@ async fn the_probe_stays_warm_under_cargo_run() {
             ])
             .arg(shared_work_dir().join("fresh/Cargo.toml"))
             .arg("--target-dir")
-            .arg(shared_work_dir().join("target"))
+            .arg(shared_target_dir())
             .env("CARGO_MANIFEST_DIR", manifest_dir)
             .output()
             .unwrap();

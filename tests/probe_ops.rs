@@ -3,7 +3,7 @@
 //! that runs past `--build-timeout` is a timeout and is not retried; the
 //! toolchain is recorded on every probe run and shown; the probe's flags
 //! refuse zero and absurd values in one line naming the flag. Every run
-//! shares the warm work directory of tests/e2e.rs.
+//! shares the warm work directory (tests/common).
 
 mod common;
 

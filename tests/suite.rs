@@ -29,10 +29,12 @@ use assay::suite::{
     completion_program, load_problems, split_cases, CaseEnd, CompletionOutcome, Completions,
     Problem, Split, Status,
 };
+use common::{repo, Scratch};
 use multiple_ref::{End, RUN_TIMEOUT};
+use serde_json::Value;
 
 fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/suite")
+    repo().join("tests/fixtures/suite")
 }
 
 /// (problem, completion) in input order, with each completion's index
@@ -106,7 +108,7 @@ fn program_text_is_the_reference_methods() {
 #[test]
 fn reference_method_gives_the_expected_statuses() {
     let f = load();
-    let scratch = tempfile::tempdir().unwrap();
+    let scratch = Scratch::new();
     let got = multiple_ref::evaluate_all(&programs(&f), scratch.path());
     if std::env::var_os("ASSAY_BLESS").is_some() {
         let mut out = String::new();
@@ -170,7 +172,7 @@ fn run_split(program: &str, scratch: &Path) -> (CompletionOutcome, usize) {
 fn case_split_runs_give_the_reference_statuses_except_early_exits() {
     let f = load();
     let want = expected(&f);
-    let scratch = tempfile::tempdir().unwrap();
+    let scratch = Scratch::new();
     let programs = programs(&f);
     let outcomes = multiple_ref::pool(&programs, multiple_ref::cpus(), |p| {
         run_split(p, scratch.path())
@@ -225,9 +227,6 @@ fn case_split_runs_give_the_reference_statuses_except_early_exits() {
 
 // ---------------------------------------------------------------------------
 // The real binary on the fixture.
-
-use common::Scratch;
-use serde_json::Value;
 
 fn arg(p: PathBuf) -> String {
     p.display().to_string()

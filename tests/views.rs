@@ -1,73 +1,22 @@
 //! End-to-end: the operator views of stored batches (`compare`, `export`,
 //! `show`) through the real binary, on batches of the tiny fixture. Every
-//! run shares the warm work directory of tests/e2e.rs.
+//! run shares the warm work directory (tests/common).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-use serde_json::Value;
+use common::{tiny, Scratch};
 
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-struct Scratch {
-    dir: tempfile::TempDir,
-}
-
-impl Scratch {
-    fn new() -> Scratch {
-        Scratch {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn assay(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_assay"))
-            .args(args)
-            .current_dir(self.dir.path())
-            .env("ASSAY_DB", self.path("assay.db"))
-            .env(
-                "ASSAY_WORK_DIR",
-                Path::new(env!("CARGO_TARGET_TMPDIR")).join("assay-work"),
-            )
-            .env_remove("RUST_LOG")
-            .output()
-            .expect("assay starts")
-    }
-
-    fn assay_ok(&self, args: &[&str]) -> String {
-        let out = self.assay(args);
-        assert!(
-            out.status.success(),
-            "assay {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let text = self.assay_ok(args);
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-    }
-
-    /// Two batches of the tiny fixture: all six replies, then the first three.
-    fn two_batches() -> Scratch {
-        let scratch = Scratch::new();
-        let tiny = repo().join("tests/fixtures/tiny").display().to_string();
-        scratch.assay_ok(&["run", &tiny, "--json"]);
-        scratch.assay_ok(&["run", &tiny, "-n", "3", "--json"]);
-        scratch
-    }
+/// Two batches of the tiny fixture: all six replies, then the first three.
+fn two_batches() -> Scratch {
+    let scratch = Scratch::new();
+    scratch.assay_ok(&["run", &tiny(), "--json"]);
+    scratch.assay_ok(&["run", &tiny(), "-n", "3", "--json"]);
+    scratch
 }
 
 #[test]
 fn compare_two_stored_batches() {
-    let scratch = Scratch::two_batches();
+    let scratch = two_batches();
     let report = scratch.json(&["compare", "1", "2", "--json", "--svg", "cmp.svg"]);
     let pools = report["pools"].as_array().unwrap();
     assert_eq!(pools.len(), 2);
@@ -106,7 +55,7 @@ fn compare_two_stored_batches() {
     assert_eq!(pools[1]["replies"], 3);
     assert_eq!(pools[0]["largest_duplicate_group"], 2);
 
-    let svg = std::fs::read_to_string(scratch.path("cmp.svg")).unwrap();
+    let svg = std::fs::read_to_string(scratch.join("cmp.svg")).unwrap();
     assert!(svg.starts_with("<svg"), "{}", &svg[..80.min(svg.len())]);
     assert!(svg.contains("batch 1 (replay)") && svg.contains("batch 2 (replay)"));
 
@@ -138,7 +87,7 @@ fn compare_two_stored_batches() {
 
 #[test]
 fn compare_needs_two_known_batches() {
-    let scratch = Scratch::two_batches();
+    let scratch = two_batches();
     let cases: &[(&[&str], &str)] = &[
         (&["compare", "1"], "compare: name at least two batches"),
         (&["compare", "1", "9"], "no batch 9"),
@@ -154,7 +103,7 @@ fn compare_needs_two_known_batches() {
 
 #[test]
 fn export_csv_and_json_agree_with_show() {
-    let scratch = Scratch::two_batches();
+    let scratch = two_batches();
     let shown = scratch.json(&["show", "1", "--json"]);
     let candidates = shown["candidates"].as_array().unwrap();
 
@@ -193,7 +142,7 @@ fn export_csv_and_json_agree_with_show() {
 
 #[test]
 fn show_adds_the_draw_figures() {
-    let scratch = Scratch::two_batches();
+    let scratch = two_batches();
     let shown = scratch.json(&["show", "2", "--json"]);
     assert_eq!(shown["figures"]["batch_id"], 2);
     assert_eq!(shown["figures"]["output_tokens"], 45);

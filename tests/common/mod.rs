@@ -1,7 +1,11 @@
-//! Helpers shared by the crash-safety and bad-input tests: a scratch
-//! directory per test with its own database (the Scratch pattern of
-//! tests/e2e.rs), the shared warm work directory, a way to start `assay`
-//! stopped at a test point, and direct SQL on the database file.
+//! Helpers shared by the tests that run the real binary: a scratch
+//! directory per test with its own database ([`Scratch`]), the warm work
+//! directory every test shares, a way to start `assay` stopped at a test
+//! point, and the store and direct SQL on the scratch database.
+//!
+//! The one place that knows where a test's database is and how to reach
+//! it (`Scratch::db`, `store`, `connect`, `sql`, `draw_replies`), so a
+//! switch of the tests' database backend happens here.
 
 #![allow(dead_code)]
 
@@ -17,9 +21,16 @@ pub fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The work directory every test shares (as in tests/e2e.rs).
+/// The work directory every test shares (generated packages and their
+/// cargo target), under cargo's test tmpdir, so no test rebuilds the
+/// dependency tree.
 pub fn shared_work_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("assay-work")
+}
+
+/// The cargo target directory of the shared work directory.
+pub fn shared_target_dir() -> PathBuf {
+    shared_work_dir().join("target")
 }
 
 pub fn tiny() -> String {
@@ -67,6 +78,8 @@ pub fn assert_refused(out: &Output, args: &[&str], want: &[&str]) -> String {
     err
 }
 
+/// A scratch directory with its own database and output folder; `assay`
+/// runs in it with the shared work directory.
 pub struct Scratch {
     pub dir: tempfile::TempDir,
 }
@@ -82,6 +95,18 @@ impl Scratch {
         self.dir.path()
     }
 
+    /// `name` inside the scratch directory.
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.path().join(name)
+    }
+
+    /// Writes `text` to `name` inside the scratch directory.
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
     /// The tiny task, harness included, copied into the scratch
     /// directory as `task/`, to be changed.
     pub fn tiny_copy(&self) -> PathBuf {
@@ -90,19 +115,33 @@ impl Scratch {
         dst
     }
 
+    /// The scratch database, as `ASSAY_DB` names it to every command.
     pub fn db(&self) -> PathBuf {
-        self.dir.path().join("assay.db")
+        self.join("assay.db")
     }
 
-    pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_assay"));
-        cmd.args(args)
-            .current_dir(self.dir.path())
+    /// Sets `cmd` up as `assay` runs here: in the scratch directory, with
+    /// its database and the shared work directory, and none of the
+    /// variables from the test's own environment that would change a run
+    /// (logging, a test point, an output folder, the draw's settings). For
+    /// a command that starts `assay` itself (`/usr/bin/time`, `cargo run`).
+    pub fn prepare<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
+        cmd.current_dir(self.path())
             .env("ASSAY_DB", self.db())
             .env("ASSAY_WORK_DIR", shared_work_dir())
             .env_remove("RUST_LOG")
             .env_remove("ASSAY_TEST_POINT")
-            .env_remove("ASSAY_OUT");
+            .env_remove("ASSAY_OUT")
+            .env_remove("NEV_MODEL_API_KEY")
+            .env_remove("NEV_CANDIDATES")
+            .env_remove("NEV_CONCURRENCY")
+            .env_remove("MAX_COMPLETION_TOKENS")
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_assay"));
+        cmd.args(args);
+        self.prepare(&mut cmd);
         cmd
     }
 
@@ -124,6 +163,12 @@ impl Scratch {
     pub fn json(&self, args: &[&str]) -> Value {
         let text = self.assay_ok(args);
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+    }
+
+    /// `assay run SPEC --json`, which must succeed; returns the batch id.
+    pub fn run_batch(&self, spec: &Path) -> String {
+        let summary = self.json(&["run", &spec.display().to_string(), "--json"]);
+        summary["batch_id"].as_i64().unwrap().to_string()
     }
 
     /// Starts `assay` with a test point armed and returns once it has
@@ -169,14 +214,16 @@ impl Scratch {
         }
     }
 
+    /// The store on the scratch database (which must exist), as `assay`
+    /// opens it.
+    pub async fn store(&self) -> assay::store::Store {
+        assay::store::Store::open(&self.db()).await.unwrap()
+    }
+
     /// Creates the scratch database, empty but for its schema, as the
     /// first `run` would (reading commands never create one).
     pub fn create_empty_db(&self) {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
+        block_on(async {
             assay::store::Store::open(&self.db())
                 .await
                 .expect("a new database opens")
@@ -185,27 +232,49 @@ impl Scratch {
         });
     }
 
-    /// Runs SQL against the database file (a second connection, as another
-    /// process would).
+    /// The replies a batch's draw stored, in the store's order.
+    pub fn draw_replies(&self, batch: i64) -> Vec<assay::draw::Drawn> {
+        block_on(async {
+            let store = self.store().await;
+            let replies = store.draw_replies(batch).await.unwrap();
+            store.close().await;
+            replies
+        })
+    }
+
+    /// A second connection to the database file, as another process would
+    /// open one, for SQL the store has no method for. Close it when done.
+    pub async fn connect(&self) -> sqlx::SqlitePool {
+        let options = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(self.db())
+            .busy_timeout(Duration::from_secs(10));
+        sqlx::sqlite::SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options)
+            .await
+            .unwrap()
+    }
+
+    /// Runs SQL against the database file over [`Scratch::connect`], from
+    /// a test that is not async.
     pub fn sql<T>(&self, f: impl AsyncFnOnce(&sqlx::SqlitePool) -> T) -> T {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let options = sqlx::sqlite::SqliteConnectOptions::new()
-                .filename(self.db())
-                .busy_timeout(Duration::from_secs(10));
-            let pool = sqlx::sqlite::SqlitePoolOptions::new()
-                .max_connections(1)
-                .connect_with(options)
-                .await
-                .unwrap();
+        block_on(async {
+            let pool = self.connect().await;
             let out = f(&pool).await;
             pool.close().await;
             out
         })
     }
+}
+
+/// Runs `f` to its end on a runtime of its own (the tests that call this
+/// are not async).
+fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
 }
 
 /// An `assay` process held at a test point.

@@ -505,6 +505,7 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
                             "batch_id": b.id, "task": b.task, "pool": b.pool, "n": b.n,
                             "status": b.status.as_str(), "started_at": b.started_at,
                             "finished_at": b.finished_at, "failure": b.failure,
+                            "lane": b.lane, "lease_lapsed": b.lease_lapsed,
                         })
                     })
                     .collect();

@@ -504,6 +504,7 @@ mod tests {
             sandbox_warnings: None,
             committed_hash: None,
             lane: None,
+            lease_lapsed: false,
         }
     }
 

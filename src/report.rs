@@ -57,6 +57,9 @@ pub struct Summary {
     pub probe_run: Option<ProbeRunRow>,
     /// The lane that ran the batch, when one did (`assay lane`).
     pub lane: Option<String>,
+    /// Running, but its lane's lease on the queue item ran out: the next
+    /// lane to claim the item takes the batch over.
+    pub lease_lapsed: bool,
 }
 
 /// A group of candidates with one fingerprint.
@@ -191,6 +194,7 @@ impl Summary {
             promotions: Vec::new(),
             probe_run: None,
             lane: batch.lane.clone(),
+            lease_lapsed: batch.lease_lapsed,
         }
     }
 
@@ -263,6 +267,12 @@ impl Summary {
         }
         if let Some(lane) = &self.lane {
             let _ = writeln!(out, "lane: {lane} (from the store's queue)");
+        }
+        if self.lease_lapsed {
+            let _ = writeln!(
+                out,
+                "lease lapsed: its lane stopped renewing; the next lane to claim the item resumes it"
+            );
         }
         for w in &self.sandbox_warnings {
             let _ = writeln!(out, "sandbox warning: {w}");
@@ -532,7 +542,10 @@ pub fn batch_table(batches: &[BatchRow]) -> String {
                 b.id.to_string(),
                 b.task.clone(),
                 b.pool.clone(),
-                b.status.as_str().to_owned(),
+                match (b.status, b.lease_lapsed) {
+                    (crate::store::BatchStatus::Running, true) => "running (lease lapsed)".into(),
+                    (status, _) => status.as_str().to_owned(),
+                },
                 b.n.to_string(),
                 b.started_at.clone(),
             ]

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use sqlx::Row;
 
+use super::backend::{now_ms_sql, Backend};
 use super::{flag, BatchId, Store, StoreError};
 use crate::account::{Phase, PhaseFigures};
 use crate::owner::Owner;
@@ -52,6 +53,11 @@ pub struct BatchRow {
     pub committed_hash: Option<String>,
     /// The lane that ran it, when a lane did (`assay lane`).
     pub lane: Option<String>,
+    /// Running for a queue item whose lease ran out: its lane stopped
+    /// renewing (killed, or cut off from the store), and the next lane to
+    /// claim the item resumes the batch. A lane on another machine cannot
+    /// be seen dead any other way.
+    pub lease_lapsed: bool,
 }
 
 /// A batch the database says is running, with its owner where known.
@@ -104,11 +110,22 @@ fn owner_of(r: &sqlx::any::AnyRow) -> Option<Owner> {
     })
 }
 
-const BATCH_SELECT: &str =
-    "SELECT id, task, spec_path, pool, n, status, started_at, finished_at, errors_dir,
-        committed_verdict, committed_passed, committed_total, failure,
-        dedup_by, sandbox, sandbox_warnings, committed_hash, committed_cpu_ms, committed_cases, lane
-     FROM batches";
+/// The columns of a `BatchRow`; the lease is read on the store's clock.
+fn batch_select(backend: Backend) -> String {
+    format!(
+        "SELECT id, task, spec_path, pool, n, status, started_at, finished_at, errors_dir,
+            committed_verdict, committed_passed, committed_total, failure,
+            dedup_by, sandbox, sandbox_warnings, committed_hash, committed_cpu_ms, committed_cases,
+            lane,
+            CASE WHEN status = 'running' AND EXISTS (
+                SELECT 1 FROM work_items w
+                 WHERE w.batch_id = batches.id AND w.state = 'running'
+                   AND w.lease_until_ms < {now})
+            THEN 1 ELSE 0 END AS lease_lapsed
+         FROM batches",
+        now = now_ms_sql(backend)
+    )
+}
 
 impl BatchStatus {
     pub fn as_str(&self) -> &'static str {
@@ -262,7 +279,8 @@ impl Store {
     pub async fn batches(&self) -> Result<Vec<BatchRow>, StoreError> {
         // A suite's problems are batches too, listed by `assay suite`.
         let rows = sqlx::query(&format!(
-            "{BATCH_SELECT} WHERE id NOT IN (SELECT batch_id FROM suite_problems) ORDER BY id"
+            "{} WHERE id NOT IN (SELECT batch_id FROM suite_problems) ORDER BY id",
+            batch_select(self.backend())
         ))
         .fetch_all(&self.pool)
         .await
@@ -271,7 +289,7 @@ impl Store {
     }
 
     pub async fn batch(&self, id: BatchId) -> Result<BatchRow, StoreError> {
-        let row = sqlx::query(&format!("{BATCH_SELECT} WHERE id = $1"))
+        let row = sqlx::query(&format!("{} WHERE id = $1", batch_select(self.backend())))
             .bind(id)
             .fetch_optional(&self.pool)
             .await
@@ -323,6 +341,7 @@ impl Store {
             sandbox_warnings: r.get("sandbox_warnings"),
             committed_hash: r.get("committed_hash"),
             lane: r.get("lane"),
+            lease_lapsed: flag(r, "lease_lapsed"),
         })
     }
 

@@ -738,12 +738,18 @@ mod tests {
         store.attach_batch(id, batch).await.unwrap();
         let listed = store.work_items().await.unwrap();
         assert!(listed[0].lease_expired && listed[0].state == WorkState::Running);
+        // `batches` and `show` mark it: no /proc can tell of a lane elsewhere.
+        let lapsed = |b: BatchRow| (b.status, b.lease_lapsed);
+        let running = BatchStatus::Running;
+        assert_eq!(lapsed(store.batch(batch).await.unwrap()), (running, true));
+        assert!(store.batches().await.unwrap()[0].lease_lapsed);
 
         let second = store.claim_work("b", &me, 60_000).await.unwrap().unwrap();
         assert_eq!(
             (second.id, second.claim, second.batch),
             (id, 2, Some(batch))
         );
+        assert_eq!(lapsed(store.batch(batch).await.unwrap()), (running, false));
         assert_eq!(store.batch(batch).await.unwrap().lane.as_deref(), Some("a"));
         // The first lane can neither keep nor end what it lost.
         assert!(!store.renew_lease(&first, 60_000).await.unwrap());

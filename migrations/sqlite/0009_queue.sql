@@ -22,6 +22,8 @@ CREATE TABLE work_items (
     finished_at    TEXT
 );
 CREATE INDEX work_items_state ON work_items (state, id);
+-- `batches` and `show` look up a running batch's item (its lease).
+CREATE INDEX work_items_batch ON work_items (batch_id);
 
 -- The lane a batch ran on, when a lane ran it.
 ALTER TABLE batches ADD COLUMN lane TEXT;

@@ -68,6 +68,7 @@ pub async fn run(cfg: &LaneConfig, store: &Store) -> Result<LaneSummary> {
         let mut empty = false;
         while running.len() < cfg.jobs {
             let lease_ms = cfg.lease.as_millis() as i64;
+            let claimed_at = tokio::time::Instant::now();
             let item = match store.claim_work(&cfg.name, &owner, lease_ms).await {
                 Ok(item) => {
                     backoff.reset();
@@ -92,7 +93,7 @@ pub async fn run(cfg: &LaneConfig, store: &Store) -> Result<LaneSummary> {
                 cfg.name
             );
             let (cfg, store) = (cfg.clone(), store.clone());
-            running.spawn(async move { work(&cfg, &store, item).await });
+            running.spawn(async move { work(&cfg, &store, item, claimed_at).await });
         }
         if running.is_empty() && cfg.until_empty && empty {
             return Ok(summary);
@@ -108,8 +109,14 @@ pub async fn run(cfg: &LaneConfig, store: &Store) -> Result<LaneSummary> {
     }
 }
 
-/// Runs one claimed item to its end, renewing its lease meanwhile.
-async fn work(cfg: &LaneConfig, store: &Store, item: Claimed) -> Result<Ending> {
+/// Runs one claimed item to its end, renewing its lease meanwhile;
+/// `claimed_at` is when the claim was asked for.
+async fn work(
+    cfg: &LaneConfig,
+    store: &Store,
+    item: Claimed,
+    claimed_at: tokio::time::Instant,
+) -> Result<Ending> {
     let mut args = match (item.args.first().map(String::as_str), item.batch) {
         // A part of a suite: always a resume of that part, which does only
         // the programs without a stored outcome.
@@ -163,24 +170,27 @@ async fn work(cfg: &LaneConfig, store: &Store, item: Claimed) -> Result<Ending> 
     });
     let renew_every = cfg.lease / 3;
     let lease_ms = cfg.lease.as_millis() as i64;
-    let mut unreachable_since: Option<tokio::time::Instant> = None;
+    // Taken before each request that extended the lease: the store's
+    // lease runs out no earlier than this plus the lease.
+    let mut held_from = claimed_at;
     let status = loop {
         tokio::select! {
             status = child.wait() => break status?,
             _ = tokio::time::sleep(renew_every) => {
+                let sent = tokio::time::Instant::now();
                 match store.renew_lease(&item, lease_ms).await {
-                    Ok(true) => unreachable_since = None,
+                    Ok(true) => held_from = sent,
                     Ok(false) => {
                         tracing::warn!(item = item.id, "lease lost: another lane has the item");
                         let _ = child.kill().await;
                         return Ok(Ending::Lost);
                     }
-                    // The store away for a moment: keep going, and give up
-                    // once the lease must have run out.
+                    // The store away for a moment: keep going while the
+                    // lease holds, and stop the run before it can run out,
+                    // so no other lane's resume ever runs beside it.
                     Err(e) => {
-                        let since = *unreachable_since.get_or_insert_with(tokio::time::Instant::now);
                         tracing::warn!(item = item.id, "cannot renew the lease: {e}");
-                        if since.elapsed() >= cfg.lease {
+                        if !lease_outlives_next_try(held_from.elapsed(), renew_every, cfg.lease) {
                             let _ = child.kill().await;
                             return Ok(Ending::Lost);
                         }
@@ -225,6 +235,12 @@ async fn work(cfg: &LaneConfig, store: &Store, item: Claimed) -> Result<Ending> 
             Err(_) => return Ok(Ending::Lost),
         }
     }
+}
+
+/// Whether a lease renewed `held` ago still holds when the next renewal
+/// is tried, `renew_every` from now.
+fn lease_outlives_next_try(held: Duration, renew_every: Duration, lease: Duration) -> bool {
+    held + renew_every < lease
 }
 
 /// Waits between attempts on an unreachable store: 0.5 s, doubling to 30 s.
@@ -311,4 +327,40 @@ pub fn queue_table(items: &[crate::store::WorkItemRow]) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lane cut off from the store stops its run before the lease it
+    /// last renewed can run out, never after: past that, another lane may
+    /// resume the item beside it.
+    #[test]
+    fn a_run_stops_while_its_lease_still_holds() {
+        let lease = Duration::from_secs(60);
+        let every = lease / 3;
+        // Renewals from a last good one, `every` apart, all failing: the
+        // last one the run survives leaves it time before the lease ends.
+        let mut held = Duration::ZERO;
+        let mut tries = 0;
+        loop {
+            held += every;
+            tries += 1;
+            if !lease_outlives_next_try(held, every, lease) {
+                break;
+            }
+        }
+        assert!(held < lease, "stopped {held:?} after, lease {lease:?}");
+        assert_eq!(tries, 2, "one failed renewal is ridden out");
+    }
+
+    #[test]
+    fn a_backoff_doubles_to_thirty_seconds_and_starts_over() {
+        let mut b = Backoff::default();
+        let waits: Vec<u64> = (0..8).map(|_| b.next().as_millis() as u64).collect();
+        assert_eq!(waits, [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000]);
+        b.reset();
+        assert_eq!(b.next(), Duration::from_millis(500));
+    }
 }

@@ -15,7 +15,7 @@ use assay::pipeline::{self, RunConfig};
 use assay::probe::ProbeMode;
 use assay::progress::Progress;
 use assay::replay::ReplayConfig;
-use assay::report::{self, CandidateLine, Summary};
+use assay::report::{self, CandidateLine};
 use assay::spec::WavePolicy;
 use assay::store::{BatchId, Db, Store, StoreError};
 use assay::{sweep, views};
@@ -540,10 +540,13 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Show { batch, db, json } => {
             let store = open_existing(&db.db()?).await?;
             if json {
-                println!("{}", batch_json(&store, batch).await?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&views::batch_json(&store, batch).await?)?
+                );
                 return Ok(ExitCode::SUCCESS);
             }
-            let summary = summary(&store, batch).await?;
+            let summary = views::summary(&store, batch).await?;
             let lines: Vec<CandidateLine> = store
                 .candidates(batch)
                 .await?
@@ -756,9 +759,12 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         assay::promote::promote_best(&store, batch).await?;
     }
     if args.json {
-        println!("{}", batch_json(&store, batch).await?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&views::batch_json(&store, batch).await?)?
+        );
     } else {
-        print!("{}", summary(&store, batch).await?.render());
+        print!("{}", views::summary(&store, batch).await?.render());
     }
     store.close().await;
     Ok(ExitCode::SUCCESS)
@@ -828,21 +834,6 @@ async fn lane(args: LaneArgs) -> Result<ExitCode> {
 
 /// A batch as `run --json` and `show --json` print it: the summary, the
 /// draw figures and every candidate's verdicts (docs/reports.md).
-async fn batch_json(store: &Store, batch: BatchId) -> Result<String> {
-    let summary = summary(store, batch).await?;
-    let lines: Vec<CandidateLine> = store
-        .candidates(batch)
-        .await?
-        .iter()
-        .map(CandidateLine::new)
-        .collect();
-    let (figures, _) = views::pool_figures(store, batch).await?;
-    let mut value = serde_json::to_value(&summary)?;
-    value["figures"] = serde_json::to_value(&figures)?;
-    value["candidates"] = serde_json::to_value(&lines)?;
-    Ok(serde_json::to_string_pretty(&value)?)
-}
-
 async fn compare(args: CompareArgs) -> Result<ExitCode> {
     let batches = match &args.spec {
         Some(spec) => {
@@ -1076,26 +1067,6 @@ async fn replay(args: ReplayArgs) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
-}
-
-async fn summary(store: &Store, batch: BatchId) -> Result<Summary> {
-    let row = store.batch(batch).await?;
-    let candidates = store.candidates(batch).await?;
-    let phases = store.phases(batch).await?;
-    let mut summary = Summary::new(&row, &candidates, phases);
-    summary.resumes = store.resumes(batch).await?;
-    summary.probe_run = store
-        .probe_runs(batch)
-        .await?
-        .into_iter()
-        .find(|r| r.origin == "batch");
-    summary.promotions = store
-        .promotions(batch)
-        .await?
-        .iter()
-        .map(report::Promotion::new)
-        .collect();
-    Ok(summary)
 }
 
 fn init_logging(verbose: u8) {

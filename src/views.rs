@@ -59,12 +59,42 @@ pub async fn comparison(
     Ok((Comparison { pools }, samples))
 }
 
-/// The batch summary, as `run` and `show` print it.
+/// The batch summary, as every command shows it (`run`, `show`, `export`,
+/// their JSON): its rows, resumes, own probe run and promotions.
 pub async fn summary(store: &Store, batch: BatchId) -> Result<Summary> {
     let row = store.batch(batch).await?;
     let candidates = store.candidates(batch).await?;
     let phases = store.phases(batch).await?;
-    Ok(Summary::new(&row, &candidates, phases))
+    let mut summary = Summary::new(&row, &candidates, phases);
+    summary.resumes = store.resumes(batch).await?;
+    summary.probe_run = store
+        .probe_runs(batch)
+        .await?
+        .into_iter()
+        .find(|r| r.origin == "batch");
+    summary.promotions = store
+        .promotions(batch)
+        .await?
+        .iter()
+        .map(crate::report::Promotion::new)
+        .collect();
+    Ok(summary)
+}
+
+/// `show --json`: the summary, the draw figures and every candidate.
+pub async fn batch_json(store: &Store, batch: BatchId) -> Result<serde_json::Value> {
+    let summary = summary(store, batch).await?;
+    let lines: Vec<crate::report::CandidateLine> = store
+        .candidates(batch)
+        .await?
+        .iter()
+        .map(crate::report::CandidateLine::new)
+        .collect();
+    let (figures, _) = pool_figures(store, batch).await?;
+    let mut value = serde_json::to_value(&summary)?;
+    value["figures"] = serde_json::to_value(&figures)?;
+    value["candidates"] = serde_json::to_value(&lines)?;
+    Ok(value)
 }
 
 /// A whole batch in one of the export formats.

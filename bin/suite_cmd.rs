@@ -156,6 +156,9 @@ pub struct RunArgs {
     /// a lane runs its part of a queued suite.
     #[arg(long, value_name = "START..END", requires = "resume")]
     part: Option<assay::store::SuitePart>,
+    /// The queue item this run is (set by `assay lane`).
+    #[arg(long, hide = true, value_name = "ID", requires = "part")]
+    work_item: Option<i64>,
 }
 
 pub async fn dispatch(command: SuiteCommand) -> Result<ExitCode> {
@@ -323,6 +326,7 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         },
         waves: assay::spec::WavePolicy::default(),
         build_timeout: build_timeout.unwrap_or(assay::package::BUILD_TIMEOUT),
+        work_item: args.work_item,
     };
     let progress = if args.json {
         Progress::hidden()

@@ -132,9 +132,7 @@ async fn work(
             .chain(item.args.iter().cloned())
             .collect(),
     };
-    if args[0] == "run" {
-        args.extend(["--work-item".to_owned(), item.id.to_string()]);
-    }
+    args.extend(["--work-item".to_owned(), item.id.to_string()]);
     let mut cmd = tokio::process::Command::new(&cfg.exe);
     cmd.args(&args)
         .arg("--db")

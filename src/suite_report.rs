@@ -55,6 +55,9 @@ pub struct SuiteSummary {
     pub report: SuiteReport,
     pub draw: DrawFigures,
     pub phases: Vec<PhaseFigures>,
+    /// The lanes that ran its parts, when it came from the store's queue
+    /// (`suite run --queue`); filled by the caller from the store.
+    pub lanes: Vec<String>,
 }
 
 /// A suite's draw figures.
@@ -186,6 +189,7 @@ impl SuiteSummary {
             report,
             draw,
             phases,
+            lanes: Vec::new(),
         }
     }
 
@@ -223,6 +227,13 @@ impl SuiteSummary {
             },
             self.source
         );
+        if !self.lanes.is_empty() {
+            let _ = writeln!(
+                out,
+                "lanes:       {} (from the store's queue)",
+                self.lanes.join(", ")
+            );
+        }
         if let Some(s) = &self.sandbox {
             let _ = writeln!(out, "sandbox:     {s}");
         }

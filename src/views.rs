@@ -159,12 +159,9 @@ pub async fn suite_summary(
     let problems = store.suite_problems(suite).await?;
     let completions = store.suite_completions(suite).await?;
     let phases = store.suite_phases(suite).await?;
-    Ok(crate::suite_report::SuiteSummary::new(
-        &row,
-        &problems,
-        &completions,
-        phases,
-    ))
+    let mut summary = crate::suite_report::SuiteSummary::new(&row, &problems, &completions, phases);
+    summary.lanes = store.suite_lanes(suite).await?;
+    Ok(summary)
 }
 
 /// A stored suite in one of the export formats.

@@ -36,6 +36,12 @@ fn ok_json(db: &str, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+fn ok_text(db: &str, args: &[&str]) -> String {
+    let out = assay(db, args);
+    assert!(out.status.success(), "assay {args:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
 const SECRET: &str = "lane-secret-5b1e9c";
 
 fn lane(db: &str, name: &str, out: &Scratch, test_point: Option<&str>) -> Child {
@@ -416,10 +422,14 @@ fn three_lanes_share_a_queued_suite_and_a_killed_lane_s_part_is_resumed() {
         ]),
         local.path(),
     );
-    let got = json::comparable(
-        ok_json(db, &["suite", "show", &suite, "--json"]),
-        outs[1].path(),
-    );
+    let shown = ok_json(db, &["suite", "show", &suite, "--json"]);
+    // The lanes that ran its parts: lane a's part was taken over, so its
+    // batches name the lane that finished them.
+    let lanes = shown["lanes"].as_array().unwrap();
+    assert!(!lanes.is_empty(), "{shown:#}");
+    assert!(lanes.iter().all(|l| l == "b" || l == "c"), "{lanes:?}");
+    assert!(ok_text(db, &["suite", "show", &suite]).contains("lanes: "));
+    let got = json::comparable(shown, outs[1].path());
     for key in [
         "problems",
         "pass_at_1",

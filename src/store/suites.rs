@@ -428,6 +428,40 @@ impl Store {
         tx.commit().await.map_err(self.sql())
     }
 
+    /// Records on a part's batches the lane of the queue item running it.
+    pub async fn attach_suite_part(
+        &self,
+        item: i64,
+        suite: SuiteId,
+        part: &SuitePart,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE batches SET lane = (SELECT lane FROM work_items WHERE id = $1)
+             WHERE id IN (SELECT batch_id FROM suite_problems
+                           WHERE suite_id = $2 AND pos >= $3 AND pos < $4)",
+        )
+        .bind(item)
+        .bind(suite)
+        .bind(part.start as i64)
+        .bind(part.end as i64)
+        .execute(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// The lanes that ran a suite's problems, by name, each once.
+    pub async fn suite_lanes(&self, suite: SuiteId) -> Result<Vec<String>, StoreError> {
+        sqlx::query_scalar(
+            "SELECT DISTINCT b.lane FROM batches b JOIN suite_problems p ON p.batch_id = b.id
+              WHERE p.suite_id = $1 AND b.lane IS NOT NULL ORDER BY b.lane",
+        )
+        .bind(suite)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.sql())
+    }
+
     /// Marks the running batches of a part of a suite interrupted: their
     /// lane is gone (its lease ran out), so a resume may take them.
     pub async fn interrupt_suite_part(

@@ -66,6 +66,9 @@ pub struct SuiteConfig {
     pub waves: WavePolicy,
     /// How long one cargo build of up to 100 programs may run.
     pub build_timeout: Duration,
+    /// The queue item this run is, when a lane runs a part of a suite:
+    /// the part's batches record the lane.
+    pub work_item: Option<i64>,
 }
 
 /// Limits on a suite's programs, MultiPL-E's where it has one.
@@ -431,7 +434,11 @@ pub async fn resume(
         .claim_suite_for_resume(suite, &part, &Owner::current())
         .await?
     {
-        Claim::Claimed => {}
+        Claim::Claimed => {
+            if let Some(item) = cfg.work_item {
+                store.attach_suite_part(item, suite, &part).await?;
+            }
+        }
         // A lane's part that an earlier claim finished: nothing is left.
         Claim::Finished if part != SuitePart::all() => return Ok(suite),
         Claim::Finished => {

@@ -145,8 +145,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
     build_timeout: Option<f64>,
     /// Store the suite and queue it in parts for lanes (`assay lane`) to
-    /// run, instead of running it here.
-    #[arg(long, requires = "completions")]
+    /// run (and, with --pool, to draw), instead of running it here.
+    #[arg(long, conflicts_with = "resume")]
     queue: bool,
     /// With --queue: problems per queue item [default: as many as make
     /// about 100 programs, one wide build].
@@ -254,6 +254,9 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         args.out.as_deref(),
         args.work_dir.as_deref(),
     )?;
+    if args.chunk == Some(0) {
+        return Err(UsageError("--chunk: at least 1 problem".into()).into());
+    }
     if args.resume.is_none() && args.completions.is_none() && args.pool.is_empty() {
         return Err(UsageError(
             "suite run: name the completions (--completions PATH) or the pools to draw \
@@ -307,16 +310,32 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         };
         Some(draw_settings(&args, n, mode, &beside).await?)
     };
+    if args.queue {
+        let store = open_store(&outputs.db).await?;
+        store.check_writable().await?;
+        let queued = match (&input, &set, &draw) {
+            (Some(input), _, _) => Queued {
+                suite: assay::suite_run::queue(input, &store).await?,
+                problems: input.set.problems.len(),
+                per_problem: input.completions.iter().map(Vec::len).max().unwrap_or(1),
+                draw_flags: Vec::new(),
+            },
+            (None, Some(set), Some(draw)) => Queued {
+                suite: assay::suite_run::queue_draw(set, draw, &store).await?,
+                problems: set.problems.len(),
+                per_problem: draw.n,
+                draw_flags: draw_flags(&args, set)?,
+            },
+            _ => unreachable!("a suite has completions or pools before this"),
+        };
+        return queue(&args, queued, &store).await;
+    };
     outputs.prepare()?;
     let store = match store {
         Some(store) => store,
         None => open_store(&outputs.db).await?,
     };
     store.check_writable().await?;
-    if args.queue {
-        let input = input.as_ref().expect("--queue requires --completions");
-        return queue(&args, input, &store).await;
-    }
     let cfg = SuiteConfig {
         out_dir: outputs.out.clone(),
         work_dir: outputs.work_dir.clone(),
@@ -366,23 +385,54 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `suite run --queue`: the suite stored, and one queue item per part of
-/// `--chunk` problems, each a `suite run --resume SUITE --part A..B` with
-/// the run's limits; the lane picks the store and the folders.
-async fn queue(args: &RunArgs, input: &SuiteInput, store: &Store) -> Result<ExitCode> {
-    let most = input
-        .completions
-        .iter()
-        .map(Vec::len)
-        .max()
-        .unwrap_or(1)
-        .max(1);
-    let chunk = args.chunk.unwrap_or((100 / most).max(1));
-    if chunk == 0 {
-        return Err(UsageError("--chunk: at least 1 problem".into()).into());
+/// A suite stored for lanes, before its items are queued.
+struct Queued {
+    suite: SuiteId,
+    problems: usize,
+    /// The most completions of one problem: a part's programs are about
+    /// its problems times this.
+    per_problem: usize,
+    /// A live draw's flags, for every part (`--pool`, `--pools`, ...).
+    draw_flags: Vec<String>,
+}
+
+/// The draw flags a lane's part repeats: the pools, the pools file (made
+/// absolute, as a lane runs elsewhere) and the overrides. The key is never
+/// among them: each lane has its own `NEV_MODEL_API_KEY`.
+fn draw_flags(args: &RunArgs, set: &ProblemSet) -> Result<Vec<String>> {
+    let beside = set.path.parent().unwrap_or(std::path::Path::new("."));
+    let pools = pools_file(args, beside)?;
+    let pools =
+        std::path::absolute(&pools).with_context(|| format!("--pools {}", pools.display()))?;
+    let mut flags = Vec::new();
+    for pool in &args.pool {
+        flags.extend(["--pool".to_owned(), pool.to_string()]);
     }
-    let suite = assay::suite_run::queue(input, store).await?;
-    let problems = input.set.problems.len();
+    flags.extend(["--pools".to_owned(), pools.display().to_string()]);
+    if let Some(split) = args.split {
+        flags.extend(["--split".to_owned(), split.to_string()]);
+    }
+    if let Some(v) = args.max_in_flight {
+        flags.extend(["--max-in-flight".to_owned(), v.to_string()]);
+    }
+    if let Some(v) = args.max_completion_tokens {
+        flags.extend(["--max-completion-tokens".to_owned(), v.to_string()]);
+    }
+    Ok(flags)
+}
+
+/// `suite run --queue`: one queue item per part of `--chunk` problems of
+/// the stored suite, each a `suite run --resume SUITE --part A..B` with the
+/// run's limits (and a live draw's flags); the lane picks the store and
+/// the folders.
+async fn queue(args: &RunArgs, queued: Queued, store: &Store) -> Result<ExitCode> {
+    let Queued {
+        suite,
+        problems,
+        per_problem,
+        draw_flags,
+    } = queued;
+    let chunk = args.chunk.unwrap_or((100 / per_problem.max(1)).max(1));
     let mut items = Vec::new();
     for start in (0..problems).step_by(chunk) {
         let part = assay::store::SuitePart {
@@ -402,6 +452,7 @@ async fn queue(args: &RunArgs, input: &SuiteInput, store: &Store) -> Result<Exit
                 item.extend([flag.to_owned(), v.to_string()]);
             }
         }
+        item.extend(draw_flags.iter().cloned());
         items.push(store.enqueue(&item).await?);
     }
     store.close().await;
@@ -419,10 +470,26 @@ async fn queue(args: &RunArgs, input: &SuiteInput, store: &Store) -> Result<Exit
     Ok(ExitCode::SUCCESS)
 }
 
+/// The pools file: `--pools`, or the default beside the problems.
+fn pools_file(args: &RunArgs, beside: &std::path::Path) -> Result<PathBuf> {
+    match args
+        .pools
+        .clone()
+        .or_else(|| assay::draw::pools::PoolsFile::default_path(beside))
+    {
+        Some(path) => Ok(path),
+        None => Err(assay::draw::DrawError::NoPoolsFile {
+            pool: args.pool[0].name.clone(),
+        }
+        .into()),
+    }
+}
+
 /// The live draw's plan from the flags: the pools file (given, or beside
 /// the problems, or in the working directory), the pools, the split, the
 /// overrides; every pool's server must accept a connection before anything
-/// is written.
+/// is written (unless the suite is only queued: its lanes draw, and may
+/// reach servers this machine cannot).
 async fn draw_settings(
     args: &RunArgs,
     n: usize,
@@ -432,19 +499,7 @@ async fn draw_settings(
     assay::spec::check_candidates(n).map_err(|e| UsageError(format!("-n: {e}")))?;
     check_draw_flags(args.max_in_flight, args.max_completion_tokens)?;
     let beside = problems.parent().unwrap_or(std::path::Path::new("."));
-    let pools_file = match args
-        .pools
-        .clone()
-        .or_else(|| assay::draw::pools::PoolsFile::default_path(beside))
-    {
-        Some(path) => path,
-        None => {
-            return Err(assay::draw::DrawError::NoPoolsFile {
-                pool: args.pool[0].name.clone(),
-            }
-            .into())
-        }
-    };
+    let pools_file = pools_file(args, beside)?;
     let opts = assay::draw::DrawOptions {
         pools_file: Some(pools_file.clone()),
         pools: args.pool.clone(),
@@ -460,6 +515,8 @@ async fn draw_settings(
     for w in warnings {
         eprintln!("warning: {w}");
     }
-    plan.check_reachable().await?;
+    if !args.queue {
+        plan.check_reachable().await?;
+    }
     Ok(DrawSettings { plan, n, mode })
 }

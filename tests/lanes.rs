@@ -7,6 +7,8 @@
 mod common;
 #[path = "common/json.rs"]
 mod json;
+#[path = "common/llama.rs"]
+mod llama;
 #[path = "common/pg.rs"]
 mod pg;
 
@@ -55,6 +57,8 @@ fn lane(db: &str, name: &str, out: &Scratch, test_point: Option<&str>) -> Child 
         // A password as a lane would have one (the test server trusts
         // loopback and ignores it): it must reach no file and no row.
         .env("PGPASSWORD", SECRET)
+        // And a model key, each lane's own, for a live draw.
+        .env("NEV_MODEL_API_KEY", SECRET)
         .env_remove("RUST_LOG")
         .stdout(Stdio::null())
         .stderr(Stdio::null());
@@ -443,4 +447,92 @@ fn three_lanes_share_a_queued_suite_and_a_killed_lane_s_part_is_resumed() {
         want["problems"].to_string().contains("SyntaxError"),
         "{want}"
     );
+}
+
+/// A suite drawn live is queued too: each lane draws its parts'
+/// completions from the pool (a real llama.cpp server, forced to answer
+/// `x + 1`) with its own key, and runs them; no item carries the key.
+#[test]
+fn lanes_draw_and_run_a_queued_live_suite() {
+    let server = llama::shared();
+    let schema = pg::PgSchema::new();
+    let db = schema.url.as_str();
+    let s = Scratch::new();
+    let problems = s.write("problems.jsonl", llama::LIVE_PROBLEMS);
+    let pools = s.write(
+        "pools.toml",
+        &llama::forced_pool(&server.url(), "    x + 1\n}\n"),
+    );
+    let (problems, pools) = (problems.display().to_string(), pools.display().to_string());
+    let queued = ok_json(
+        db,
+        &[
+            "suite",
+            "run",
+            &problems,
+            "--pool",
+            "tiny",
+            "-n",
+            "2",
+            "--mode",
+            "completion",
+            "--pools",
+            &pools,
+            "--queue",
+            "--chunk",
+            "1",
+            "--json",
+        ],
+    );
+    let suite = queued["suite_id"].as_i64().unwrap().to_string();
+    assert_eq!(
+        queued["work_items"].as_array().unwrap().len(),
+        2,
+        "{queued}"
+    );
+    let items = ok_json(db, &["queue", "--json"]);
+    assert!(items.to_string().contains(&pools), "{items:#}");
+
+    let outs = [Scratch::new(), Scratch::new()];
+    let lanes = [lane(db, "a", &outs[0], None), lane(db, "b", &outs[1], None)];
+    for mut l in lanes {
+        assert!(l.wait().unwrap().success());
+    }
+    let shown = ok_json(db, &["suite", "show", &suite, "--json"]);
+    assert_eq!(shown["status"], "finished", "{shown:#}");
+    assert_eq!(
+        (shown["origin"].as_str(), shown["source"].as_str()),
+        (Some("pool"), Some("tiny"))
+    );
+    let statuses: Vec<Vec<&str>> = shown["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            p["statuses"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.as_str().unwrap())
+                .collect()
+        })
+        .collect();
+    assert_eq!(statuses, [["OK", "OK"], ["Exception", "Exception"]]);
+    let lanes = shown["lanes"].as_array().unwrap();
+    assert!(
+        !lanes.is_empty() && lanes.iter().all(|l| l == "a" || l == "b"),
+        "{lanes:?}"
+    );
+    let items = ok_json(db, &["queue", "--json"]);
+    for w in items.as_array().unwrap() {
+        assert_eq!(
+            (w["state"].as_str(), w["claims"].as_i64()),
+            (Some("done"), Some(1)),
+            "{w:#}"
+        );
+    }
+    assert!(!items.to_string().contains(SECRET));
+    for out in &outs {
+        assert_no_secret(out.path());
+    }
 }

@@ -498,7 +498,18 @@ fn bad_suite_input_is_one_line_exit_2_and_nothing_stored() {
     )
     .unwrap();
     let completions = arg(fixture().join("completions.jsonl"));
-    let cases: [(Vec<String>, String); 3] = [
+    let cases: [(Vec<String>, String); 4] = [
+        (
+            vec![
+                arg(problems.clone()),
+                "--completions".into(),
+                completions.clone(),
+                "--queue".into(),
+                "--chunk".into(),
+                "0".into(),
+            ],
+            "error: --chunk: at least 1 problem".into(),
+        ),
         (
             vec![
                 arg(bad_problems.clone()),
@@ -582,40 +593,22 @@ fn bad_suite_input_is_one_line_exit_2_and_nothing_stored() {
 // grammar in the pool's `extra_body` forces the tiny model to write the text
 // the test chooses, so both modes see real engine replies.
 
-/// Two problems one text answers differently: `x + 1` is `inc` and not
-/// `dec`.
-const LIVE_PROBLEMS: &str = concat!(
-    r#"{"name": "live_inc", "language": "rs", "prompt": "/// Adds one.\nfn inc(x: i32) -> i32 {\n", "tests": "}\n\nfn main() {\n    let candidate = inc;\n    assert_eq!(candidate(1), 2);\n    assert_eq!(candidate(-1), 0);\n}\n", "stop_tokens": ["\n}"]}"#,
-    "\n",
-    r#"{"name": "live_dec", "language": "rs", "prompt": "/// Subtracts one.\nfn dec(x: i32) -> i32 {\n", "tests": "}\n\nfn main() {\n    let candidate = dec;\n    assert_eq!(candidate(1), 0);\n}\n", "stop_tokens": ["\n}"]}"#,
-    "\n",
-);
-
-fn live_pool(url: &str, text: &str) -> String {
-    let grammar = format!("root ::= {}", serde_json::to_string(text).unwrap());
-    format!(
-        "[pools.tiny]\nbase_url = \"{url}/v1\"\nmodel = \"tiny\"\nmax_in_flight = 2\n\
-         sampling = {{ temperature = 0.8, seed = 7 }}\nextra_body = {{ grammar = {} }}\n",
-        serde_json::to_string(&grammar).unwrap()
-    )
-}
-
 #[test]
 fn a_live_draw_in_completion_and_chat_mode() {
     let server = llama::shared();
     let s = Scratch::new();
     let problems = s.path().join("problems.jsonl");
-    std::fs::write(&problems, LIVE_PROBLEMS).unwrap();
+    std::fs::write(&problems, llama::LIVE_PROBLEMS).unwrap();
     let completion_pools = s.path().join("completion.toml");
     std::fs::write(
         &completion_pools,
-        live_pool(&server.url(), "    x + 1\n}\n"),
+        llama::forced_pool(&server.url(), "    x + 1\n}\n"),
     )
     .unwrap();
     let chat_pools = s.path().join("chat.toml");
     std::fs::write(
         &chat_pools,
-        live_pool(
+        llama::forced_pool(
             &server.url(),
             "```rust\nfn inc(x: i32) -> i32 {\n    x + 1\n}\n```\n",
         ),
@@ -743,7 +736,7 @@ fn a_live_draw_splits_retries_races_and_resumes_after_a_kill() {
     .unwrap();
     let s = Scratch::new();
     let problems = s.path().join("problems.jsonl");
-    std::fs::write(&problems, LIVE_PROBLEMS).unwrap();
+    std::fs::write(&problems, llama::LIVE_PROBLEMS).unwrap();
     let pools = s.path().join("pools.toml");
     let pool = |name: &str| {
         format!(

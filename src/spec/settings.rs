@@ -153,6 +153,25 @@ impl FromStr for PoolChoice {
     }
 }
 
+/// `NAME` or `NAME=SHARE`, as the flag takes it.
+impl fmt::Display for PoolChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.share {
+            Some(share) => write!(f, "{}={share}", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
+}
+
+impl fmt::Display for SplitMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SplitMode::Fixed => "fixed",
+            SplitMode::Race => "race",
+        })
+    }
+}
+
 impl FromStr for SplitMode {
     type Err = String;
     fn from_str(s: &str) -> Result<SplitMode, String> {
@@ -283,6 +302,12 @@ mod tests {
         assert!("fast=x".parse::<PoolChoice>().is_err());
         assert!("=3".parse::<PoolChoice>().is_err());
         assert!("race".parse::<SplitMode>().is_ok());
+        for s in ["fixed", "race"] {
+            assert_eq!(s.parse::<SplitMode>().unwrap().to_string(), s);
+        }
+        for s in ["fast", "fast=3"] {
+            assert_eq!(s.parse::<PoolChoice>().unwrap().to_string(), s);
+        }
         assert!("fastest".parse::<SplitMode>().is_err());
     }
 

@@ -332,17 +332,33 @@ pub async fn queue(input: &SuiteInput, store: &Store) -> Result<SuiteId> {
     Ok(staged.suite)
 }
 
-/// Draws `settings.n` completions of every problem from model pools and
-/// runs them as they arrive; returns the suite's id.
-pub async fn run_draw(
-    cfg: &SuiteConfig,
+/// `suite run --pool ... --queue`: the suite stored with its problems and
+/// no completions, for lanes to draw and run part by part (`resume` with
+/// a `SuitePart` and the pools).
+pub async fn queue_draw(
     set: &ProblemSet,
     settings: &DrawSettings,
     store: &Store,
-    progress: &Progress,
-    interrupt: &Interrupt,
 ) -> Result<SuiteId> {
-    let guard = PhaseGuard::start(Phase::Prepare);
+    let (suite, _) = begin_draw(set, settings, store).await?;
+    store
+        .finish_suite(
+            suite,
+            &Owner::current(),
+            BatchStatus::Interrupted,
+            Some("queued: lanes draw and run it"),
+        )
+        .await?;
+    Ok(suite)
+}
+
+/// A live suite stored with its problems, `settings.n` each, and no
+/// completions yet.
+async fn begin_draw(
+    set: &ProblemSet,
+    settings: &DrawSettings,
+    store: &Store,
+) -> Result<(SuiteId, Vec<BatchId>)> {
     let new_problems: Vec<NewProblem> = set
         .problems
         .iter()
@@ -353,7 +369,7 @@ pub async fn run_draw(
         })
         .collect();
     let label = settings.plan.label();
-    let (suite, batches) = store
+    let begun = store
         .begin_suite(
             &NewSuite {
                 problems_path: &set.path,
@@ -366,7 +382,22 @@ pub async fn run_draw(
             &Owner::current(),
         )
         .await?;
-    tracing::info!(suite, problems = batches.len(), pools = %label, "suite draw started");
+    tracing::info!(suite = begun.0, problems = begun.1.len(), pools = %label, "suite draw stored");
+    Ok(begun)
+}
+
+/// Draws `settings.n` completions of every problem from model pools and
+/// runs them as they arrive; returns the suite's id.
+pub async fn run_draw(
+    cfg: &SuiteConfig,
+    set: &ProblemSet,
+    settings: &DrawSettings,
+    store: &Store,
+    progress: &Progress,
+    interrupt: &Interrupt,
+) -> Result<SuiteId> {
+    let guard = PhaseGuard::start(Phase::Prepare);
+    let (suite, batches) = begin_draw(set, settings, store).await?;
     let (programs, rx) = Programs::new();
     let jobs: Vec<ProblemDraw> = set
         .problems

@@ -213,3 +213,23 @@ fn get_status(port: u16, path: &str) -> Option<u16> {
     let head = String::from_utf8_lossy(&buf[..n]);
     head.split_whitespace().nth(1)?.parse().ok()
 }
+
+/// Two suite problems (MultiPL-E's schema) one text answers differently:
+/// `x + 1` is `inc` and not `dec`.
+pub const LIVE_PROBLEMS: &str = concat!(
+    r#"{"name": "live_inc", "language": "rs", "prompt": "/// Adds one.\nfn inc(x: i32) -> i32 {\n", "tests": "}\n\nfn main() {\n    let candidate = inc;\n    assert_eq!(candidate(1), 2);\n    assert_eq!(candidate(-1), 0);\n}\n", "stop_tokens": ["\n}"]}"#,
+    "\n",
+    r#"{"name": "live_dec", "language": "rs", "prompt": "/// Subtracts one.\nfn dec(x: i32) -> i32 {\n", "tests": "}\n\nfn main() {\n    let candidate = dec;\n    assert_eq!(candidate(1), 0);\n}\n", "stop_tokens": ["\n}"]}"#,
+    "\n",
+);
+
+/// A pools file whose pool `tiny` is the server at `url`, with a GBNF
+/// grammar in its `extra_body` that forces the tiny model to write `text`.
+pub fn forced_pool(url: &str, text: &str) -> String {
+    let grammar = format!("root ::= {}", serde_json::to_string(text).unwrap());
+    format!(
+        "[pools.tiny]\nbase_url = \"{url}/v1\"\nmodel = \"tiny\"\nmax_in_flight = 2\n\
+         sampling = {{ temperature = 0.8, seed = 7 }}\nextra_body = {{ grammar = {} }}\n",
+        serde_json::to_string(&grammar).unwrap()
+    )
+}

@@ -375,7 +375,8 @@ struct LaneArgs {
     /// Seconds a claim holds unrenewed; the lane renews it every third.
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     lease: f64,
-    /// Stop once the queue is empty and nothing runs (else wait for work).
+    /// Stop once every item of the queue is done or failed, on this lane or
+    /// another (else wait for work).
     #[arg(long)]
     until_empty: bool,
     /// Output folder of the lane's batches [default: ./assay-out].

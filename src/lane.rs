@@ -34,7 +34,8 @@ pub struct LaneConfig {
     pub lease: Duration,
     pub out: PathBuf,
     pub work_dir: PathBuf,
-    /// Stop once nothing is left to claim and nothing runs (else poll).
+    /// Stop once every item is done or failed (else poll). An item another
+    /// lane runs is not done: should that lane die, this one takes it over.
     pub until_empty: bool,
     /// This binary.
     pub exe: PathBuf,
@@ -96,7 +97,13 @@ pub async fn run(cfg: &LaneConfig, store: &Store) -> Result<LaneSummary> {
             running.spawn(async move { work(&cfg, &store, item, claimed_at).await });
         }
         if running.is_empty() && cfg.until_empty && empty {
-            return Ok(summary);
+            // Nothing to claim now; the queue is drained only once no
+            // other lane holds an item either (it may yet die).
+            match store.open_work_items().await {
+                Ok(0) => return Ok(summary),
+                Ok(_) => {}
+                Err(e) => tracing::warn!("cannot count the open items: {e}"),
+            }
         }
         tokio::select! {
             Some(ended) = running.join_next() => match ended.context("a lane task panicked")?? {

@@ -21,7 +21,9 @@ CREATE TABLE work_items (
     failure        TEXT,
     finished_at    TEXT
 );
-CREATE INDEX work_items_state ON work_items (state, id);
+-- Claims walk the open items oldest first; done and failed ones, which
+-- pile up, are not in this index, so a claim never scans past them.
+CREATE INDEX work_items_open ON work_items (id) WHERE state IN ('queued', 'running');
 -- `batches` and `show` look up a running batch's item (its lease).
 CREATE INDEX work_items_batch ON work_items (batch_id);
 

@@ -756,7 +756,10 @@ mod tests {
         assert!(!store.finish_work(&first, Some("late")).await.unwrap());
         assert!(store.renew_lease(&second, 60_000).await.unwrap());
         assert!(store.claim_work("c", &me, 60_000).await.unwrap().is_none());
+        // Nothing to claim is not a drained queue: lane b still holds one.
+        assert_eq!(store.open_work_items().await.unwrap(), 1);
         assert!(store.finish_work(&second, None).await.unwrap());
+        assert_eq!(store.open_work_items().await.unwrap(), 0);
         let listed = store.work_items().await.unwrap();
         assert_eq!(listed[0].state, WorkState::Done);
         assert_eq!(listed[0].lane.as_deref(), Some("b"));

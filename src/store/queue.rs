@@ -95,7 +95,8 @@ impl Store {
                 SET state = 'running', lane = $1, lane_host = $2, lane_boot = $3, lane_pid = $4,
                     claims = claims + 1, lease_until_ms = {now} + $5
               WHERE id = (SELECT id FROM work_items
-                           WHERE state = 'queued' OR (state = 'running' AND lease_until_ms < {now})
+                           WHERE state IN ('queued', 'running')
+                             AND (state = 'queued' OR lease_until_ms < {now})
                            ORDER BY id LIMIT 1 {lock})
           RETURNING id, args, claims, batch_id"
         );
@@ -195,6 +196,14 @@ impl Store {
         .await
         .map_err(self.sql())?;
         Ok(())
+    }
+
+    /// Items queued or running, on any lane.
+    pub async fn open_work_items(&self) -> Result<i64, StoreError> {
+        sqlx::query_scalar("SELECT COUNT(*) FROM work_items WHERE state IN ('queued', 'running')")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(self.sql())
     }
 
     /// Every item, oldest first.

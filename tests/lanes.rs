@@ -504,20 +504,10 @@ fn lanes_draw_and_run_a_queued_live_suite() {
         (shown["origin"].as_str(), shown["source"].as_str()),
         (Some("pool"), Some("tiny"))
     );
-    let statuses: Vec<Vec<&str>> = shown["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            p["statuses"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|s| s.as_str().unwrap())
-                .collect()
-        })
-        .collect();
-    assert_eq!(statuses, [["OK", "OK"], ["Exception", "Exception"]]);
+    assert_eq!(
+        json::statuses(&shown),
+        [["OK", "OK"], ["Exception", "Exception"]]
+    );
     let lanes = shown["lanes"].as_array().unwrap();
     assert!(
         !lanes.is_empty() && lanes.iter().all(|l| l == "a" || l == "b"),

@@ -18,6 +18,8 @@
 mod multiple_ref;
 
 mod common;
+#[path = "common/json.rs"]
+mod json;
 #[path = "common/llama.rs"]
 mod llama;
 
@@ -630,21 +632,6 @@ fn a_live_draw_in_completion_and_chat_mode() {
             "--json",
         ])
     };
-    let statuses = |run: &Value| -> Vec<Vec<String>> {
-        run["problems"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| {
-                p["statuses"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|s| s.as_str().unwrap().to_owned())
-                    .collect()
-            })
-            .collect()
-    };
 
     // Completion mode: `/v1/completions` with the stop tokens; the same
     // text twice is one program per problem.
@@ -662,7 +649,7 @@ fn a_live_draw_in_completion_and_chat_mode() {
         (Some(4), Some(2))
     );
     assert_eq!(
-        statuses(&completion),
+        json::statuses(&completion),
         [["OK", "OK"], ["Exception", "Exception"]]
     );
     let exported = s.json(&["suite", "export", "1", "--format", "json"]);
@@ -679,7 +666,7 @@ fn a_live_draw_in_completion_and_chat_mode() {
     // call a function the reply does not define.
     let chat = draw("chat", &chat_pools);
     assert_eq!(
-        statuses(&chat),
+        json::statuses(&chat),
         [["OK", "OK"], ["SyntaxError", "SyntaxError"]]
     );
     let tokens = chat["draw"]["output_tokens"].as_u64();

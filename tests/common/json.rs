@@ -1,5 +1,7 @@
 //! Reports compared across stores and runs: measurements left out.
 
+#![allow(dead_code)]
+
 use std::path::Path;
 
 use serde_json::Value;
@@ -34,4 +36,21 @@ pub fn comparable(value: Value, own: &Path) -> Value {
         Value::String(s) => Value::String(s.replace(&own.display().to_string(), "SCRATCH")),
         other => other,
     }
+}
+
+/// Each problem's `statuses` in a suite report, in the problems' order.
+pub fn statuses(report: &Value) -> Vec<Vec<String>> {
+    report["problems"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no problems: {report}"))
+        .iter()
+        .map(|p| {
+            p["statuses"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.as_str().unwrap().to_owned())
+                .collect()
+        })
+        .collect()
 }

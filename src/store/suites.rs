@@ -68,6 +68,11 @@ impl std::fmt::Display for SuitePart {
     }
 }
 
+/// The batches of a part of a suite, with the suite and the part's start
+/// and end bound as `$1`, `$2`, `$3` (every statement on a part starts so).
+const PART_BATCHES: &str =
+    "SELECT batch_id FROM suite_problems WHERE suite_id = $1 AND pos >= $2 AND pos < $3";
+
 /// Where a suite's completions came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SuiteOrigin {
@@ -435,15 +440,14 @@ impl Store {
         suite: SuiteId,
         part: &SuitePart,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE batches SET lane = (SELECT lane FROM work_items WHERE id = $1)
-             WHERE id IN (SELECT batch_id FROM suite_problems
-                           WHERE suite_id = $2 AND pos >= $3 AND pos < $4)",
-        )
-        .bind(item)
+        sqlx::query(&format!(
+            "UPDATE batches SET lane = (SELECT lane FROM work_items WHERE id = $4)
+             WHERE id IN ({PART_BATCHES})"
+        ))
         .bind(suite)
         .bind(part.start as i64)
         .bind(part.end as i64)
+        .bind(item)
         .execute(&self.pool)
         .await
         .map_err(self.sql())?;
@@ -470,17 +474,15 @@ impl Store {
         part: &SuitePart,
         reason: &str,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE batches SET status = 'interrupted', failure = $1, finished_at = $2
-             WHERE status = 'running'
-               AND id IN (SELECT batch_id FROM suite_problems
-                           WHERE suite_id = $3 AND pos >= $4 AND pos < $5)",
-        )
-        .bind(reason)
-        .bind(crate::clock::utc_now())
+        sqlx::query(&format!(
+            "UPDATE batches SET status = 'interrupted', failure = $4, finished_at = $5
+             WHERE status = 'running' AND id IN ({PART_BATCHES})"
+        ))
         .bind(suite)
         .bind(part.start as i64)
         .bind(part.end as i64)
+        .bind(reason)
+        .bind(crate::clock::utc_now())
         .execute(&self.pool)
         .await
         .map_err(self.sql())?;
@@ -500,12 +502,11 @@ impl Store {
     ) -> Result<Claim, StoreError> {
         self.suite(suite).await?;
         let mut tx = self.pool.begin().await.map_err(self.sql())?;
-        let counts = sqlx::query(
-            "SELECT COALESCE(SUM(CASE WHEN b.status = 'running' THEN 1 ELSE 0 END), 0) AS running,
-                    COALESCE(SUM(CASE WHEN b.status <> 'finished' THEN 1 ELSE 0 END), 0) AS open
-               FROM batches b JOIN suite_problems p ON p.batch_id = b.id
-              WHERE p.suite_id = $1 AND p.pos >= $2 AND p.pos < $3",
-        )
+        let counts = sqlx::query(&format!(
+            "SELECT COALESCE(SUM(CASE WHEN status = 'running' THEN 1 ELSE 0 END), 0) AS running,
+                    COALESCE(SUM(CASE WHEN status <> 'finished' THEN 1 ELSE 0 END), 0) AS open
+               FROM batches WHERE id IN ({PART_BATCHES})"
+        ))
         .bind(suite)
         .bind(part.start as i64)
         .bind(part.end as i64)
@@ -518,20 +519,18 @@ impl Store {
         if counts.get::<i64, _>("open") == 0 {
             return Ok(Claim::Finished);
         }
-        sqlx::query(
+        sqlx::query(&format!(
             "UPDATE batches SET status = 'running', failure = NULL, finished_at = NULL,
-                    owner_host = $1, owner_boot = $2, owner_pid = $3, owner_start = $4
-             WHERE status IN ('interrupted', 'failed')
-               AND id IN (SELECT batch_id FROM suite_problems
-                           WHERE suite_id = $5 AND pos >= $6 AND pos < $7)",
-        )
+                    owner_host = $4, owner_boot = $5, owner_pid = $6, owner_start = $7
+             WHERE status IN ('interrupted', 'failed') AND id IN ({PART_BATCHES})"
+        ))
+        .bind(suite)
+        .bind(part.start as i64)
+        .bind(part.end as i64)
         .bind(&owner.host)
         .bind(&owner.boot)
         .bind(owner.pid as i64)
         .bind(owner.start as i64)
-        .bind(suite)
-        .bind(part.start as i64)
-        .bind(part.end as i64)
         .execute(&mut *tx)
         .await
         .map_err(self.sql())?;

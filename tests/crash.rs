@@ -513,3 +513,62 @@ fn two_runs_on_one_database_share_the_probe_package() {
         check_complete(&scratch, batch, &format!("concurrent batch {batch}"));
     }
 }
+
+/// A batch SIGKILLed while a candidate runs leaves that run's directory
+/// (and, as root, the scorer copies) behind: nothing in a killed process
+/// can remove them. The next `assay` removes them, and leaves nothing of
+/// its own. The temporary directory is the test's own, so what is found
+/// there is this test's alone.
+#[test]
+fn a_killed_batchs_scratch_directories_are_removed_by_the_next_assay() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = Scratch::new();
+    let tmp = scratch.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    // Like /tmp: the run's unprivileged user must reach its directory.
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let in_tmp = |args: &[&str]| {
+        let mut cmd = scratch.command(args);
+        cmd.env("TMPDIR", &tmp);
+        cmd
+    };
+    let listed = || -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&tmp)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("assay-"))
+            .collect();
+        names.sort();
+        names
+    };
+
+    let stopped = Scratch::start_command_at(in_tmp(&["run", &tiny()]), "pause@score.child#1");
+    stopped.kill9();
+    let left = listed();
+    assert!(
+        left.iter().any(|n| n.starts_with("assay-run.")),
+        "the killed run's directory is left: {left:?}"
+    );
+    // A sweep leaves young directories alone (one may be between its
+    // mkdir and its lock): age these past that.
+    let old = std::time::SystemTime::now() - Duration::from_secs(3600);
+    for name in &left {
+        std::fs::File::open(tmp.join(name))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+
+    let out = in_tmp(&["run", "--resume", "1"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        listed(),
+        Vec::<String>::new(),
+        "nothing left after {left:?}"
+    );
+    check_complete(&scratch, 1, "resumed after the kill");
+}

@@ -48,6 +48,7 @@ mod cgroup;
 pub mod compile;
 mod landlock;
 mod netns;
+pub mod scratch;
 mod user;
 
 use std::fs::File;
@@ -109,7 +110,7 @@ pub struct RunConfinement {
 /// Scoring binaries copied to a directory the run's user can traverse.
 #[derive(Debug, Default)]
 struct ExeCopies {
-    dir: Option<tempfile::TempDir>,
+    dir: Option<scratch::ScratchDir>,
     /// (original, its modification time, the copy)
     copies: Vec<(PathBuf, Option<SystemTime>, PathBuf)>,
 }
@@ -128,6 +129,10 @@ impl Sandbox {
     /// [`Sandbox::probe`] without logging the warnings, for a child that is
     /// not a batch's (the case checker): the batch says them once.
     pub fn find(processes: u64) -> Sandbox {
+        // What an assay killed before it could clean up left behind.
+        for dir in scratch::sweep() {
+            tracing::debug!(dir = %dir.display(), "removed a dead assay's scratch directory");
+        }
         let mut warnings = Vec::new();
         let landlock_abi = landlock_abi();
         if landlock_abi < 1 {
@@ -349,9 +354,7 @@ impl Sandbox {
             return Ok(copy.clone());
         }
         if copies.dir.is_none() {
-            let dir = tempfile::Builder::new()
-                .prefix("assay-scorer-")
-                .tempdir_in(std::env::temp_dir())
+            let dir = scratch::ScratchDir::new(scratch::Kind::Scorer)
                 .context("cannot create a directory for the scorer's copy")?;
             std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
                 .with_context(|| format!("cannot open up {}", dir.path().display()))?;

@@ -18,6 +18,7 @@ use tokio::io::AsyncReadExt;
 use super::child::{feed_stdin, kill_group, nonce, wait4, GroupKill, LiveGroup};
 use super::run::{start, Started};
 use super::RunLimits;
+use crate::sandbox::scratch::{Kind, ScratchDir};
 use crate::sandbox::Sandbox;
 use crate::suite::cases::case_finished;
 use crate::suite::CaseEnd;
@@ -51,10 +52,8 @@ pub async fn run_program(
     sandbox: &Sandbox,
 ) -> Result<ProgramRun> {
     let started_at = Instant::now();
-    let workdir = tempfile::Builder::new()
-        .prefix("assay-run-")
-        .tempdir()
-        .context("cannot create the run's working directory")?;
+    let workdir =
+        ScratchDir::new(Kind::Run).context("cannot create the run's working directory")?;
     let nonce = nonce()?;
     let (ours, theirs) =
         std::os::unix::net::UnixStream::pair().context("cannot make the run's stdin")?;

@@ -21,6 +21,7 @@ use super::judge::Oracle;
 use super::protocol::{Protocol, Reported};
 use super::{CaseOutcome, RunLimits, ScoreVerdict, Scored};
 use crate::package::ModuleKey;
+use crate::sandbox::scratch::{Kind, ScratchDir};
 use crate::sandbox::{RunConfinement, Sandbox};
 use crate::spec::Isolation;
 
@@ -194,10 +195,8 @@ async fn run_child(
     limits: &RunLimits,
     sandbox: &Sandbox,
 ) -> Result<Attempt> {
-    let workdir = tempfile::Builder::new()
-        .prefix("assay-run-")
-        .tempdir()
-        .context("cannot create the run's working directory")?;
+    let workdir =
+        ScratchDir::new(Kind::Run).context("cannot create the run's working directory")?;
     let nonce = nonce()?;
     let input = format!("{nonce} {first}\n{}", oracle.inputs()).into_bytes();
     let (ours, theirs) =
@@ -213,6 +212,7 @@ async fn run_child(
     let _group = LiveGroup::register(pid);
     // Kills the group if this future is dropped (Ctrl-C cancels the batch).
     let _kill = GroupKill(pid);
+    crate::testpoint::reached("score.child").await;
     let feeder = feed_stdin(ours, input);
     let protocol = Protocol::new(nonce, oracle.total(), first, limits.output_cap_bytes);
     let watched = watch(started, protocol, limits).await;

@@ -14,6 +14,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::sandbox::scratch::{Kind, ScratchDir};
 use crate::sandbox::Sandbox;
 use crate::spec::{Spec, SpecError};
 
@@ -80,9 +81,7 @@ pub fn checker_root(harness_crate: &str) -> String {
 /// runs compiled code is confined alike.
 async fn run_checker(exe: &Path, cases: &str, spec: &Spec, sandbox: &Sandbox) -> Result<String> {
     let exe = sandbox.runnable_exe(exe)?;
-    let workdir = tempfile::Builder::new()
-        .prefix("assay-casecheck-")
-        .tempdir()
+    let workdir = ScratchDir::new(Kind::CaseCheck)
         .context("cannot create the case checker's working directory")?;
     let mut confinement = sandbox.prepare_run(&exe, workdir.path(), spec.limits.memory_bytes)?;
     let mut cmd = tokio::process::Command::new(&exe);

@@ -174,8 +174,12 @@ impl Scratch {
     /// Starts `assay` with a test point armed and returns once it has
     /// reached it (its stderr says so).
     pub fn start_at(&self, point: &str, args: &[&str]) -> Stopped {
-        let mut child = self
-            .command(args)
+        Scratch::start_command_at(self.command(args), point)
+    }
+
+    /// [`Scratch::start_at`] for a command set up by the caller.
+    pub fn start_command_at(mut cmd: Command, point: &str) -> Stopped {
+        let mut child = cmd
             .env("ASSAY_TEST_POINT", point)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -10,8 +10,15 @@
 //! items finished per second of wall time, and the speedup of L lanes is
 //! their throughput over one lane's, measured in the same run.
 //!
-//! `cargo bench --bench lanes -- [--lanes 1,2,4,8,16,32] [--items-per-lane 8]
-//! [--wait-ms 400] [--renewals 2]`
+//! Each lane count runs twice. In lockstep every item waits exactly
+//! `--wait-ms`, so all lanes claim, renew and finish at the same instants:
+//! the worst case, L statements at once on the server. Jittered, each
+//! item's wait is drawn uniformly within `--jitter` (a fraction) of
+//! `--wait-ms`, as replies from a gateway take varying times, so the
+//! lanes' statements spread out as they do on a rig.
+//!
+//! `cargo bench --bench lanes -- [--lanes 1,2,4,8,16,32] [--items-per-lane 16]
+//! [--wait-ms 400] [--renewals 2] [--jitter 0.25]`
 //! The server is `scripts/pg-test-server`'s (started if needed), or
 //! `ASSAY_TEST_PG`; each lane count runs in a schema of its own.
 
@@ -25,6 +32,7 @@ use assay::store::{Db, Store};
 
 struct Figures {
     lanes: usize,
+    jitter: f64,
     items: usize,
     wall: Duration,
     /// Per item: claim, renewals and finish.
@@ -49,9 +57,11 @@ fn main() {
                 .collect()
         },
     );
-    let per_lane: usize = flag("--items-per-lane").map_or(8, |s| s.parse().expect("a number"));
+    let per_lane: usize = flag("--items-per-lane").map_or(16, |s| s.parse().expect("a number"));
     let wait = Duration::from_millis(flag("--wait-ms").map_or(400, |s| s.parse().expect("ms")));
     let renewals: u32 = flag("--renewals").map_or(2, |s| s.parse().expect("a number"));
+    let jitter: f64 = flag("--jitter").map_or(0.25, |s| s.parse().expect("a fraction"));
+    assert!((0.0..1.0).contains(&jitter), "--jitter: a fraction below 1");
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -64,20 +74,26 @@ fn main() {
     );
     let figures: Vec<Figures> = lanes
         .iter()
-        .map(|&l| rt.block_on(measure(l, l * per_lane, wait, renewals)))
+        .flat_map(|&l| [(l, 0.0), (l, jitter)])
+        .map(|(l, j)| rt.block_on(measure(l, l * per_lane, wait, j, renewals)))
         .collect();
-    let one = figures
-        .iter()
-        .find(|f| f.lanes == 1)
-        .map(|f| f.items as f64 / f.wall.as_secs_f64());
     println!(
-        "\nlanes  items  wall (s)  items/s  speedup vs 1 lane  store ms/item (claim + renew + finish)"
+        "\nwaits       lanes  items  wall (s)  items/s  speedup vs 1 lane  store ms/item (claim + renew + finish)"
     );
     for f in &figures {
         let rate = f.items as f64 / f.wall.as_secs_f64();
+        let one = figures
+            .iter()
+            .find(|o| o.lanes == 1 && o.jitter == f.jitter)
+            .map(|o| o.items as f64 / o.wall.as_secs_f64());
         let speedup = one.map_or("-".to_owned(), |one| format!("{:.1}x", rate / one));
+        let shape = if f.jitter == 0.0 {
+            "lockstep".to_owned()
+        } else {
+            format!("±{:.0}%", f.jitter * 100.0)
+        };
         println!(
-            "{:>5}  {:>5}  {:>8.2}  {:>7.2}  {:>17}  {:.2} ({:.2} + {:.2} + {:.2})",
+            "{shape:<10}  {:>5}  {:>5}  {:>8.2}  {:>7.2}  {:>17}  {:.2} ({:.2} + {:.2} + {:.2})",
             f.lanes,
             f.items,
             f.wall.as_secs_f64(),
@@ -97,7 +113,13 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-async fn measure(lanes: usize, items: usize, wait: Duration, renewals: u32) -> Figures {
+async fn measure(
+    lanes: usize,
+    items: usize,
+    wait: Duration,
+    jitter: f64,
+    renewals: u32,
+) -> Figures {
     let schema = pg::PgSchema::new();
     let db: Db = schema.url.parse().unwrap();
     let store = Store::open(db.clone()).await.unwrap();
@@ -115,7 +137,10 @@ async fn measure(lanes: usize, items: usize, wait: Duration, renewals: u32) -> F
     let tasks: Vec<_> = stores
         .into_iter()
         .enumerate()
-        .map(|(l, s)| tokio::spawn(lane(s, format!("lane{l}"), wait, renewals)))
+        .map(|(l, s)| {
+            let waits = Waits { mean: wait, jitter };
+            tokio::spawn(lane(s, format!("lane{l}"), waits, renewals))
+        })
         .collect();
     let (mut done, mut claim, mut renew, mut finish) =
         (0, Duration::ZERO, Duration::ZERO, Duration::ZERO);
@@ -132,6 +157,7 @@ async fn measure(lanes: usize, items: usize, wait: Duration, renewals: u32) -> F
     let per = |d: Duration| d / items as u32;
     Figures {
         lanes,
+        jitter,
         items,
         wall,
         store_per_item: per(claim + renew + finish),
@@ -144,10 +170,28 @@ async fn measure(lanes: usize, items: usize, wait: Duration, renewals: u32) -> F
 /// One lane: claims until the queue is empty. Returns items done and the
 /// time spent claiming (the final, empty claim included), renewing and
 /// finishing.
+/// Each item's wait: `mean` within ±`jitter` of it, spread evenly over
+/// that range by the golden-ratio sequence of the item's number, so any
+/// run of items has nearly the mean wait and the one-lane baseline is not
+/// luckier or unluckier than the rest. A property of the item, not of the
+/// lane that takes it: lanes that finish early take more, as on a rig.
+#[derive(Clone, Copy)]
+struct Waits {
+    mean: Duration,
+    jitter: f64,
+}
+
+impl Waits {
+    fn of(&self, item: usize) -> Duration {
+        let unit = (item as f64 * 0.618_033_988_749_895).fract();
+        self.mean.mul_f64(1.0 + self.jitter * (2.0 * unit - 1.0))
+    }
+}
+
 async fn lane(
     store: Store,
     name: String,
-    wait: Duration,
+    waits: Waits,
     renewals: u32,
 ) -> (usize, Duration, Duration, Duration) {
     let owner = Owner::current();
@@ -158,7 +202,8 @@ async fn lane(
         let item = store.claim_work(&name, &owner, 60_000).await.unwrap();
         claim += t.elapsed();
         let Some(item) = item else { break };
-        let slice = wait / (renewals + 1);
+        let number = item.args[0]["item-".len()..].parse().expect("item-N");
+        let slice = waits.of(number) / (renewals + 1);
         for _ in 0..renewals {
             tokio::time::sleep(slice).await;
             let t = Instant::now();

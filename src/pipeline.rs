@@ -10,6 +10,7 @@
 //! `probe` phase is the tail the batch waits for after its last reply; the
 //! whole probe's work (every wave) is its probe run's figures.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -345,7 +346,7 @@ async fn run_batch(
     let ((replies, draw_figures, tail), streamed, toolchain) =
         tokio::join!(drawing, streaming, asking_toolchain);
     let replies = replies?;
-    extracting.await.context("the extraction task panicked")?;
+    let mut streamed_extractions = extracting.await.context("the extraction task panicked")?;
     let (streamed, mut stats) = streamed?;
     record(store, batch, draw_figures).await?;
     testpoint::reached("draw.done").await;
@@ -356,7 +357,15 @@ async fn run_batch(
     }
 
     let guard = PhaseGuard::start(Phase::ExtractDedup);
-    let extracted = extract_and_dedup(&cfg.spec, &replies, store, batch, stored).await?;
+    let extracted = extract_and_dedup(
+        &cfg.spec,
+        &replies,
+        &mut streamed_extractions,
+        store,
+        batch,
+        stored,
+    )
+    .await?;
     let extract_figures = guard.finish();
 
     // On a resume, only what lacks a verdict or a score is built and run
@@ -541,36 +550,34 @@ struct Unique {
     source: String,
 }
 
+/// Stores every reply's extraction and dedup group, over the whole batch,
+/// and returns the unique candidates. A reply the stream already extracted
+/// and fingerprinted (`streamed`, by reply index) is taken from there, not
+/// extracted again; one stored by an earlier attempt keeps what it has.
 async fn extract_and_dedup(
     spec: &Spec,
     replies: &[Drawn],
+    streamed: &mut HashMap<usize, Extracted>,
     store: &Store,
     batch: BatchId,
     stored: &ResumePlan,
 ) -> Result<Vec<Unique>> {
-    let extractions: Vec<Extraction> = replies
+    let (extractions, fingerprints): (Vec<Extraction>, Vec<Option<dedup::Fingerprints>>) = replies
         .iter()
         .map(|d| {
             if let Some((extraction, _)) = stored.extraction(d.idx) {
-                return extraction.clone();
+                return Extracted::of(extraction.clone());
+            }
+            if let Some(done) = streamed.remove(&d.idx) {
+                return done;
             }
             if !d.reply.outcome.is_ok() {
-                return Extraction::Failed(extract::NoCode::DrawFailed);
+                return Extracted::of(Extraction::Failed(extract::NoCode::DrawFailed));
             }
-            extract::extract(
-                d.reply.content.as_deref(),
-                d.reply.finish_reason.as_deref(),
-                &spec.entry,
-            )
+            Extracted::reply(d, &spec.entry)
         })
-        .collect();
-    let fingerprints: Vec<Option<dedup::Fingerprints>> = extractions
-        .iter()
-        .map(|e| match e {
-            Extraction::Source(src) => dedup::fingerprints(src),
-            Extraction::Failed(_) => None,
-        })
-        .collect();
+        .map(|e| (e.extraction, e.fingerprints))
+        .unzip();
     // Groups are formed over batch positions; map them back to reply indices.
     let groups = dedup::group(&fingerprints);
     let mut unique = Vec::new();
@@ -610,38 +617,71 @@ async fn extract_and_dedup(
     Ok(unique)
 }
 
+/// One reply's extraction and, for code, its fingerprints.
+struct Extracted {
+    extraction: Extraction,
+    fingerprints: Option<dedup::Fingerprints>,
+}
+
+impl Extracted {
+    fn of(extraction: Extraction) -> Extracted {
+        let fingerprints = match &extraction {
+            Extraction::Source(src) => dedup::fingerprints(src),
+            Extraction::Failed(_) => None,
+        };
+        Extracted {
+            extraction,
+            fingerprints,
+        }
+    }
+
+    fn reply(d: &Drawn, entry: &str) -> Extracted {
+        Extracted::of(extract::extract(
+            d.reply.content.as_deref(),
+            d.reply.finish_reason.as_deref(),
+            entry,
+        ))
+    }
+}
+
 /// Extracts and fingerprints replies as they arrive and sends the first
-/// candidate of each fingerprint on to the streaming probe. The batch's
-/// stored extraction and dedup are still `extract_and_dedup`'s, over the
-/// whole batch; `settle_probe` reconciles the two.
+/// candidate of each fingerprint on to the streaming probe. Returns what
+/// it extracted, by reply index, for `extract_and_dedup` to store and
+/// group over the whole batch without extracting again; `settle_probe`
+/// probes a group's stored representative if the stream probed another
+/// member.
 async fn extract_stream(
     entry: String,
     dedup_by: DedupBy,
     mut drawn: mpsc::UnboundedReceiver<Drawn>,
     candidates: mpsc::UnboundedSender<StreamCandidate>,
-) {
+) -> HashMap<usize, Extracted> {
     let mut seen = std::collections::HashSet::new();
+    let mut done = HashMap::new();
     while let Some(d) = drawn.recv().await {
         if !d.reply.outcome.is_ok() {
             continue;
         }
-        let extraction = extract::extract(
-            d.reply.content.as_deref(),
-            d.reply.finish_reason.as_deref(),
-            &entry,
-        );
-        if let Extraction::Source(source) = extraction {
+        let extracted = Extracted::reply(&d, &entry);
+        if let (Extraction::Source(source), Some(f)) =
+            (&extracted.extraction, extracted.fingerprints)
+        {
             // The same key `extract_and_dedup` groups by; a missing alpha
             // fingerprint falls back to the exact one, kept apart.
-            let key = dedup::fingerprints(&source).map(|f| match (dedup_by, f.alpha) {
+            let key = match (dedup_by, f.alpha) {
                 (DedupBy::Alpha, Some(alpha)) => (true, alpha),
                 _ => (false, f.exact),
-            });
-            if key.is_some_and(|key| seen.insert(key)) {
-                let _ = candidates.send(StreamCandidate { idx: d.idx, source });
+            };
+            if seen.insert(key) {
+                let _ = candidates.send(StreamCandidate {
+                    idx: d.idx,
+                    source: source.clone(),
+                });
             }
         }
+        done.insert(d.idx, extracted);
     }
+    done
 }
 
 /// Probes candidates in waves as they arrive, until the channel closes.
@@ -683,8 +723,7 @@ async fn settle_probe(
     streamed: Vec<Probed>,
     stats: &mut ProbeStats,
 ) -> Result<Vec<Probed>> {
-    let mut by_idx: std::collections::HashMap<usize, Probed> =
-        streamed.into_iter().map(|p| (p.idx, p)).collect();
+    let mut by_idx: HashMap<usize, Probed> = streamed.into_iter().map(|p| (p.idx, p)).collect();
     let missing: Vec<(usize, &str)> = unique
         .iter()
         .filter(|u| !by_idx.contains_key(&u.idx))

@@ -172,8 +172,8 @@ fn wrapper(settings_json: &str) -> Result<i32> {
     if let Some(name) = &crate_name {
         // A stale verdict of an earlier build must not outlive it.
         let _ = std::fs::remove_file(settings.verdicts.join(name));
-        if is_candidate_target(name) {
-            confine_to_own_files(&settings, name)?;
+        if let Some(own) = own_files(name) {
+            confine_to_own_files(&settings, &own)?;
         }
     }
     let limits = CompileLimits {
@@ -242,13 +242,30 @@ fn is_candidate_target(name: &str) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// The files (in `cands/`) a target that holds one candidate may read, or
+/// `None` for a target that holds none. A probe target `cN` reads its
+/// module and its roots; a scoring image `run_<tag>_<key>` (`score::image_name`)
+/// reads its root and its one candidate's module, the committed one's too.
+fn own_files(name: &str) -> Option<Vec<String>> {
+    if is_candidate_target(name) {
+        return Some(
+            ["rs", "main.rs", "lib.rs"]
+                .map(|ext| format!("{name}.{ext}"))
+                .into(),
+        );
+    }
+    let (_tag, key) = name.strip_prefix("run_")?.rsplit_once('_')?;
+    (is_candidate_target(key) || key == "committed")
+        .then(|| vec![format!("{key}.rs"), format!("{name}.main.rs")])
+}
+
 /// Nests a Landlock ruleset under the build's: everything the build reads
-/// and writes but the package, and of the package only `name`'s files.
-fn confine_to_own_files(settings: &WrapperSettings, name: &str) -> Result<()> {
+/// and writes but the package, and of the package only the `own` files.
+fn confine_to_own_files(settings: &WrapperSettings, own: &[String]) -> Result<()> {
     let abi = TARGET_ABI;
-    let own: Vec<PathBuf> = ["rs", "main.rs", "lib.rs"]
+    let own: Vec<PathBuf> = own
         .iter()
-        .map(|ext| settings.cands.join(format!("{name}.{ext}")))
+        .map(|file| settings.cands.join(file))
         .filter(|p| p.exists())
         .collect();
     let read: Vec<&PathBuf> = settings
@@ -301,6 +318,30 @@ mod tests {
             "d3",
         ] {
             assert!(!is_candidate_target(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn a_scoring_image_reads_its_root_and_its_one_candidate() {
+        assert_eq!(
+            own_files("run_2235c47c_c10").unwrap(),
+            ["c10.rs", "run_2235c47c_c10.main.rs"]
+        );
+        assert_eq!(
+            own_files("run_2235c47c_committed").unwrap(),
+            ["committed.rs", "run_2235c47c_committed.main.rs"]
+        );
+        assert_eq!(
+            own_files("c3").unwrap(),
+            ["c3.rs", "c3.main.rs", "c3.lib.rs"]
+        );
+        for none in [
+            "assay_judge_2235c47c",
+            "run_2235c47c_judge",
+            "assay_runner",
+            "run_c1x",
+        ] {
+            assert_eq!(own_files(none), None, "{none}");
         }
     }
 

@@ -1,7 +1,10 @@
 //! What per-candidate images and the judge cost, side by side with the
 //! code before them: the bundled `absolute` batch run by an `assay` built
 //! from commit 51798b9 (one scorer binary for every candidate, the oracle in
-//! the child) and by this one, alternately, on the same warm work directory,
+//! the child) and by this one, alternately, each on a warm work directory
+//! of its own (they build the harness's dependencies with different flags,
+//! so one shared work directory would have each side rebuild them after
+//! the other),
 //! `ROUNDS` times each after one warm-up batch each. Prints each phase's wall
 //! and CPU-s (probe, score build, score run), the best and median of the
 //! rounds, and the ratio new / old.
@@ -37,7 +40,8 @@ fn main() -> anyhow::Result<()> {
     );
     let new_bin = PathBuf::from(env!("CARGO_BIN_EXE_assay"));
     let new_task = root.join("specs/absolute");
-    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("assay-work");
+    let work =
+        |side: &str| Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("score-cost-{side}"));
     let scratch = tempfile::tempdir()?;
     let rounds: usize = std::env::var("ASSAY_BENCH_ROUNDS")
         .ok()
@@ -53,7 +57,7 @@ fn main() -> anyhow::Result<()> {
     for round in 0..=rounds {
         for (s, (name, bin, task)) in sides.iter().enumerate() {
             let db = scratch.path().join(format!("{name}.db"));
-            let phases = run(bin, task, &db, &work, scratch.path())?;
+            let phases = run(bin, task, &db, &work(name), scratch.path())?;
             if round > 0 {
                 figures[s].push(phases);
             }

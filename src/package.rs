@@ -367,6 +367,9 @@ impl Package {
              assay-runner = {{ path = \"runner\" }}\n\n\
              [profile.dev]\ndebug = false\nincremental = false\n\n\
              [profile.release]\ndebug = false\nincremental = false\noverflow-checks = true\n\n\
+             # Each of this package's targets is one small crate: one codegen\n\
+             # unit spares the ThinLTO pass between units (docs/benchmarks.md).\n\
+             [profile.release.package.\"assay-{task}\"]\ncodegen-units = 1\n\n\
              # Not part of any enclosing workspace.\n[workspace]\n",
             task = spec.name,
             package = spec.harness.package,

@@ -47,9 +47,13 @@ async fn main() -> anyhow::Result<()> {
     {
         let package = Package::open(&spec, &work, &work.join("target"))?;
         package.write_module(&ModuleKey::Committed, &spec.committed.source)?;
-        let built =
-            score::build_images(&package, &[ModuleKey::Committed], &spec.harness.crate_name)
-                .await?;
+        let built = score::build_images(
+            &package,
+            &[ModuleKey::Committed],
+            &spec.harness.crate_name,
+            |_| {},
+        )
+        .await?;
         std::fs::copy(&built.built[0].1, &exe)?;
         std::fs::copy(&built.judge, &judge)?;
     }

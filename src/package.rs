@@ -488,16 +488,17 @@ fn main() {{}}
             ),
         )?;
         self.set_bins([WARM])?;
-        self.build(profile, &[WARM.to_owned()], |_| {}).await
+        self.build(profile, &[WARM.to_owned()], |_, _| {}).await
     }
 
     /// Builds the given binaries with `--keep-going`, reading cargo's JSON
-    /// messages as they come. `on_built` is called as each target finishes.
+    /// messages as they come. `on_built` is called as each target finishes,
+    /// with its artifact.
     pub async fn build(
         &self,
         profile: Profile,
         bins: &[String],
-        on_built: impl FnMut(&str),
+        on_built: impl FnMut(&str, &Path),
     ) -> Result<BuildReport> {
         self.build_targets(profile, bins, &[], on_built).await
     }
@@ -509,7 +510,7 @@ fn main() {{}}
         profile: Profile,
         bins: &[String],
         libs: &[String],
-        on_built: impl FnMut(&str),
+        on_built: impl FnMut(&str, &Path),
     ) -> Result<BuildReport> {
         let mut args = Vec::with_capacity((bins.len() + libs.len()) * 2);
         for bin in bins {
@@ -527,7 +528,7 @@ fn main() {{}}
         &self,
         profile: Profile,
         selection: &[String],
-        mut on_built: impl FnMut(&str),
+        mut on_built: impl FnMut(&str, &Path),
     ) -> Result<BuildReport> {
         self.fetch_dependencies().await?;
         let mut cmd = scrubbed_cargo(self.toolchain.as_deref());
@@ -668,7 +669,12 @@ fn main() {{}}
 
     /// Folds one line of cargo's output into the report. Lines that are not
     /// JSON messages pass by, as cargo's own tools do.
-    fn take_message(&self, line: &str, report: &mut BuildReport, on_built: &mut impl FnMut(&str)) {
+    fn take_message(
+        &self,
+        line: &str,
+        report: &mut BuildReport,
+        on_built: &mut impl FnMut(&str, &Path),
+    ) {
         let Ok(message) = serde_json::from_str::<Message>(line) else {
             return;
         };
@@ -703,10 +709,9 @@ fn main() {{}}
                     None => None,
                 };
                 if let Some(path) = output {
-                    on_built(&artifact.target.name);
-                    report
-                        .built
-                        .insert(artifact.target.name.clone(), path.into_std_path_buf());
+                    let path = path.into_std_path_buf();
+                    on_built(&artifact.target.name, &path);
+                    report.built.insert(artifact.target.name.clone(), path);
                 }
             }
             Message::CompilerMessage(msg) => {

@@ -396,7 +396,6 @@ async fn run_batch(
     }
     record(store, batch, figures).await?;
 
-    let guard = PhaseGuard::start(Phase::ScoreBuild);
     let mut keys: Vec<ModuleKey> = probed
         .iter()
         .filter(|p| p.verdict.compiled())
@@ -410,31 +409,19 @@ async fn run_batch(
     if !stored.committed_scored() {
         keys.push(ModuleKey::Committed);
     }
-    let scorer = if keys.is_empty() {
-        None
-    } else {
-        // Candidates probed in an earlier attempt are not in the package
-        // yet (opening it cleared the last batch's sources).
-        for (idx, source) in &kept_to_score {
-            package.write_module(&ModuleKey::Candidate(*idx), source)?;
-        }
-        let spinner = progress.spinner("scorer");
-        let scorer = build_scorer(&cfg.spec, &package, keys, &batch_dir, store, batch).await?;
-        spinner.finish();
-        Some(scorer)
-    };
-    drop(package);
-    record(store, batch, guard.finish()).await?;
-    testpoint::reached("score.built").await;
-
-    let guard = PhaseGuard::start(Phase::ScoreRun);
-    if let Some(scorer) = scorer {
-        score_all(&cfg.spec, scorer, sandbox, store, progress, batch).await?;
+    // Candidates probed in an earlier attempt are not in the package yet
+    // (opening it cleared the last batch's sources).
+    for (idx, source) in &kept_to_score {
+        package.write_module(&ModuleKey::Candidate(*idx), source)?;
     }
-    // Decided over every stored run of the batch, so that runs stored by an
-    // attempt that was killed count as they would have in one go.
-    admit_all(&cfg.spec, store, batch).await?;
-    record(store, batch, guard.finish()).await?;
+    let scoring = Scoring {
+        spec: &cfg.spec,
+        batch_dir: &batch_dir,
+        store,
+        progress,
+        batch,
+    };
+    scoring.build_and_score(package, keys, sandbox).await?;
     testpoint::reached("persist").await;
 
     let guard = PhaseGuard::start(Phase::Persist);
@@ -803,83 +790,154 @@ async fn store_probe(
 
 /// A batch's scoring images and judge, copied into the batch's directory
 /// so scoring needs no lock on the task's package.
-struct Scorer {
-    images: Vec<(ModuleKey, PathBuf)>,
-    oracle: score::Oracle,
+/// What building and running the scoring images needs of the batch.
+struct Scoring<'a> {
+    spec: &'a Spec,
+    batch_dir: &'a Path,
+    store: &'a Store,
+    progress: &'a Progress,
+    batch: BatchId,
 }
 
-async fn build_scorer(
-    spec: &Spec,
-    package: &Package,
-    keys: Vec<ModuleKey>,
-    batch_dir: &Path,
-    store: &Store,
-    batch: BatchId,
-) -> Result<Scorer> {
-    package.write_module(&ModuleKey::Committed, &spec.committed.source)?;
-    let built = score::build_images(package, &keys, &spec.harness.crate_name).await?;
-    for (key, errors) in &built.failed {
-        let failed = Scored {
-            key: key.clone(),
-            verdict: ScoreVerdict::ScoreBuildFailed,
-            passed: 0,
-            total: spec.cases.count,
-            wall: Default::default(),
-            cpu: Default::default(),
-            cases: vec![score::CaseOutcome::NotRun; spec.cases.count],
-            restarts: 0,
-            peak_processes: None,
-            stderr: errors.clone(),
+impl Scoring<'_> {
+    /// Builds the scoring images and runs each candidate as soon as its
+    /// image is built, so the runs overlap the build. Accounted as the
+    /// probe is: the `score build` phase lasts until the last image is
+    /// built (the runs meanwhile included), and `score run` is the tail the
+    /// batch waits for after it. The package is released once built.
+    async fn build_and_score(
+        &self,
+        package: Package,
+        keys: Vec<ModuleKey>,
+        sandbox: Arc<Sandbox>,
+    ) -> Result<()> {
+        let guard = PhaseGuard::start(Phase::ScoreBuild);
+        let (built_tx, built_rx) = mpsc::unbounded_channel();
+        let building = async move {
+            if !keys.is_empty() {
+                let spinner = self.progress.spinner("scorer");
+                let built = self.build(&package, &keys, built_tx).await;
+                spinner.finish();
+                built?;
+            }
+            drop(package);
+            record(self.store, self.batch, guard.finish()).await?;
+            testpoint::reached("score.built").await;
+            anyhow::Ok(PhaseGuard::start(Phase::ScoreRun))
         };
-        store_score(store, batch, &failed).await?;
+        let (tail, scored) = tokio::join!(building, self.run_as_built(built_rx, sandbox));
+        let tail = tail?;
+        scored?;
+        // Decided over every stored run of the batch, so that runs stored by
+        // an attempt that was killed count as they would have in one go.
+        admit_all(self.spec, self.store, self.batch).await?;
+        record(self.store, self.batch, tail.finish()).await
     }
-    let dir = batch_dir.join("images");
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let copy = |from: &Path, name: &str| -> Result<PathBuf> {
-        let to = dir.join(name);
-        std::fs::copy(from, &to)
-            .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
-        Ok(to)
-    };
-    let judge = copy(&built.judge, "judge")?;
-    let mut images = Vec::with_capacity(built.built.len());
-    for (key, exe) in &built.built {
-        images.push((key.clone(), copy(exe, &key.name())?));
+
+    /// Builds the images, handing each on to `built` as it comes, and
+    /// stores the verdict of each candidate whose image did not build.
+    async fn build(
+        &self,
+        package: &Package,
+        keys: &[ModuleKey],
+        built: mpsc::UnboundedSender<score::Built>,
+    ) -> Result<()> {
+        package.write_module(&ModuleKey::Committed, &self.spec.committed.source)?;
+        let images = score::build_images(package, keys, &self.spec.harness.crate_name, |b| {
+            let _ = built.send(b);
+        })
+        .await?;
+        for (key, errors) in &images.failed {
+            let failed = Scored {
+                key: key.clone(),
+                verdict: ScoreVerdict::ScoreBuildFailed,
+                passed: 0,
+                total: self.spec.cases.count,
+                wall: Default::default(),
+                cpu: Default::default(),
+                cases: vec![score::CaseOutcome::NotRun; self.spec.cases.count],
+                restarts: 0,
+                peak_processes: None,
+                stderr: errors.clone(),
+            };
+            store_score(self.store, self.batch, &failed).await?;
+        }
+        Ok(())
     }
-    let oracle = score::Oracle::new(
-        &judge,
-        Arc::from(spec.cases.text.as_str()),
-        spec.cases.count,
-    )
-    .await?;
-    Ok(Scorer { images, oracle })
+
+    /// Runs each image as it is built (from a copy in the batch's folder,
+    /// which no later build overwrites) once the judge is built, and stores
+    /// each score as its run ends; returns when the build is over and every
+    /// run has ended.
+    async fn run_as_built(
+        &self,
+        mut built: mpsc::UnboundedReceiver<score::Built>,
+        sandbox: Arc<Sandbox>,
+    ) -> Result<()> {
+        let dir = self.batch_dir.join("images");
+        let copy = |from: &Path, name: &str| -> Result<PathBuf> {
+            std::fs::create_dir_all(&dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            let to = dir.join(name);
+            std::fs::copy(from, &to)
+                .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
+            Ok(to)
+        };
+        let bar = self.progress.bar("score", 0);
+        let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let mut runs: Option<score::Runs> = None;
+        // Images built before the judge, which every run needs.
+        let mut waiting = Vec::new();
+        let mut building = true;
+        loop {
+            tokio::select! {
+                next = built.recv(), if building => match next {
+                    None => building = false,
+                    Some(score::Built::Judge(path)) if runs.is_none() => {
+                        let judge = copy(&path, "judge")?;
+                        let oracle = score::Oracle::new(
+                            &judge,
+                            Arc::from(self.spec.cases.text.as_str()),
+                            self.spec.cases.count,
+                        )
+                        .await?;
+                        let limits = RunLimits::from_spec(&self.spec.limits);
+                        let mut started =
+                            score::Runs::new(Arc::new(oracle), limits, parallel, sandbox.clone());
+                        for (key, image) in waiting.drain(..) {
+                            started.spawn(key, image);
+                        }
+                        runs = Some(started);
+                    }
+                    Some(score::Built::Judge(_)) => {}
+                    Some(score::Built::Image(key, path)) => {
+                        let image = copy(&path, &key.name())?;
+                        bar.inc_length(1);
+                        match runs.as_mut() {
+                            Some(runs) => runs.spawn(key, image),
+                            None => waiting.push((key, image)),
+                        }
+                    }
+                },
+                Some(scored) = next_run(&mut runs) => {
+                    store_score(self.store, self.batch, &scored?).await?;
+                    testpoint::reached("score.run").await;
+                    bar.inc(1);
+                }
+                else => break,
+            }
+        }
+        bar.finish();
+        Ok(())
+    }
 }
 
-async fn score_all(
-    spec: &Spec,
-    scorer: Scorer,
-    sandbox: Arc<Sandbox>,
-    store: &Store,
-    progress: &Progress,
-    batch: BatchId,
-) -> Result<()> {
-    let bar = progress.bar("score", scorer.images.len());
-    let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut running = score::spawn_all(
-        scorer.images,
-        Arc::new(scorer.oracle),
-        RunLimits::from_spec(&spec.limits),
-        parallel,
-        sandbox,
-    );
-    while let Some(done) = running.join_next().await {
-        let scored = done.context("a scoring task panicked")??;
-        store_score(store, batch, &scored).await?;
-        testpoint::reached("score.run").await;
-        bar.inc(1);
+/// The next run to end, or `None` when none is running.
+async fn next_run(runs: &mut Option<score::Runs>) -> Option<Result<Scored>> {
+    match runs {
+        Some(runs) if !runs.is_empty() => runs.next().await,
+        _ => None,
     }
-    bar.finish();
-    Ok(())
 }
 
 /// Decides admission for every scored candidate of the batch, from the

@@ -131,7 +131,7 @@ pub(super) async fn probe(
             package.write_bin(&shards[s].name, &root(candidates, &shards[s].members))?;
             bins.push(shards[s].name.clone());
         }
-        let report = package.build(Profile::Probe, &bins, |_| {}).await?;
+        let report = package.build(Profile::Probe, &bins, |_, _| {}).await?;
         stats.add_build(&report);
         for &s in &pending {
             let shard = &mut shards[s];
@@ -278,7 +278,7 @@ pub async fn floor(package: &Package, candidates: &[(usize, &str)]) -> Result<bo
     let all: Vec<usize> = (0..candidates.len()).collect();
     package.write_bin(FAST_BIN, &root(candidates, &all))?;
     let report = package
-        .build(Profile::Probe, &[FAST_BIN.to_owned()], |_| {})
+        .build(Profile::Probe, &[FAST_BIN.to_owned()], |_, _| {})
         .await?;
     Ok(report.built.contains_key(FAST_BIN))
 }

@@ -72,7 +72,7 @@ pub async fn build_programs(
                 .collect();
             package.set_bins(names.iter().map(String::as_str))?;
             let report = package
-                .build(Profile::Probe, &names, |_| {
+                .build(Profile::Probe, &names, |_, _| {
                     done += 1;
                     on_built(done);
                 })

@@ -19,7 +19,7 @@ pub(super) async fn probe(
     let mut probed = Vec::with_capacity(candidates.len());
     for (done, ((idx, _), name)) in candidates.iter().zip(&bins).enumerate() {
         let report = package
-            .build(Profile::Probe, std::slice::from_ref(name), |_| {})
+            .build(Profile::Probe, std::slice::from_ref(name), |_, _| {})
             .await?;
         stats.add_build(&report);
         probed.push(target_verdict(*idx, &report, name));

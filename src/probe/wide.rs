@@ -175,7 +175,7 @@ pub async fn probe_with(
             libs.iter().map(String::as_str),
         )?;
         let report = package
-            .build_targets(Profile::Probe, &bins, &libs, |_| {
+            .build_targets(Profile::Probe, &bins, &libs, |_, _| {
                 done += 1;
                 on_progress(done);
             })
@@ -206,7 +206,7 @@ pub async fn probe_with(
             .map(|&pos| names[pos].clone())
             .collect();
         package.set_bins(again.iter().map(String::as_str))?;
-        let report = package.build(Profile::Probe, &again, |_| {}).await?;
+        let report = package.build(Profile::Probe, &again, |_, _| {}).await?;
         stats.add_build(&report);
         for &pos in &relink[chunk] {
             probed[pos] = Some(target_verdict(candidates[pos].0, &report, &names[pos]));

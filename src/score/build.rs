@@ -10,7 +10,8 @@
 //! `cargo build --keep-going` in the probe's profile; a target that fails
 //! is its own candidate's failure alone, since nothing else is in it.
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
@@ -21,6 +22,14 @@ const JUDGE_MAIN: &str = include_str!("judge_main.rs");
 /// The judge's target name in the package tagged `tag`.
 pub fn judge_name(tag: &str) -> String {
     format!("assay_judge_{tag}")
+}
+
+/// An artifact of the score build, handed on as soon as cargo reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Built {
+    /// The judge (reported again, fresh, by a second build round).
+    Judge(PathBuf),
+    Image(ModuleKey, PathBuf),
 }
 
 /// A batch's built images.
@@ -70,20 +79,31 @@ pub fn judge_root(harness_crate: &str) -> String {
     )
 }
 
-/// Builds the judge and one image per key, in one cargo build. Candidate
-/// modules must already be in the package (the probe wrote them). A key
-/// whose target gave no artifact and no error of its own (cargo was killed,
-/// say) is built once more on its own; if that fails too, its cargo's words
-/// are its errors. Only a judge that does not build is an error: it holds
-/// no candidate code, so that is the harness's fault or the host's.
+/// Builds the judge and one image per key, in one cargo build, handing
+/// each artifact to `on_built` as cargo reports it (so runs can start
+/// while the rest build). Candidate modules must already be in the
+/// package (the probe wrote them). A key whose target gave no artifact and
+/// no error of its own (cargo was killed, say) is built once more on its
+/// own; if that fails too, its cargo's words are its errors. Only a judge
+/// that does not build is an error: it holds no candidate code, so that is
+/// the harness's fault or the host's.
 pub async fn build_images(
     package: &Package,
     keys: &[ModuleKey],
     harness_crate: &str,
+    mut on_built: impl FnMut(Built),
 ) -> Result<Images> {
     let tag = package.target_tag();
     let judge = judge_name(&tag);
     let image_name = |key: &ModuleKey| image_name(&tag, key);
+    let by_name: HashMap<String, &ModuleKey> = keys.iter().map(|k| (image_name(k), k)).collect();
+    let mut hand_on = |name: &str, path: &Path| {
+        if name == judge {
+            on_built(Built::Judge(path.to_owned()));
+        } else if let Some(key) = by_name.get(name) {
+            on_built(Built::Image((*key).clone(), path.to_owned()));
+        }
+    };
     write_if_changed(package, &judge, &judge_root(harness_crate))?;
     for key in keys {
         write_if_changed(package, &image_name(key), &image_root(harness_crate, key))?;
@@ -98,7 +118,7 @@ pub async fn build_images(
         let mut names = vec![judge.clone()];
         names.extend(pending.iter().map(image_name));
         package.set_bins(names.iter().map(String::as_str))?;
-        let report = package.build(Profile::Score, &names, |_| {}).await?;
+        let report = package.build(Profile::Score, &names, &mut hand_on).await?;
         match report.built.get(&judge) {
             Some(exe) => images.judge = exe.clone(),
             None if report.timed_out => return Err(package.timed_out("the judge's build").into()),

@@ -27,11 +27,11 @@ use std::time::Duration;
 use crate::package::ModuleKey;
 use crate::spec::{Isolation, Limits};
 
-pub use build::{build_images, image_name, image_root, judge_name, judge_root, Images};
+pub use build::{build_images, image_name, image_root, judge_name, judge_root, Built, Images};
 pub use child::kill_live_groups;
 pub use judge::Oracle;
 pub use program::{run_program, ProgramRun};
-pub use run::{run_one, spawn_all};
+pub use run::{run_one, Runs};
 pub use verdict::{case_letters, parse_case_letters, CaseOutcome, ScoreVerdict};
 
 /// One candidate's scoring result.

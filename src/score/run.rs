@@ -28,25 +28,55 @@ use crate::spec::Isolation;
 /// How often a run's memory cgroup is checked for an OOM kill.
 const OOM_WATCH_PERIOD: Duration = Duration::from_millis(50);
 
-/// Runs every candidate from its own image on `parallel` slots; drain the
-/// set to collect results as they finish.
-pub fn spawn_all(
-    images: Vec<(ModuleKey, PathBuf)>,
+/// Candidates' runs, each from its own image, on `parallel` slots: started
+/// as images arrive, collected as they finish.
+pub struct Runs {
+    set: JoinSet<Result<Scored>>,
+    slots: Arc<Semaphore>,
     oracle: Arc<Oracle>,
     limits: RunLimits,
-    parallel: usize,
     sandbox: Arc<Sandbox>,
-) -> JoinSet<Result<Scored>> {
-    let slots = Arc::new(Semaphore::new(parallel.max(1)));
-    let mut set = JoinSet::new();
-    for (key, image) in images {
-        let (slots, oracle, sandbox) = (slots.clone(), oracle.clone(), sandbox.clone());
-        set.spawn(async move {
+}
+
+impl Runs {
+    pub fn new(
+        oracle: Arc<Oracle>,
+        limits: RunLimits,
+        parallel: usize,
+        sandbox: Arc<Sandbox>,
+    ) -> Runs {
+        Runs {
+            set: JoinSet::new(),
+            slots: Arc::new(Semaphore::new(parallel.max(1))),
+            oracle,
+            limits,
+            sandbox,
+        }
+    }
+
+    /// Starts `key`'s run from `image` once a slot is free.
+    pub fn spawn(&mut self, key: ModuleKey, image: PathBuf) {
+        let (slots, oracle, sandbox) = (
+            self.slots.clone(),
+            self.oracle.clone(),
+            self.sandbox.clone(),
+        );
+        let limits = self.limits;
+        self.set.spawn(async move {
             let _slot = slots.acquire().await.expect("semaphore never closed");
             run_one(&image, key, &oracle, limits, &sandbox).await
         });
     }
-    set
+
+    /// The next run to finish; `None` when none is left.
+    pub async fn next(&mut self) -> Option<Result<Scored>> {
+        let done = self.set.join_next().await?;
+        Some(done.context("a scoring task panicked").and_then(|r| r))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty()
+    }
 }
 
 /// Runs one candidate's image over all cases under `limits`, then has the

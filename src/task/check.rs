@@ -164,7 +164,7 @@ pub async fn check(
         libs.iter().map(String::as_str),
     )?;
     let report = package
-        .build_targets(Profile::Score, &bins, &libs, |_| {})
+        .build_targets(Profile::Score, &bins, &libs, |_, _| {})
         .await?;
     if report.timed_out {
         return Err(package.timed_out("the task's check").into());

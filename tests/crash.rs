@@ -572,3 +572,36 @@ fn a_killed_batchs_scratch_directories_are_removed_by_the_next_assay() {
     );
     check_complete(&scratch, 1, "resumed after the kill");
 }
+
+/// Runs start as their images are built, not after the score build as a
+/// whole: held at the end of the score build, the batch still scores every
+/// compiled candidate. (Before runs overlapped the build, nothing was
+/// scored at this point.) Killed there, it resumes to the reference.
+#[test]
+fn runs_go_on_while_the_score_build_is_held_at_its_end() {
+    let scratch = Scratch::new();
+    let compiled = reference().0["compiled"].as_i64().unwrap();
+    let stopped = scratch.start_at("pause@score.built", &["run", &tiny()]);
+    let scored = || -> i64 {
+        scratch.sql(async |db| {
+            sqlx::query_scalar("SELECT COUNT(*) FROM scores WHERE batch_id = 1")
+                .fetch_one(db)
+                .await
+                .unwrap()
+        })
+    };
+    // Every run ends within its wall limit; a generous bound for a loaded
+    // machine, checked often so a quiet one does not wait.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while scored() < compiled && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        scored(),
+        compiled,
+        "every compiled candidate scored while held"
+    );
+    stopped.kill9();
+    scratch.assay_ok(&["run", "--resume", "1"]);
+    check_complete(&scratch, 1, "resumed after the held score build");
+}

@@ -631,24 +631,9 @@ fn checked<T, U>(
     }
 }
 
-/// The draw flags every drawing command shares, in range (clap checks
-/// only their types).
-pub(crate) fn check_draw_flags(
-    max_in_flight: Option<usize>,
-    max_completion_tokens: Option<u64>,
-) -> Result<(), UsageError> {
-    if max_in_flight.is_some_and(|k| k == 0 || k > assay::draw::pools::MAX_IN_FLIGHT) {
-        return Err(UsageError(format!(
-            "--max-in-flight (NEV_CONCURRENCY): must be between 1 and {}",
-            assay::draw::pools::MAX_IN_FLIGHT
-        )));
-    }
-    if max_completion_tokens == Some(0) {
-        return Err(UsageError(
-            "--max-completion-tokens (MAX_COMPLETION_TOKENS): must be at least 1".into(),
-        ));
-    }
-    Ok(())
+/// The draw options from the flags every drawing command shares.
+pub(crate) fn draw_options(flags: assay::draw::DrawFlags) -> Result<DrawOptions, UsageError> {
+    flags.check().map_err(|e| UsageError(e.to_string()))
 }
 
 async fn run(args: RunArgs) -> Result<ExitCode> {
@@ -717,20 +702,13 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         spec,
         work_item: args.work_item,
     };
-    check_draw_flags(args.max_in_flight, args.max_completion_tokens)?;
-    let draw = DrawOptions {
+    let draw = draw_options(assay::draw::DrawFlags {
         pools_file: args.pools,
         pools: args.pool,
         split: args.split,
         max_in_flight: args.max_in_flight,
         max_completion_tokens: args.max_completion_tokens,
-        // Read here and held as a secret from now on; never a flag (a flag
-        // would show in `ps`).
-        default_key: std::env::var("NEV_MODEL_API_KEY")
-            .ok()
-            .filter(|k| !k.is_empty())
-            .map(secrecy::SecretString::from),
-    };
+    })?;
     let (plan, warnings) = pipeline::prepare(&cfg, &draw)?;
     for w in warnings {
         eprintln!("warning: {w}");
@@ -848,7 +826,8 @@ async fn compare(args: CompareArgs) -> Result<ExitCode> {
                 return Err(UsageError("compare --spec: name at least two --pool".into()).into());
             }
             let cfg = sweep_config(spec, args.n, &args.sweep, &args.db.db()?)?;
-            let prepared = sweep::prepare_per_pool(&cfg, &draw_options(&args.sweep), &args.pool)?;
+            let prepared =
+                sweep::prepare_per_pool(&cfg, &sweep_draw_options(&args.sweep)?, &args.pool)?;
             for w in &prepared.warnings {
                 eprintln!("warning: {w}");
             }
@@ -891,8 +870,12 @@ async fn compare(args: CompareArgs) -> Result<ExitCode> {
 
 async fn ladder(args: LadderArgs) -> Result<ExitCode> {
     let cfg = sweep_config(&args.spec, None, &args.sweep, &args.db.db()?)?;
-    let prepared =
-        sweep::prepare_ladder(&cfg, &draw_options(&args.sweep), &args.pool, &args.levels)?;
+    let prepared = sweep::prepare_ladder(
+        &cfg,
+        &sweep_draw_options(&args.sweep)?,
+        &args.pool,
+        &args.levels,
+    )?;
     if let Some((_, _, _, warnings)) = prepared.first() {
         for w in warnings {
             eprintln!("warning: {w}");
@@ -935,7 +918,7 @@ fn sweep_config(
     let spec = assay::task::load(spec)?;
     let n = n.unwrap_or(spec.draw.n);
     assay::spec::check_candidates(n).map_err(|e| UsageError(format!("-n: {e}")))?;
-    check_draw_flags(None, args.max_completion_tokens)?;
+    sweep_draw_options(args)?;
     let outputs = Outputs::resolve(db, args.out.as_deref(), args.work_dir.as_deref())?;
     outputs.prepare()?;
     Ok(RunConfig {
@@ -950,16 +933,12 @@ fn sweep_config(
 }
 
 /// The draw options of a sweep; pools, split and in-flight are the sweep's.
-fn draw_options(args: &SweepArgs) -> DrawOptions {
-    DrawOptions {
+fn sweep_draw_options(args: &SweepArgs) -> Result<DrawOptions, UsageError> {
+    draw_options(assay::draw::DrawFlags {
         pools_file: args.pools.clone(),
         max_completion_tokens: args.max_completion_tokens,
-        default_key: std::env::var("NEV_MODEL_API_KEY")
-            .ok()
-            .filter(|k| !k.is_empty())
-            .map(secrecy::SecretString::from),
-        ..DrawOptions::default()
-    }
+        ..Default::default()
+    })
 }
 
 fn write_svg(path: &std::path::Path, svg: &str) -> Result<()> {

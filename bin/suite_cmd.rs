@@ -16,7 +16,7 @@ use assay::suite_report::SuiteCompare;
 use assay::suite_run::{DrawSettings, ProblemSet, SuiteConfig, SuiteInput, SuiteLimits};
 use assay::views;
 
-use super::{check_draw_flags, checked, open_existing, open_store, write_svg, DbArg, UsageError};
+use super::{checked, draw_options, open_existing, open_store, write_svg, DbArg, UsageError};
 
 #[derive(Subcommand)]
 pub enum SuiteCommand {
@@ -497,20 +497,16 @@ async fn draw_settings(
     problems: &std::path::Path,
 ) -> Result<DrawSettings> {
     assay::spec::check_candidates(n).map_err(|e| UsageError(format!("-n: {e}")))?;
-    check_draw_flags(args.max_in_flight, args.max_completion_tokens)?;
-    let beside = problems.parent().unwrap_or(std::path::Path::new("."));
-    let pools_file = pools_file(args, beside)?;
-    let opts = assay::draw::DrawOptions {
-        pools_file: Some(pools_file.clone()),
+    let mut opts = draw_options(assay::draw::DrawFlags {
+        pools_file: None,
         pools: args.pool.clone(),
         split: args.split,
         max_in_flight: args.max_in_flight,
         max_completion_tokens: args.max_completion_tokens,
-        default_key: std::env::var("NEV_MODEL_API_KEY")
-            .ok()
-            .filter(|k| !k.is_empty())
-            .map(secrecy::SecretString::from),
-    };
+    })?;
+    let beside = problems.parent().unwrap_or(std::path::Path::new("."));
+    let pools_file = pools_file(args, beside)?;
+    opts.pools_file = Some(pools_file.clone());
     let (plan, warnings) = assay::draw::Plan::for_suite(&pools_file, &args.pool, &opts)?;
     for w in warnings {
         eprintln!("warning: {w}");

@@ -172,6 +172,59 @@ pub struct DrawOptions {
     pub default_key: Option<SecretString>,
 }
 
+/// The variable that holds the key of pools that name no key variable.
+pub const DEFAULT_KEY_VARIABLE: &str = "NEV_MODEL_API_KEY";
+
+/// The draw flags every drawing command takes, as given: clap checked only
+/// their types. [`DrawFlags::check`] is the second step, to the options a
+/// draw runs with.
+#[derive(Debug, Clone, Default)]
+pub struct DrawFlags {
+    pub pools_file: Option<PathBuf>,
+    pub pools: Vec<PoolChoice>,
+    pub split: Option<SplitMode>,
+    pub max_in_flight: Option<usize>,
+    pub max_completion_tokens: Option<u64>,
+}
+
+/// A draw flag out of range, in the words the command line shows.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct FlagError(String);
+
+impl DrawFlags {
+    /// Checks each flag's range and reads the default key from
+    /// [`DEFAULT_KEY_VARIABLE`]; held as a secret from here on, and never
+    /// a flag (a flag would show in `ps`).
+    pub fn check(self) -> Result<DrawOptions, FlagError> {
+        if self
+            .max_in_flight
+            .is_some_and(|k| k == 0 || k > pools::MAX_IN_FLIGHT)
+        {
+            return Err(FlagError(format!(
+                "--max-in-flight (NEV_CONCURRENCY): must be between 1 and {}",
+                pools::MAX_IN_FLIGHT
+            )));
+        }
+        if self.max_completion_tokens == Some(0) {
+            return Err(FlagError(
+                "--max-completion-tokens (MAX_COMPLETION_TOKENS): must be at least 1".into(),
+            ));
+        }
+        Ok(DrawOptions {
+            pools_file: self.pools_file,
+            pools: self.pools,
+            split: self.split,
+            max_in_flight: self.max_in_flight,
+            max_completion_tokens: self.max_completion_tokens,
+            default_key: std::env::var(DEFAULT_KEY_VARIABLE)
+                .ok()
+                .filter(|k| !k.is_empty())
+                .map(SecretString::from),
+        })
+    }
+}
+
 /// Which pools a batch draws from, and how.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -736,6 +789,45 @@ fn missing_key(file: &PoolsFile, c: &PoolChoice, var: &str, why: &'static str) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn draw_flags_out_of_range_are_refused_in_the_flags_words() {
+        let zero_in_flight = DrawFlags {
+            max_in_flight: Some(0),
+            ..Default::default()
+        };
+        assert_eq!(
+            zero_in_flight.check().unwrap_err().to_string(),
+            format!(
+                "--max-in-flight (NEV_CONCURRENCY): must be between 1 and {}",
+                pools::MAX_IN_FLIGHT
+            )
+        );
+        let too_many = DrawFlags {
+            max_in_flight: Some(pools::MAX_IN_FLIGHT + 1),
+            ..Default::default()
+        };
+        assert!(too_many.check().is_err());
+        let zero_tokens = DrawFlags {
+            max_completion_tokens: Some(0),
+            ..Default::default()
+        };
+        assert_eq!(
+            zero_tokens.check().unwrap_err().to_string(),
+            "--max-completion-tokens (MAX_COMPLETION_TOKENS): must be at least 1"
+        );
+        let fine = DrawFlags {
+            max_in_flight: Some(pools::MAX_IN_FLIGHT),
+            max_completion_tokens: Some(1),
+            ..Default::default()
+        }
+        .check()
+        .unwrap();
+        assert_eq!(
+            (fine.max_in_flight, fine.max_completion_tokens),
+            (Some(pools::MAX_IN_FLIGHT), Some(1))
+        );
+    }
 
     #[test]
     fn outcomes_round_trip_through_their_strings() {

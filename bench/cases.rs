@@ -71,11 +71,15 @@ async fn main() -> anyhow::Result<()> {
         .collect::<String>()
         .into();
     let total = one.len() * REPEAT;
-    let oracle = Oracle::new(&judge, text, total).await?;
-    let single = Oracle::new(&judge, format!("{}\n", one[0]).into(), 1).await?;
+    let single_text: Arc<str> = format!("{}\n", one[0]).into();
 
-    let sandbox = Sandbox::probe(32);
-    let open = Sandbox::disabled_for_comparison();
+    let sandbox = Arc::new(Sandbox::probe(32));
+    let open = Arc::new(Sandbox::disabled_for_comparison());
+    // The judge runs under the same sandbox as the runs it judges.
+    let memory = spec.limits.memory_bytes;
+    let oracle = |sb: &Arc<Sandbox>, text: &Arc<str>, total| {
+        Oracle::new(&judge, text.clone(), total, sb.clone(), memory)
+    };
     println!(
         "sandbox: {}",
         sandbox.describe(RunLimits::with_wall(Duration::from_secs(120)).address_space_bytes)
@@ -100,6 +104,7 @@ async fn main() -> anyhow::Result<()> {
         ("sandbox on, per-case isolation", &sandbox, per_case),
         ("no sandbox, one child", &open, limits),
     ] {
+        let oracle = oracle(sb, &text, total).await?;
         let mut best: Option<(f64, f64)> = None;
         for _ in 0..ROUNDS {
             let start = Instant::now();
@@ -127,6 +132,7 @@ async fn main() -> anyhow::Result<()> {
         ("sandbox on, one child per case", &sandbox),
         ("no sandbox, one child per case", &open),
     ] {
+        let single = oracle(sb, &single_text, 1).await?;
         let start = Instant::now();
         let cpu = children_cpu();
         for _ in 0..PER_PROCESS_CASES {

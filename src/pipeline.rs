@@ -899,6 +899,8 @@ impl Scoring<'_> {
                             &judge,
                             Arc::from(self.spec.cases.text.as_str()),
                             self.spec.cases.count,
+                            sandbox.clone(),
+                            self.spec.limits.memory_bytes,
                         )
                         .await?;
                         let limits = RunLimits::from_spec(&self.spec.limits);

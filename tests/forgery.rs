@@ -176,3 +176,75 @@ fn candidates_cannot_forge_their_score_or_take_others_down() {
     }
     let _ = shared_work_dir();
 }
+
+/// The tiny task with a judge that breaks on two outputs, as a harness bug
+/// that a candidate's output reaches would: `4242` aborts it (as a stack
+/// overflow or a failed allocation would, which `catch_unwind` cannot
+/// catch), `4343` makes it print to stdout, its answer channel. On `4444`
+/// it reads a host file and aborts if it could: the judge is confined like
+/// every child (Landlock, as tests/hostile.rs requires of this machine).
+fn task_with_a_breakable_judge(scratch: &Scratch) -> PathBuf {
+    let task = scratch.tiny_copy();
+    common::edit(
+        &task.join("harness/src/lib.rs"),
+        "pub fn judge(case: &Case, output: &str) -> bool {\n",
+        "pub fn judge(case: &Case, output: &str) -> bool {\n\
+         \x20   match output.trim() {\n\
+         \x20       \"4242\" => std::process::abort(),\n\
+         \x20       \"4343\" => println!(\"debug: {output}\"),\n\
+         \x20       \"4444\" if std::fs::read(\"/etc/passwd\").is_ok() => std::process::abort(),\n\
+         \x20       _ => {}\n\
+         \x20   }\n",
+    );
+    let reply = |body: &str| {
+        serde_json::json!({
+            "content": format!("```rust\npub fn double(x: u64) -> u64 {{ {body} }}\n```"),
+            "finish_reason": "stop",
+            "usage": {"prompt_tokens": 20, "completion_tokens": 15},
+            "model": "tiny-model",
+        })
+        .to_string()
+    };
+    let replies = [
+        reply("x * 2"),
+        reply("if x == 3 { 4242 } else { x * 2 }"),
+        reply("x + x"),
+        reply("if x == 5 { 4343 } else { x * 2 }"),
+        reply("if x == 6 { 4444 } else { x * 2 }"),
+    ];
+    std::fs::write(task.join("replies.jsonl"), replies.join("\n") + "\n").unwrap();
+    task
+}
+
+#[test]
+fn a_judge_that_breaks_over_one_candidates_outputs_costs_only_that_candidate() {
+    let scratch = Scratch::new();
+    let task = task_with_a_breakable_judge(&scratch);
+    let (shown, left) = run(&scratch, &task, 5);
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+    assert_eq!(shown["committed"]["verdict"], "scored(8/10)", "{shown}");
+    for control in [0, 2] {
+        assert_eq!(verdict(&shown, control), "\"scored(10/10)\"", "{shown}");
+    }
+    for breaker in [1, 3] {
+        assert_eq!(verdict(&shown, breaker), "\"judge_failed\"", "{shown}");
+        assert_ne!(shown["candidates"][breaker]["admitted"], true, "{shown}");
+    }
+    // A judge that could read /etc/passwd would have aborted.
+    assert_eq!(verdict(&shown, 4), "\"scored(9/10)\"", "{shown}");
+    // Why is kept with the candidate's run.
+    let why: Vec<String> = scratch.sql(async |pool| {
+        sqlx::query_scalar("SELECT stderr FROM scores WHERE idx IN (1, 3) ORDER BY idx")
+            .fetch_all(pool)
+            .await
+            .unwrap()
+    });
+    assert!(
+        why[0].contains("the judge (compare) was killed by signal 6"),
+        "{why:?}"
+    );
+    assert!(
+        why[1].contains("the judge answered `debug: 4343`"),
+        "{why:?}"
+    );
+}

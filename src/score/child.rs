@@ -36,6 +36,22 @@ pub(crate) fn feed_stdin(ours: UnixStream, bytes: Vec<u8>) -> Feeder {
     Feeder(stream)
 }
 
+/// The first `cap` bytes of a child's stderr, read to its end (so the
+/// child never blocks on a full pipe).
+pub(crate) async fn keep_stderr(mut stderr: tokio::process::ChildStderr, cap: usize) -> String {
+    use tokio::io::AsyncReadExt as _;
+    let mut kept = Vec::new();
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = stderr.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        let room = cap.saturating_sub(kept.len());
+        kept.extend_from_slice(&buf[..n.min(room)]);
+    }
+    String::from_utf8_lossy(&kept).into_owned()
+}
+
 /// The parent's end of a child's stdin; shut down when finished or dropped,
 /// which wakes a writer still blocked on it.
 pub(crate) struct Feeder(Arc<UnixStream>);

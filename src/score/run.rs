@@ -15,9 +15,10 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::child::{
-    apply_rlimits, die_with_parent, feed_stdin, kill_group, nonce, wait4, GroupKill, LiveGroup,
+    apply_rlimits, die_with_parent, feed_stdin, keep_stderr, kill_group, nonce, wait4, GroupKill,
+    LiveGroup,
 };
-use super::judge::Oracle;
+use super::judge::{Judged, Oracle};
 use super::protocol::{Protocol, Reported};
 use super::{CaseOutcome, RunLimits, ScoreVerdict, Scored};
 use crate::package::ModuleKey;
@@ -27,6 +28,9 @@ use crate::spec::Isolation;
 
 /// How often a run's memory cgroup is checked for an OOM kill.
 const OOM_WATCH_PERIOD: Duration = Duration::from_millis(50);
+
+/// What a run keeps of its stderr (for the error file).
+const RUN_STDERR_CAP: usize = 64 * 1024;
 
 /// Candidates' runs, each from its own image, on `parallel` slots: started
 /// as images arrive, collected as they finish.
@@ -80,9 +84,9 @@ impl Runs {
 }
 
 /// Runs one candidate's image over all cases under `limits`, then has the
-/// judge decide its outputs. Whatever the candidate does is a verdict; an
-/// error means the host could not run it at all (no temporary directory)
-/// or the judge failed.
+/// judge decide its outputs. Whatever the candidate does is a verdict, and
+/// so is a judge that fails over its outputs (`judge_failed`); an error
+/// means the host could not run it or the judge at all.
 ///
 /// Without isolation one child runs every case and the first loop, crash
 /// or early exit ends the run. With per-case isolation each case has its
@@ -143,15 +147,27 @@ pub async fn run_one(
         }
     };
     let answers: Vec<(usize, &str)> = outputs.iter().map(|(i, o)| (*i, o.as_str())).collect();
-    for ((i, _), right) in answers.iter().zip(oracle.judge(&answers).await?) {
-        if right {
-            cases[*i] = CaseOutcome::Pass;
+    let judged = oracle.judge(&answers).await?;
+    let verdict = match judged {
+        Judged::Verdicts(rights) => {
+            for ((i, _), right) in answers.iter().zip(rights) {
+                if right {
+                    cases[*i] = CaseOutcome::Pass;
+                }
+            }
+            let passed = cases.iter().filter(|c| **c == CaseOutcome::Pass).count();
+            end.verdict(passed, completed, total)
         }
-    }
+        // Its outputs stay unjudged (`f`); why goes where its stderr goes.
+        Judged::Failed(why) => {
+            stderr = format!("assay: {why}\n{stderr}");
+            ScoreVerdict::JudgeFailed
+        }
+    };
     let passed = cases.iter().filter(|c| **c == CaseOutcome::Pass).count();
     Ok(Scored {
         key,
-        verdict: end.verdict(passed, completed, total),
+        verdict,
         passed,
         total,
         wall: start.elapsed(),
@@ -340,7 +356,7 @@ async fn watch(started: Started, mut protocol: Protocol, limits: &RunLimits) -> 
     // Reaped here with wait4, for the child's own CPU time; tokio never
     // sees this child.
     let mut waiter = tokio::task::spawn_blocking(move || wait4(pid));
-    let stderr_task = tokio::spawn(keep_stderr(stderr));
+    let stderr_task = tokio::spawn(keep_stderr(stderr, RUN_STDERR_CAP));
     let per_case = limits.isolation == Isolation::PerCase;
     let budget = if per_case {
         limits.case_wall
@@ -412,20 +428,6 @@ async fn watch(started: Started, mut protocol: Protocol, limits: &RunLimits) -> 
         peak_processes,
         stderr,
     })
-}
-
-async fn keep_stderr(mut stderr: tokio::process::ChildStderr) -> String {
-    let mut kept = Vec::new();
-    let mut buf = [0u8; 8192];
-    while let Ok(n) = stderr.read(&mut buf).await {
-        if n == 0 {
-            break;
-        }
-        if kept.len() < 64 * 1024 {
-            kept.extend_from_slice(&buf[..n]);
-        }
-    }
-    String::from_utf8_lossy(&kept).into_owned()
 }
 
 /// How a child ended, from its wait status and what it reported. An OOM

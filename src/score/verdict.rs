@@ -23,6 +23,9 @@ pub enum ScoreVerdict {
     ProtocolError,
     /// Compiled in the probe, but its own scoring image did not build.
     ScoreBuildFailed,
+    /// Ran, but the judge failed over its outputs (crashed, ran out of time
+    /// or memory, or answered garbage): a harness bug its outputs reached.
+    JudgeFailed,
 }
 
 /// What became of one case. Stored as one letter per case.
@@ -97,6 +100,7 @@ impl fmt::Display for ScoreVerdict {
             }
             ScoreVerdict::ProtocolError => f.write_str("protocol_error"),
             ScoreVerdict::ScoreBuildFailed => f.write_str("score_build_failed"),
+            ScoreVerdict::JudgeFailed => f.write_str("judge_failed"),
         }
     }
 }
@@ -115,6 +119,7 @@ impl FromStr for ScoreVerdict {
             "output_cap_exceeded" => ScoreVerdict::OutputCapExceeded,
             "protocol_error" => ScoreVerdict::ProtocolError,
             "score_build_failed" => ScoreVerdict::ScoreBuildFailed,
+            "judge_failed" => ScoreVerdict::JudgeFailed,
             _ => {
                 if let Some(a) = args("scored(") {
                     let (passed, total) = fraction(a).ok_or_else(bad)?;
@@ -164,6 +169,7 @@ mod tests {
             },
             ScoreVerdict::ProtocolError,
             ScoreVerdict::ScoreBuildFailed,
+            ScoreVerdict::JudgeFailed,
         ];
         for v in all {
             assert_eq!(v.to_string().parse::<ScoreVerdict>().unwrap(), v, "{v}");

@@ -171,7 +171,7 @@ pub async fn check(
     }
     harness_builds(spec, &report)?;
     contract_fits(spec, &report, &t.contract)?;
-    let sandbox = Sandbox::find(spec.limits.processes);
+    let sandbox = Arc::new(Sandbox::find(spec.limits.processes));
     super::cases::check(
         built(spec, &report, &t.cases, "the cases' checker")?,
         spec,
@@ -187,8 +187,14 @@ pub async fn check(
         "the committed candidate's image",
     )?;
 
-    let oracle =
-        score::Oracle::new(judge, Arc::from(spec.cases.text.as_str()), spec.cases.count).await?;
+    let oracle = score::Oracle::new(
+        judge,
+        Arc::from(spec.cases.text.as_str()),
+        spec.cases.count,
+        sandbox.clone(),
+        spec.limits.memory_bytes,
+    )
+    .await?;
     let scored = score::run_one(
         image,
         ModuleKey::Committed,

@@ -24,7 +24,8 @@ pub(super) struct RawSpec {
     prompt: PathBuf,
     harness: PathBuf,
     entry: String,
-    cases: PathBuf,
+    /// Spanned, so that a cases file in the wrong place names its line.
+    cases: toml::Spanned<PathBuf>,
     committed: PathBuf,
     draw: RawDraw,
     admit: RawAdmit,
@@ -154,7 +155,7 @@ impl Validator {
         let probe = self.probe(&raw.probe)?;
         let policy = self.policy(&raw.policy)?;
         let prompt_path = self.file_at("prompt", &raw.prompt)?;
-        let cases_path = self.file_at("cases", &raw.cases)?;
+        let cases_path = self.file_at("cases", raw.cases.get_ref())?;
         let committed_path = self.file_at("committed", &raw.committed)?;
         let replay = self.file_at("draw.replay", &raw.draw.replay)?;
         let pools = raw
@@ -188,10 +189,12 @@ impl Validator {
             guard.push(pos);
         }
         let committed_source = read(&committed_path)?;
+        let harness = self.harness(&raw.harness)?;
+        self.cases_outside(&cases_path, &harness, raw.cases.span().start)?;
         Ok(Spec {
             prompt: read(&prompt_path)?,
             prompt_path,
-            harness: self.harness(&raw.harness)?,
+            harness,
             cases: Cases {
                 path: cases_path,
                 text: cases_text,
@@ -279,6 +282,33 @@ impl Validator {
             crate_name,
             root,
         })
+    }
+
+    /// Refuses a cases file inside the harness's directory: every build
+    /// reads that directory, so a candidate allowed `include_str!` (a
+    /// relaxed `[policy]`) could compile the expected answers into itself.
+    fn cases_outside(
+        &self,
+        cases: &Path,
+        harness: &Harness,
+        offset: usize,
+    ) -> Result<(), SpecError> {
+        let (Ok(cases), Ok(dir)) = (cases.canonicalize(), harness.dir.canonicalize()) else {
+            return Ok(());
+        };
+        if !cases.starts_with(&dir) {
+            return Ok(());
+        }
+        Err(self.invalid_at(
+            "cases",
+            offset,
+            format!(
+                "{} lies inside the harness directory {}, which every candidate's build \
+                 can read: keep the cases outside it",
+                cases.display(),
+                dir.display()
+            ),
+        ))
     }
 
     fn file_at(&self, key: &'static str, rel: &Path) -> Result<PathBuf, SpecError> {

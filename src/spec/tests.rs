@@ -236,6 +236,27 @@ fn bad_specs_name_file_and_key() {
 }
 
 #[test]
+fn cases_inside_the_harness_directory_are_refused_on_their_line() {
+    let dir = task_dir();
+    std::fs::copy(
+        dir.path().join("cases.jsonl"),
+        dir.path().join("harness/cases.jsonl"),
+    )
+    .unwrap();
+    for cases in ["harness/cases.jsonl", "./harness/../harness/cases.jsonl"] {
+        let text = GOOD.replace("\"cases.jsonl\"", &format!("{cases:?}"));
+        std::fs::write(dir.path().join("spec.toml"), text).unwrap();
+        let err = Spec::load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("spec.toml:5: `cases`"), "{err}");
+        assert!(err.contains("inside the harness directory"), "{err}");
+        assert!(!err.contains('\n'), "{err:?} is not one line");
+    }
+    // Beside it is fine, as in every bundled task.
+    std::fs::write(dir.path().join("spec.toml"), GOOD).unwrap();
+    Spec::load(dir.path()).unwrap();
+}
+
+#[test]
 fn a_bad_case_line_is_named() {
     let dir = task_dir();
     std::fs::write(dir.path().join("spec.toml"), GOOD).unwrap();

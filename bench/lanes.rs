@@ -28,7 +28,7 @@ mod pg;
 use std::time::{Duration, Instant};
 
 use assay::owner::Owner;
-use assay::store::{Db, Store};
+use assay::store::{Db, Store, WorkKind};
 
 struct Figures {
     lanes: usize,
@@ -124,7 +124,10 @@ async fn measure(
     let db: Db = schema.url.parse().unwrap();
     let store = Store::open(db.clone()).await.unwrap();
     for i in 0..items {
-        store.enqueue(&[format!("item-{i}")]).await.unwrap();
+        store
+            .enqueue(WorkKind::Batch, &[format!("item-{i}")])
+            .await
+            .unwrap();
     }
     // Every lane connected and warm before the clock starts.
     let mut stores = Vec::new();

@@ -17,7 +17,7 @@ use assay::progress::Progress;
 use assay::replay::ReplayConfig;
 use assay::report::{self, CandidateLine};
 use assay::spec::WavePolicy;
-use assay::store::{BatchId, Db, Store, StoreError};
+use assay::store::{BatchId, Db, Store, StoreError, WorkKind};
 use assay::{sweep, views};
 
 mod suite_cmd;
@@ -771,7 +771,7 @@ async fn queue_run(args: &RunArgs, spec: &assay::spec::Spec) -> Result<ExitCode>
         }
     }
     let store = open_store(&args.db.db()?).await?;
-    let id = store.enqueue(&item).await?;
+    let id = store.enqueue(WorkKind::Batch, &item).await?;
     store.close().await;
     if args.json {
         println!("{}", serde_json::json!({ "work_item": id }));

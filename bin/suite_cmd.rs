@@ -11,7 +11,7 @@ use clap::{Args, Subcommand};
 use assay::interrupt::Interrupt;
 use assay::outputs::Outputs;
 use assay::progress::Progress;
-use assay::store::{Store, SuiteId};
+use assay::store::{Store, SuiteId, WorkKind};
 use assay::suite_report::SuiteCompare;
 use assay::suite_run::{DrawSettings, ProblemSet, SuiteConfig, SuiteInput, SuiteLimits};
 use assay::views;
@@ -453,7 +453,7 @@ async fn queue(args: &RunArgs, queued: Queued, store: &Store) -> Result<ExitCode
             }
         }
         item.extend(draw_flags.iter().cloned());
-        items.push(store.enqueue(&item).await?);
+        items.push(store.enqueue(WorkKind::Suite, &item).await?);
     }
     store.close().await;
     if args.json {

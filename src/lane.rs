@@ -20,7 +20,7 @@ use tokio::io::AsyncReadExt;
 use tokio::task::JoinSet;
 
 use crate::owner::Owner;
-use crate::store::{BatchStatus, Claimed, Db, Store};
+use crate::store::{BatchStatus, Claimed, Db, Store, WorkKind};
 
 /// How a lane runs.
 #[derive(Debug, Clone)]
@@ -124,18 +124,18 @@ async fn work(
     item: Claimed,
     claimed_at: tokio::time::Instant,
 ) -> Result<Ending> {
-    let mut args = match (item.args.first().map(String::as_str), item.batch) {
+    let mut args = match (item.kind, item.batch) {
         // A part of a suite: always a resume of that part, which does only
         // the programs without a stored outcome.
-        (Some("suite"), _) => {
+        (WorkKind::Suite, _) => {
             take_over_suite_part(store, &item.args).await?;
             item.args.clone()
         }
-        (_, Some(batch)) => {
+        (WorkKind::Batch, Some(batch)) => {
             take_over(store, batch).await?;
             vec!["run".to_owned(), "--resume".to_owned(), batch.to_string()]
         }
-        (_, None) => std::iter::once("run".to_owned())
+        (WorkKind::Batch, None) => std::iter::once("run".to_owned())
             .chain(item.args.iter().cloned())
             .collect(),
     };
@@ -286,12 +286,8 @@ async fn take_over(store: &Store, batch: i64) -> Result<()> {
 /// A part of a suite an earlier claim may have begun: its batches still
 /// marked running belong to a lane that is gone.
 async fn take_over_suite_part(store: &Store, args: &[String]) -> Result<()> {
-    let value = |flag: &str| {
-        args.iter()
-            .position(|a| a == flag)
-            .and_then(|i| args.get(i + 1))
-    };
-    let (Some(suite), Some(part)) = (value("--resume"), value("--part")) else {
+    let (Some(suite), Some(part)) = (flag_value(args, "--resume"), flag_value(args, "--part"))
+    else {
         return Ok(());
     };
     let suite: i64 = suite.parse().context("a queued suite item's --resume")?;
@@ -302,6 +298,26 @@ async fn take_over_suite_part(store: &Store, args: &[String]) -> Result<()> {
         .interrupt_suite_part(suite, &part, "its lane's lease ran out")
         .await?;
     Ok(())
+}
+
+/// The value after `flag` in a stored command line.
+fn flag_value<'a>(args: &'a [String], flag: &str) -> Option<&'a String> {
+    args.iter()
+        .position(|a| a == flag)
+        .and_then(|i| args.get(i + 1))
+}
+
+/// What an item is, in a few words: the spec of a batch, the suite and
+/// part of a suite's item.
+fn task_of(item: &crate::store::WorkItemRow) -> String {
+    let args = &item.args;
+    match item.kind {
+        WorkKind::Batch => format!("batch {}", args.first().map_or("", String::as_str)),
+        WorkKind::Suite => match (flag_value(args, "--resume"), flag_value(args, "--part")) {
+            (Some(suite), Some(part)) => format!("suite {suite} part {part}"),
+            _ => "suite".to_owned(),
+        },
+    }
 }
 
 /// `assay queue`: one line per item, its state, lane and batch.
@@ -325,7 +341,7 @@ pub fn queue_table(items: &[crate::store::WorkItemRow]) -> String {
             w.id,
             w.lane.as_deref().unwrap_or("-"),
             w.claims,
-            w.args.first().map_or("", String::as_str),
+            task_of(w),
         );
         if let Some(why) = &w.failure {
             let _ = writeln!(out, "      {why}");

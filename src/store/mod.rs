@@ -31,7 +31,7 @@ pub use backend::{Backend, Db, DbError};
 pub use batches::{BatchRow, BatchStatus, Claim, Kept, NewBatch, ResumeRow, RunningBatch};
 pub use candidates::CandidateRow;
 pub use probe::{ProbeRunRow, ProbeRunStats, ProbeVerdictRow};
-pub use queue::{Claimed, WorkItemRow, WorkState};
+pub use queue::{Claimed, WorkItemRow, WorkKind, WorkState};
 pub use scores::PromotionRow;
 pub use suites::{
     NewCompletion, NewProblem, NewSuite, SuiteCompletionRow, SuiteId, SuiteOrigin, SuiteOutcomeRow,
@@ -689,7 +689,8 @@ mod tests {
     async fn lanes_claiming_at_once_take_each_item_once(store: Store) {
         let items = 24;
         for i in 0..items {
-            store.enqueue(&[format!("task-{i}")]).await.unwrap();
+            let kind = [WorkKind::Batch, WorkKind::Suite][i as usize % 2];
+            store.enqueue(kind, &[format!("task-{i}")]).await.unwrap();
         }
         // Eight lanes, each with its own connections, claim until none is left.
         let lanes: Vec<_> = (0..8)
@@ -722,18 +723,25 @@ mod tests {
         assert!(listed
             .iter()
             .all(|w| w.state == WorkState::Done && w.claims == 1));
+        // Each keeps the kind it was queued as.
+        let kinds: Vec<WorkKind> = listed.iter().map(|w| w.kind).collect();
+        let want: Vec<WorkKind> = (0..items)
+            .map(|i| [WorkKind::Batch, WorkKind::Suite][i as usize % 2])
+            .collect();
+        assert_eq!(kinds, want);
     }
 
     async fn a_lease_that_ran_out_hands_the_item_on_and_disarms_the_old_claim(store: Store) {
         let me = Owner::current();
         let id = store
-            .enqueue(&["t".into(), "-n".into(), "3".into()])
+            .enqueue(WorkKind::Batch, &["t".into(), "-n".into(), "3".into()])
             .await
             .unwrap();
         // A lease already over, as a killed lane's is once it lapses.
         let first = store.claim_work("a", &me, -1_000).await.unwrap().unwrap();
         assert_eq!((first.id, first.claim, first.batch), (id, 1, None));
         assert_eq!(first.args, ["t", "-n", "3"]);
+        assert_eq!(first.kind, WorkKind::Batch);
         let batch = store.begin_batch(&new_batch()).await.unwrap();
         store.attach_batch(id, batch).await.unwrap();
         let listed = store.work_items().await.unwrap();

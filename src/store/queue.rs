@@ -15,6 +15,32 @@ use super::backend::now_ms_sql;
 use super::{BatchId, Store, StoreError};
 use crate::owner::Owner;
 
+/// What an item is: an `assay run` (a batch) or a part of a suite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkKind {
+    Batch,
+    Suite,
+}
+
+impl WorkKind {
+    /// The stored form (the `kind` column's `CHECK`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkKind::Batch => "batch",
+            WorkKind::Suite => "suite",
+        }
+    }
+
+    fn parse(text: &str) -> Option<WorkKind> {
+        match text {
+            "batch" => Some(WorkKind::Batch),
+            "suite" => Some(WorkKind::Suite),
+            _ => None,
+        }
+    }
+}
+
 /// What a lane is doing an item for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -30,7 +56,9 @@ pub enum WorkState {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Claimed {
     pub id: i64,
-    /// The `assay run` arguments, as stored by `enqueue`.
+    pub kind: WorkKind,
+    /// The arguments of `assay run` (a batch) or of `assay suite run` (a
+    /// part), as stored by `enqueue`.
     pub args: Vec<String>,
     pub claim: i64,
     /// The batch an earlier claim began (to be resumed, not begun again).
@@ -41,6 +69,7 @@ pub struct Claimed {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct WorkItemRow {
     pub id: i64,
+    pub kind: WorkKind,
     pub state: WorkState,
     pub args: Vec<String>,
     pub lane: Option<String>,
@@ -56,21 +85,17 @@ pub struct WorkItemRow {
 }
 
 impl Store {
-    /// Queues work for a lane; returns the item's id. `args` are those of
-    /// `assay run` (a batch), or begin with `suite` (a part of a suite).
-    pub async fn enqueue(&self, args: &[String]) -> Result<i64, StoreError> {
-        let kind = if args.first().is_some_and(|a| a == "suite") {
-            "suite"
-        } else {
-            "batch"
-        };
+    /// Queues work for a lane; returns the item's id. `args` are what a
+    /// lane runs: `assay run`'s after `run` (a batch), or the whole command
+    /// line after `assay` (a part of a suite).
+    pub async fn enqueue(&self, kind: WorkKind, args: &[String]) -> Result<i64, StoreError> {
         let row = sqlx::query(
             "INSERT INTO work_items (kind, args, state, queued_at)
              VALUES ($3, $1, 'queued', $2) RETURNING id",
         )
         .bind(serde_json::to_string(args).expect("strings serialise"))
         .bind(crate::clock::utc_now())
-        .bind(kind)
+        .bind(kind.as_str())
         .fetch_one(&self.pool)
         .await
         .map_err(self.sql())?;
@@ -98,7 +123,7 @@ impl Store {
                            WHERE state IN ('queued', 'running')
                              AND (state = 'queued' OR lease_until_ms < {now})
                            ORDER BY id LIMIT 1 {lock})
-          RETURNING id, args, claims, batch_id"
+          RETURNING id, kind, args, claims, batch_id"
         );
         let row = sqlx::query(&sql)
             .bind(lane)
@@ -114,6 +139,7 @@ impl Store {
             let args: String = r.get("args");
             Ok(Claimed {
                 id,
+                kind: self.kind(&r, id)?,
                 args: serde_json::from_str(&args)
                     .map_err(|_| self.bad(-1, id, "work item args", &args))?,
                 claim: r.get("claims"),
@@ -209,7 +235,7 @@ impl Store {
     /// Every item, oldest first.
     pub async fn work_items(&self) -> Result<Vec<WorkItemRow>, StoreError> {
         let sql = format!(
-            "SELECT id, state, args, lane, lane_host, claims, batch_id, failure, queued_at,
+            "SELECT id, kind, state, args, lane, lane_host, claims, batch_id, failure, queued_at,
                     finished_at,
                     CASE WHEN state = 'running' AND lease_until_ms < {} THEN 1 ELSE 0 END AS expired
                FROM work_items ORDER BY id",
@@ -226,6 +252,7 @@ impl Store {
                 let args: String = r.get("args");
                 Ok(WorkItemRow {
                     id,
+                    kind: self.kind(r, id)?,
                     state: match state.as_str() {
                         "queued" => WorkState::Queued,
                         "running" => WorkState::Running,
@@ -246,5 +273,10 @@ impl Store {
                 })
             })
             .collect()
+    }
+
+    fn kind(&self, row: &sqlx::any::AnyRow, id: i64) -> Result<WorkKind, StoreError> {
+        let kind: String = row.get("kind");
+        WorkKind::parse(&kind).ok_or_else(|| self.bad(-1, id, "work item kind", &kind))
     }
 }

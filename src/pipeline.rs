@@ -788,9 +788,9 @@ async fn store_probe(
     Ok(())
 }
 
-/// A batch's scoring images and judge, copied into the batch's directory
-/// so scoring needs no lock on the task's package.
-/// What building and running the scoring images needs of the batch.
+/// What building and running the scoring images needs of the batch. The
+/// images and the judge are run from copies in the batch's directory, so
+/// scoring needs no lock on the task's package.
 struct Scoring<'a> {
     spec: &'a Spec,
     batch_dir: &'a Path,

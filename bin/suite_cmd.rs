@@ -144,6 +144,16 @@ pub struct RunArgs {
     /// Seconds one cargo build (up to 100 programs) may run [default: 600].
     #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
     build_timeout: Option<f64>,
+    /// How each wave's programs are built: `shared` (one image per wave,
+    /// each program a module run in a process of its own) or `isolated`
+    /// (one image per program, the reference the shared build agrees with).
+    #[arg(long, value_name = "shared|isolated", default_value = "shared")]
+    build: assay::exec::BuildMode,
+    /// Which cases of a program run alone after its whole `main`: `failed`
+    /// (only when the whole `main` failed, for partial credit) or `all`
+    /// (also catches a case that fails alone while the whole passes).
+    #[arg(long, value_name = "failed|all", default_value = "failed")]
+    cases: assay::suite_run::CaseRuns,
     /// Store the suite and queue it in parts for lanes (`assay lane`) to
     /// run (and, with --pool, to draw), instead of running it here.
     #[arg(long, conflicts_with = "resume")]
@@ -345,6 +355,8 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         },
         waves: assay::spec::WavePolicy::default(),
         build_timeout: build_timeout.unwrap_or(assay::package::BUILD_TIMEOUT),
+        build: args.build,
+        cases: args.cases,
         work_item: args.work_item,
     };
     let progress = if args.json {

@@ -15,6 +15,7 @@ pub mod clock;
 pub mod compare;
 pub mod dedup;
 pub mod draw;
+pub mod exec;
 pub mod export;
 pub mod extract;
 pub mod input;

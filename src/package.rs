@@ -340,6 +340,11 @@ impl Package {
         &self.policy
     }
 
+    /// The limits of each of the package's own targets' rustc.
+    pub fn compile_limits(&self) -> CompileLimits {
+        self.compile_limits
+    }
+
     /// Sets how long each later build may run before it is killed.
     pub fn set_build_timeout(&mut self, limit: Duration) {
         self.build_timeout = limit;
@@ -431,6 +436,12 @@ impl Package {
         write(&self.dir.join(key.file()), &text)
     }
 
+    /// Writes a file of a unit beside the module files (`cands/NAME`): a
+    /// suite program's module and its tests' module.
+    pub fn write_cands_file(&self, name: &str, text: &str) -> Result<()> {
+        write(&self.dir.join("cands").join(name), text)
+    }
+
     /// Writes a binary target's root file. It sits beside the module files,
     /// so `#[path = "c3.rs"]` names a module and diagnostics read `cands/c3.rs`.
     pub fn write_bin(&self, name: &str, text: &str) -> Result<()> {
@@ -503,6 +514,21 @@ fn main() {{}}
         self.build_targets(profile, bins, &[], on_built).await
     }
 
+    /// [`Package::build`] of binaries whose rustc gets `limits` rather than
+    /// the package's own (a shared crate of many units gets more).
+    pub async fn build_limited(
+        &self,
+        profile: Profile,
+        bins: &[String],
+        limits: CompileLimits,
+    ) -> Result<BuildReport> {
+        let args: Vec<String> = bins
+            .iter()
+            .flat_map(|b| ["--bin".to_owned(), b.clone()])
+            .collect();
+        self.run_cargo_limited(profile, &args, limits, |_, _| {}).await
+    }
+
     /// [`Package::build`] of binaries and unlinked targets (see
     /// [`Package::set_targets`]) in one cargo build.
     pub async fn build_targets(
@@ -528,6 +554,17 @@ fn main() {{}}
         &self,
         profile: Profile,
         selection: &[String],
+        on_built: impl FnMut(&str, &Path),
+    ) -> Result<BuildReport> {
+        self.run_cargo_limited(profile, selection, self.compile_limits, on_built)
+            .await
+    }
+
+    async fn run_cargo_limited(
+        &self,
+        profile: Profile,
+        selection: &[String],
+        limits: CompileLimits,
         mut on_built: impl FnMut(&str, &Path),
     ) -> Result<BuildReport> {
         self.fetch_dependencies().await?;
@@ -540,7 +577,7 @@ fn main() {{}}
         paths
             .read
             .extend(crate::sandbox::compile::wrapper_exe().map(Path::to_path_buf));
-        if !crate::sandbox::compile::wrap(&mut cmd, self.compile_limits, &self.dir, &paths)? {
+        if !crate::sandbox::compile::wrap(&mut cmd, limits, &self.dir, &paths)? {
             static WARNED: std::sync::Once = std::sync::Once::new();
             WARNED.call_once(|| {
                 tracing::warn!(

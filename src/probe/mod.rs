@@ -204,7 +204,7 @@ pub async fn probe(
 
 /// The candidates the package's policy refuses, with their verdicts, and
 /// the others.
-fn check_policy<'a>(
+pub(crate) fn check_policy<'a>(
     package: &Package,
     candidates: &[(usize, &'a str)],
 ) -> (Vec<Probed>, Vec<(usize, &'a str)>) {
@@ -373,7 +373,7 @@ impl FromStr for ProbeMode {
 
 impl ProbeStats {
     /// Adds one cargo build's dependency figures.
-    fn add_build(&mut self, report: &BuildReport) {
+    pub(crate) fn add_build(&mut self, report: &BuildReport) {
         self.builds += 1;
         self.deps_fresh += report.deps_fresh;
         self.deps_rebuilt
@@ -395,6 +395,18 @@ impl ProbeStats {
 /// The verdict of one target of a build that gave each candidate its own
 /// target (wide and serial).
 fn target_verdict(idx: usize, report: &BuildReport, target: &str) -> Probed {
+    let (verdict, diagnostics, warnings) = verdict_of_target(report, target);
+    Probed {
+        idx,
+        verdict,
+        diagnostics,
+        warnings,
+    }
+}
+
+/// The verdict, diagnostics and warning count one target of `report` gets
+/// as the only unit in it.
+pub(crate) fn verdict_of_target(report: &BuildReport, target: &str) -> (ProbeVerdict, String, usize) {
     let diag = report.diagnostics.get(target).cloned().unwrap_or_default();
     let limit = report.limit_hits.get(target).copied();
     let (verdict, diagnostics) =
@@ -433,16 +445,11 @@ fn target_verdict(idx: usize, report: &BuildReport, target: &str) -> Probed {
             }
             (ProbeVerdict::ProbeFailure(why), text)
         };
-    Probed {
-        idx,
-        verdict,
-        diagnostics,
-        warnings: diag.warnings,
-    }
+    (verdict, diagnostics, diag.warnings)
 }
 
 /// Why a build gave a target neither an artifact nor an error.
-fn infrastructure_failure(report: &BuildReport) -> ProbeFailure {
+pub(crate) fn infrastructure_failure(report: &BuildReport) -> ProbeFailure {
     if report.timed_out {
         ProbeFailure::Timeout
     } else if is_disk_full(&report.stderr) {

@@ -1,13 +1,13 @@
-//! Suites' programs: whole programs, each a binary target of its own in the
-//! suite's package (`Package::open_suite`), built linked in the wide
-//! scheme: one `cargo build --keep-going` per [`TARGETS_PER_BUILD`] of
-//! them, across every problem of the suite. A program's binary is the image
-//! its runs execute, so a suite has no separate score build: the probe's
-//! artifact is the scorer, and no program's code is in another's image.
+//! Suites' programs built one image each: each a binary target `cN` of its
+//! own in the suite's package (`Package::open_suite`), whose root the
+//! caller wrote, built in the wide scheme: one `cargo build --keep-going`
+//! per [`TARGETS_PER_BUILD`] of them. This is `--build isolated`, the
+//! reference the shared build (`exec::shared`) must agree with, and how a
+//! program that cannot share an image (one syn cannot read, built as it
+//! stands for MultiPL-E's reading) is built.
 //!
-//! The verdicts are the wide probe's (`target_verdict`), checked against
-//! the package's policy first; builds that fail for a reason that can be
-//! transient are retried as `probe` retries them.
+//! The verdicts are the wide probe's (`target_verdict`); builds that fail
+//! for a reason that can be transient are retried as `probe` retries them.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -15,10 +15,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use super::wide::{chunks, TARGETS_PER_BUILD};
-use super::{
-    check_policy, target_verdict, ProbeFailure, ProbeRetry, ProbeStats, ProbeVerdict, Probed,
-    MAX_RETRIES,
-};
+use super::{target_verdict, ProbeFailure, ProbeRetry, ProbeStats, ProbeVerdict, Probed, MAX_RETRIES};
 use crate::package::{ModuleKey, Package, Profile};
 
 /// One program's probe verdict and, when it built, its binary.
@@ -30,39 +27,20 @@ pub struct BuiltProgram {
 
 /// The target name of program `id` (unique within a suite): `cN`, the
 /// candidates' pattern, so the compile wrapper confines its rustc to the
-/// program's own file.
+/// program's own files.
 pub fn program_target(id: usize) -> String {
     ModuleKey::Candidate(id).name()
 }
 
-/// Builds `programs` (suite-wide id, program text), each as its own binary.
-/// Results come in the programs' order. `on_built` is called with the
-/// number of programs that have a verdict so far.
+/// Builds the programs `ids`, each the target [`program_target`] whose
+/// root the caller wrote. Results come in `ids`' order.
 pub async fn build_programs(
     package: &Package,
-    programs: &[(usize, &str)],
-    mut on_built: impl FnMut(usize),
+    ids: &[usize],
 ) -> Result<(Vec<BuiltProgram>, ProbeStats)> {
     let mut stats = ProbeStats::default();
-    let (refused, allowed) = check_policy(package, programs);
-    let mut results: BTreeMap<usize, BuiltProgram> = refused
-        .into_iter()
-        .map(|probed| {
-            (
-                probed.idx,
-                BuiltProgram {
-                    probed,
-                    image: None,
-                },
-            )
-        })
-        .collect();
-    for (id, program) in &allowed {
-        package.write_program(&program_target(*id), program)?;
-    }
-    let mut pending: Vec<usize> = allowed.iter().map(|(id, _)| *id).collect();
-    let mut done = results.len();
-    on_built(done);
+    let mut results: BTreeMap<usize, BuiltProgram> = BTreeMap::new();
+    let mut pending: Vec<usize> = ids.to_vec();
     for attempt in 0..=MAX_RETRIES {
         let mut again = Vec::new();
         for range in chunks(pending.len(), TARGETS_PER_BUILD) {
@@ -71,12 +49,7 @@ pub async fn build_programs(
                 .map(|id| program_target(*id))
                 .collect();
             package.set_bins(names.iter().map(String::as_str))?;
-            let report = package
-                .build(Profile::Probe, &names, |_, _| {
-                    done += 1;
-                    on_built(done);
-                })
-                .await?;
+            let report = package.build(Profile::Probe, &names, |_, _| {}).await?;
             stats.add_build(&report);
             for (&id, name) in pending[range].iter().zip(&names) {
                 let probed = target_verdict(id, &report, name);
@@ -109,11 +82,9 @@ pub async fn build_programs(
             }));
         pending = again.into_iter().map(|(id, _)| id).collect();
     }
-    on_built(programs.len());
     Ok((
-        programs
-            .iter()
-            .map(|(id, _)| results.remove(id).expect("every program has a verdict"))
+        ids.iter()
+            .map(|id| results.remove(id).expect("every program has a verdict"))
             .collect(),
         stats,
     ))

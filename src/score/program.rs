@@ -39,14 +39,15 @@ pub struct ProgramRun {
     pub cpu: Duration,
 }
 
-/// Runs `image` with argument `which` (`whole`, or a case's number) under
-/// `limits.wall` and the sandbox. `marks`: whether the program prints the
+/// Runs `image` with `args` (the program's module and `whole` or a case's
+/// number, in a shared image) under `limits.wall` and the sandbox.
+/// `marks`: whether the program prints the
 /// dispatch marker (a program syn could not parse is run unchanged and
 /// judged by its exit status alone). An error means the host could not run
 /// it at all.
 pub async fn run_program(
     image: &Path,
-    which: &str,
+    args: &[&str],
     marks: bool,
     limits: &RunLimits,
     sandbox: &Sandbox,
@@ -57,7 +58,7 @@ pub async fn run_program(
     let nonce = nonce()?;
     let (ours, theirs) =
         std::os::unix::net::UnixStream::pair().context("cannot make the run's stdin")?;
-    let started = match start(image, &[which], workdir.path(), theirs, limits, sandbox)? {
+    let started = match start(image, args, workdir.path(), theirs, limits, sandbox)? {
         Ok(started) => started,
         // The image does not fit the address-space limit: it never ran,
         // as a program the kernel refused to map would not.

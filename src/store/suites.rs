@@ -353,7 +353,11 @@ impl Store {
         idxs: &[usize],
         row: &SuiteOutcomeRow,
     ) -> Result<(), StoreError> {
-        let (whole, cases) = match &row.outcome {
+        let reading = match &row.outcome {
+            CompletionOutcome::Refused { reading, .. } => reading.as_ref(),
+            outcome => outcome,
+        };
+        let (whole, cases) = match reading {
             CompletionOutcome::Ran { whole, cases } => (
                 Some(whole.to_string()),
                 Some(
@@ -371,8 +375,8 @@ impl Store {
             sqlx::query(
                 "INSERT INTO suite_outcomes (batch_id, idx, probe, error_file, outcome, whole,
                                              cases, status, multiple_status, run_wall_ms,
-                                             run_cpu_ms)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                                             run_cpu_ms, refused)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
             )
             .bind(batch)
             .bind(*idx as i64)
@@ -385,6 +389,7 @@ impl Store {
             .bind(row.outcome.multiple_status().as_str())
             .bind(row.run_wall.as_secs_f64() * 1e3)
             .bind(row.run_cpu.as_secs_f64() * 1e3)
+            .bind(row.outcome.refused().map(|r| r.as_str()))
             .execute(&mut *tx)
             .await
             .map_err(self.sql())?;
@@ -696,7 +701,8 @@ impl Store {
                     r.error_message, r.error_body, r.chunks, r.hit_cap, r.cut_early,
                     r.cap_tokens_left,
                     c.extract, c.extract_detail, c.source, c.dup_of,
-                    o.probe, o.error_file, o.outcome, o.whole, o.cases, o.run_wall_ms, o.run_cpu_ms
+                    o.probe, o.error_file, o.outcome, o.whole, o.cases, o.refused, o.run_wall_ms,
+                    o.run_cpu_ms
              FROM suite_problems p
              JOIN replies r ON r.batch_id = p.batch_id
              LEFT JOIN candidates c ON c.batch_id = r.batch_id AND c.idx = r.idx
@@ -740,6 +746,7 @@ impl Store {
             Some(kind) => {
                 let whole: Option<String> = r.get("whole");
                 let cases: Option<String> = r.get("cases");
+                let refused: Option<String> = r.get("refused");
                 let probe: Option<String> = r.get("probe");
                 Some(SuiteOutcomeRow {
                     probe: match probe {
@@ -751,6 +758,7 @@ impl Store {
                         &kind,
                         whole.as_deref(),
                         cases.as_deref(),
+                        refused.as_deref(),
                     )
                     .map_err(|_| self.bad(batch, idx, "suite outcome", &kind))?,
                     run_wall: Duration::from_secs_f64(

@@ -166,6 +166,40 @@ impl SplitProgram {
         }
     }
 
+    /// The body of a program's tests module (`suite::module`): the tests
+    /// with `main` renamed, one function per case, and the dispatch
+    /// function the image's `main` calls with `whole` or a case's number
+    /// (for a whole `main`, `0` is the whole `main`). Returns false for any
+    /// other argument. Only for tests that parsed and have a `main`.
+    pub fn tests_module_body(&self) -> String {
+        let Some(main_name) = self.main_name() else {
+            return self.program.clone();
+        };
+        let mut out = self.renamed(main_name);
+        let mut arms = String::from("        \"whole\" => __assay_main(),\n");
+        match &self.split {
+            Split::Cases {
+                preamble, cases, ..
+            } => {
+                for (i, case) in cases.iter().enumerate() {
+                    out.push_str(&case_function(i, preamble, case));
+                    arms.push_str(&format!("        \"{i}\" => __assay_case_{i}(),\n"));
+                }
+            }
+            Split::Whole { .. } => arms.push_str("        \"0\" => __assay_main(),\n"),
+        }
+        out.push_str(&format!(
+            "\n#[allow(unreachable_code)]\npub(crate) fn {}(which: &str) -> bool {{\n\
+             \x20   match which {{\n{arms}\
+             \x20       _ => return false,\n\
+             \x20   }}\n\
+             \x20   true\n\
+             }}\n",
+            super::module::DISPATCH_FN
+        ));
+        out
+    }
+
     fn main_name(&self) -> Option<&Range<usize>> {
         match &self.split {
             Split::Cases { main_name, .. } => Some(main_name),

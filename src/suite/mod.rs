@@ -14,6 +14,7 @@
 //! belongs to the probe and the scorer. docs/suites.md has the rules.
 
 pub mod cases;
+pub mod module;
 pub mod completions;
 pub mod error;
 pub mod passk;

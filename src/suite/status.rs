@@ -12,6 +12,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use super::module::Unlaid;
+
 /// MultiPL-E's status strings, stable in the store and in reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Status {
@@ -141,9 +143,18 @@ pub enum CompletionOutcome {
     CompileError,
     /// The build passed its time limit.
     CompileTimeout,
-    /// Built; `whole` is the run of the original `main`, `cases` one run
-    /// per case (for a `main` that is one case, that one run again).
+    /// Built; `whole` is the run of the original `main`, `cases` how each
+    /// case ended: alone when the whole `main` failed (or every case was
+    /// asked for), else `passed` each, as each returned within the whole
+    /// `main` (for a `main` that is one case, that one run again).
     Ran { whole: CaseEnd, cases: Vec<CaseEnd> },
+    /// assay would not run the program for a verdict (`reason`): its status
+    /// is `SyntaxError`. `reading` is what MultiPL-E's build of the program
+    /// as it stands came to, for MultiPL-E's status beside it.
+    Refused {
+        reason: Unlaid,
+        reading: Box<CompletionOutcome>,
+    },
 }
 
 impl CompletionOutcome {
@@ -153,6 +164,7 @@ impl CompletionOutcome {
             CompletionOutcome::CompileError => Status::SyntaxError,
             CompletionOutcome::CompileTimeout => Status::Timeout,
             CompletionOutcome::Ran { whole, .. } => whole.multiple_status(),
+            CompletionOutcome::Refused { reading, .. } => reading.multiple_status(),
         }
     }
 
@@ -167,6 +179,7 @@ impl CompletionOutcome {
                 Status::Ok => Status::Exception,
                 other => other,
             },
+            CompletionOutcome::Refused { .. } => Status::SyntaxError,
             other => other.multiple_status(),
         }
     }
@@ -178,12 +191,38 @@ impl CompletionOutcome {
             CompletionOutcome::CompileError => "compile_error",
             CompletionOutcome::CompileTimeout => "compile_timeout",
             CompletionOutcome::Ran { .. } => "ran",
+            CompletionOutcome::Refused { reading, .. } => reading.kind(),
+        }
+    }
+
+    /// Why assay refused the program, as stored beside its reading.
+    pub fn refused(&self) -> Option<Unlaid> {
+        match self {
+            CompletionOutcome::Refused { reason, .. } => Some(*reason),
+            _ => None,
         }
     }
 
     /// The outcome back from its stored kind and, for `ran`, the whole
-    /// `main`'s end and the cases' ends (comma-separated).
+    /// `main`'s end and the cases' ends (comma-separated), and the reason
+    /// assay refused it, if it did.
     pub fn from_stored(
+        kind: &str,
+        whole: Option<&str>,
+        cases: Option<&str>,
+        refused: Option<&str>,
+    ) -> Result<CompletionOutcome, String> {
+        let reading = Self::reading_from_stored(kind, whole, cases)?;
+        match refused {
+            None => Ok(reading),
+            Some(reason) => Ok(CompletionOutcome::Refused {
+                reason: reason.parse()?,
+                reading: Box::new(reading),
+            }),
+        }
+    }
+
+    fn reading_from_stored(
         kind: &str,
         whole: Option<&str>,
         cases: Option<&str>,
@@ -255,15 +294,31 @@ mod tests {
             cases: vec![Passed, Failed { code: 101 }],
         };
         assert_eq!(
-            CompletionOutcome::from_stored("ran", Some("passed"), Some("passed,failed(101)")),
+            CompletionOutcome::from_stored("ran", Some("passed"), Some("passed,failed(101)"), None),
             Ok(ran)
         );
         assert_eq!(
-            CompletionOutcome::from_stored("compile_error", None, None),
+            CompletionOutcome::from_stored("compile_error", None, None, None),
             Ok(CompletionOutcome::CompileError)
         );
-        assert!(CompletionOutcome::from_stored("ran", None, None).is_err());
-        assert!(CompletionOutcome::from_stored("built", None, None).is_err());
+        assert!(CompletionOutcome::from_stored("ran", None, None, None).is_err());
+        assert!(CompletionOutcome::from_stored("built", None, None, None).is_err());
+        let refused = CompletionOutcome::Refused {
+            reason: Unlaid::Unparsed,
+            reading: Box::new(CompletionOutcome::Ran {
+                whole: Passed,
+                cases: vec![Passed],
+            }),
+        };
+        assert_eq!(
+            CompletionOutcome::from_stored("ran", Some("passed"), Some("passed"), Some("unparsed")),
+            Ok(refused.clone())
+        );
+        // MultiPL-E's reading of an unparsed program that exits 0 is OK;
+        // assay never runs it for a verdict.
+        assert_eq!(refused.multiple_status(), Status::Ok);
+        assert_eq!(refused.status(), Status::SyntaxError);
+        assert!(CompletionOutcome::from_stored("ran", Some("passed"), None, Some("odd")).is_err());
     }
 
     #[test]

@@ -217,7 +217,7 @@ impl SuiteDraw<'_> {
                 let id = self.programs.add(Work::new(
                     job.batch,
                     job.pos,
-                    &job.problem.name,
+                    &job.problem,
                     drawn.idx,
                     program,
                 ));

@@ -52,6 +52,7 @@ use crate::suite::{Completions, Problem, ProgramMode};
 
 pub use draw::DrawSettings;
 use draw::{ProblemDraw, SuiteDraw};
+pub use stream::CaseRuns;
 use stream::{Programs, Stream, Work};
 
 /// Where a suite run writes and how it builds and runs.
@@ -66,6 +67,11 @@ pub struct SuiteConfig {
     pub waves: WavePolicy,
     /// How long one cargo build of up to 100 programs may run.
     pub build_timeout: Duration,
+    /// Whether a wave's programs share an image (the default) or get one
+    /// each: the reference the shared build must agree with.
+    pub build: crate::exec::BuildMode,
+    /// Which cases of a built program run alone.
+    pub cases: CaseRuns,
     /// The queue item this run is, when a lane runs a part of a suite:
     /// the part's batches record the lane.
     pub work_item: Option<i64>,
@@ -229,7 +235,7 @@ pub async fn run(
             };
             match groups[p][i] {
                 None => {
-                    ids[i] = Some(programs.add(Work::new(batches[p], p, &problem.name, i, program)))
+                    ids[i] = Some(programs.add(Work::new(batches[p], p, problem, i, program)))
                 }
                 Some(rep) => {
                     let id = ids[rep].expect("a representative comes before its duplicates");
@@ -497,7 +503,7 @@ pub async fn resume(
                 }
                 continue;
             };
-            let work = Work::new(p.batch_id, pos, &p.problem.name, c.idx, program);
+            let work = Work::new(p.batch_id, pos, &p.problem, c.idx, program);
             let id = match &c.outcome {
                 None => programs.add(work),
                 // Done: a duplicate drawn now gets its row.

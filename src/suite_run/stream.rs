@@ -1,9 +1,16 @@
-//! The suite's one wide scheme: programs arrive (all at once from a
+//! The suite's one scheme: programs arrive (all at once from a
 //! completions file, or as a live draw goes), go through waves of builds in
 //! the suite package, and as each build ends its programs' runs start while
 //! the next build goes on. [`Programs`] keeps who shares each program's
 //! outcome, so a duplicate that arrives after its program finished still
 //! gets its row.
+//!
+//! A program is laid out as a module (`suite::module`: the solution, and
+//! the problem's tests in a scope of their own); a wave's modules share one
+//! image (`exec::shared`, `--build shared`, the default) or get one each
+//! (`--build isolated`). A program syn cannot read is never run as it
+//! stands for a verdict: it is refused (`SyntaxError`), and built and run
+//! alone as MultiPL-E would only for MultiPL-E's reading beside it.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -15,17 +22,50 @@ use tokio::sync::{mpsc, Semaphore};
 
 use super::SuiteConfig;
 use crate::account::{Phase, PhaseGuard};
-use crate::package::Package;
-use crate::probe::programs::build_programs;
+use crate::exec::{BuildMode, Layout, Settled, SharedBuild};
+use crate::package::{ModuleKey, Package, Profile};
+use crate::probe::programs::{build_programs, program_target};
 use crate::probe::stream::{StreamCandidate, Waves};
-use crate::probe::{ProbeFailure, ProbeVerdict, WIDE_TARGETS_PER_BUILD};
+use crate::probe::{ProbeFailure, ProbeStats, ProbeVerdict, Probed, WIDE_TARGETS_PER_BUILD};
 use crate::progress::Progress;
 use crate::sandbox::Sandbox;
-use crate::score::{run_program, RunLimits};
+use crate::score::{run_program, ProgramRun, RunLimits};
 use crate::spec::CompileLimits;
 use crate::store::{BatchId, Store, SuiteId, SuiteOutcomeRow};
-use crate::suite::cases::{split_cases, Split, SplitProgram};
-use crate::suite::{CaseEnd, CompletionOutcome};
+use crate::suite::module::{image_root, lay_out, ProgramModule, Unlaid};
+use crate::suite::{CaseEnd, CompletionOutcome, Problem, Split};
+
+/// Which cases of a built program run alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CaseRuns {
+    /// The whole `main` first; its cases alone only when it failed, for
+    /// partial credit. MultiPL-E's status is the whole `main`'s either way.
+    #[default]
+    Failed,
+    /// Every case alone too, so a case that fails alone while the whole
+    /// `main` passes (state carried across calls) is caught.
+    All,
+}
+
+impl CaseRuns {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CaseRuns::Failed => "failed",
+            CaseRuns::All => "all",
+        }
+    }
+}
+
+impl std::str::FromStr for CaseRuns {
+    type Err = String;
+    fn from_str(s: &str) -> Result<CaseRuns, String> {
+        match s {
+            "failed" => Ok(CaseRuns::Failed),
+            "all" => Ok(CaseRuns::All),
+            _ => Err(format!("`{s}`: the cases run alone are `failed` or `all`")),
+        }
+    }
+}
 
 /// One program to build and run: a problem's representative completion.
 #[derive(Debug)]
@@ -33,21 +73,27 @@ pub(super) struct Work {
     pub batch: BatchId,
     /// The problem's place and name, for the error file's name.
     pub pos: usize,
-    pub problem: String,
+    pub problem: Problem,
     /// The representative's index in its batch.
     pub idx: usize,
-    pub split: SplitProgram,
+    /// The program as MultiPL-E builds it.
+    pub program: String,
 }
 
 impl Work {
-    pub fn new(batch: BatchId, pos: usize, problem: &str, idx: usize, program: &str) -> Work {
+    pub fn new(batch: BatchId, pos: usize, problem: &Problem, idx: usize, program: &str) -> Work {
         Work {
             batch,
             pos,
-            problem: problem.to_owned(),
+            problem: problem.clone(),
             idx,
-            split: split_cases(program),
+            program: program.to_owned(),
         }
+    }
+
+    /// The program laid out as module `c{id}`, or why it cannot be.
+    fn lay_out(&self, id: usize) -> Result<ProgramModule, Unlaid> {
+        lay_out(&self.problem, &self.program, &program_target(id), true)
     }
 }
 
@@ -63,6 +109,8 @@ struct Inner {
     /// representative first).
     sharers: Vec<Vec<usize>>,
     done: Vec<Option<SuiteOutcomeRow>>,
+    /// How each laid-out program's tests split.
+    splits: Vec<Option<Split>>,
     /// Where new programs go; `None` once no more will come.
     tx: Option<mpsc::UnboundedSender<StreamCandidate>>,
 }
@@ -76,6 +124,7 @@ impl Programs {
                     works: Vec::new(),
                     sharers: Vec::new(),
                     done: Vec::new(),
+                    splits: Vec::new(),
                     tx: Some(tx),
                 }),
             },
@@ -91,10 +140,11 @@ impl Programs {
     pub fn add(&self, work: Work) -> usize {
         let mut inner = self.lock();
         let id = inner.works.len();
-        let source = work.split.dispatch_program();
+        let source = work.program.clone();
         inner.sharers.push(vec![work.idx]);
         inner.works.push(Arc::new(work));
         inner.done.push(None);
+        inner.splits.push(None);
         if let Some(tx) = &inner.tx {
             let _ = tx.send(StreamCandidate { idx: id, source });
         }
@@ -109,6 +159,7 @@ impl Programs {
         inner.sharers.push(Vec::new());
         inner.works.push(Arc::new(work));
         inner.done.push(Some(row.clone()));
+        inner.splits.push(None);
         id
     }
 
@@ -140,6 +191,14 @@ impl Programs {
         self.lock().works[id].clone()
     }
 
+    fn set_split(&self, id: usize, split: Split) {
+        self.lock().splits[id] = Some(split);
+    }
+
+    fn split(&self, id: usize) -> Option<Split> {
+        self.lock().splits[id].clone()
+    }
+
     /// No more programs will come: the waves end once these are built.
     pub fn close(&self) {
         self.lock().tx = None;
@@ -159,10 +218,41 @@ pub(super) struct Stream<'a> {
     pub suite: SuiteId,
 }
 
-/// A program's image, handed from the builds to the runs.
+/// A built program, handed from the builds to the runs.
 struct Built {
     work: usize,
-    image: PathBuf,
+    image: Arc<PathBuf>,
+    how: Runs,
+}
+
+/// How a built program is run.
+#[derive(Debug, Clone, Copy)]
+enum Runs {
+    /// A module of an image: its module's name is the first argument, and
+    /// the marker says a run returned.
+    Module,
+    /// A program syn could not read, built as it stands: run once, whole,
+    /// read by its exit status alone, for MultiPL-E's reading only.
+    Unchanged(Unlaid),
+}
+
+/// The suite's images are laid out by `suite::module`.
+struct SuiteLayout;
+
+impl Layout for SuiteLayout {
+    fn root(&self, members: &[ModuleKey]) -> String {
+        image_root(&members.iter().map(ModuleKey::name).collect::<Vec<_>>())
+    }
+
+    fn profile(&self) -> Profile {
+        Profile::Probe
+    }
+}
+
+/// What one wave's builds settled, for the caller to store.
+struct WaveEnd {
+    /// Programs that did not build, with their verdicts.
+    failed: Vec<(usize, Probed)>,
 }
 
 impl Stream<'_> {
@@ -230,32 +320,28 @@ impl Stream<'_> {
         };
         let building = async {
             let guard = PhaseGuard::start(Phase::Probe);
+            let shared = SharedBuild::new(&package, &SuiteLayout, cfg.limits.memory_bytes);
             let mut waves = Waves::new(rx, cfg.waves);
             while let Some(wave) = waves.next().await {
                 bar.inc_length(wave.len() as u64);
                 for chunk in wave.chunks(WIDE_TARGETS_PER_BUILD) {
-                    let sources: Vec<(usize, &str)> =
-                        chunk.iter().map(|c| (c.idx, c.source.as_str())).collect();
-                    let (built, _stats) = build_programs(&package, &sources, |_| {}).await?;
-                    for b in built {
-                        let id = b.probed.idx;
-                        if let Some(image) = b.image {
-                            let _ = built_tx.send(Built { work: id, image });
-                            continue;
-                        }
+                    let ids: Vec<usize> = chunk.iter().map(|c| c.idx).collect();
+                    let end = build_wave(&package, &shared, cfg.build, programs, &ids, &built_tx)
+                        .await?;
+                    for (id, probed) in end.failed {
                         let w = programs.work(id);
-                        let outcome = not_built(&b.probed.verdict, &b.probed.diagnostics)?;
+                        let outcome = not_built(&probed.verdict, &probed.diagnostics)?;
                         let file = errors_dir.join(error_file_name(&w));
                         std::fs::write(
                             &file,
                             format!(
                                 "{} #{}: {}\n\n{}",
-                                w.problem, w.idx, b.probed.verdict, b.probed.diagnostics
+                                w.problem.name, w.idx, probed.verdict, probed.diagnostics
                             ),
                         )
                         .with_context(|| format!("cannot write {}", file.display()))?;
                         let row = SuiteOutcomeRow {
-                            probe: Some(b.probed.verdict),
+                            probe: Some(probed.verdict),
                             error_file: Some(file.display().to_string()),
                             outcome,
                             run_wall: Duration::ZERO,
@@ -277,8 +363,8 @@ impl Stream<'_> {
                 tokio::select! {
                     got = built_rx.recv(), if open => match got {
                         Some(b) => {
-                            let work = programs.work(b.work);
-                            inflight.push(run_cases(b, work, &limits, &sandbox, &slots));
+                            let split = programs.split(b.work);
+                            inflight.push(run_cases(b, split, cfg.cases, &limits, &sandbox, &slots));
                         }
                         None => open = false,
                     },
@@ -312,41 +398,183 @@ impl Stream<'_> {
     }
 }
 
-/// Runs one built program: the whole `main`, then (when `main` splits)
-/// each case alone, every run a process of its own, all of them sharing
+/// Builds one wave's programs: the policy first (a refused program is
+/// never built), then the laid-out modules in shared images or one image
+/// each, and the programs syn cannot read alone, as they stand. Each built
+/// program goes to `built` as soon as its image is there.
+async fn build_wave(
+    package: &Package,
+    shared: &SharedBuild<'_, SuiteLayout>,
+    mode: BuildMode,
+    programs: &Programs,
+    ids: &[usize],
+    built: &mpsc::UnboundedSender<Built>,
+) -> Result<WaveEnd> {
+    let mut failed = Vec::new();
+    let sources: Vec<(usize, String)> = ids
+        .iter()
+        .map(|&id| (id, programs.work(id).program.clone()))
+        .collect();
+    let checked: Vec<(usize, &str)> = sources.iter().map(|(id, s)| (*id, s.as_str())).collect();
+    let (refused, allowed) = crate::probe::check_policy(package, &checked);
+    failed.extend(refused.into_iter().map(|p| (p.idx, p)));
+    let mut modules = Vec::new();
+    let mut unchanged = Vec::new();
+    for (id, program) in allowed {
+        match programs.work(id).lay_out(id) {
+            Ok(module) => {
+                package.write_cands_file(&format!("{}.rs", program_target(id)), &module.solution)?;
+                package.write_cands_file(&format!("{}.tests.rs", program_target(id)), &module.tests)?;
+                programs.set_split(id, module.split);
+                modules.push(id);
+            }
+            Err(why) => {
+                package.write_program(&program_target(id), program)?;
+                unchanged.push((id, why));
+            }
+        }
+    }
+    let mut stats = ProbeStats::default();
+    match mode {
+        BuildMode::Shared => {
+            let keys: Vec<ModuleKey> = modules.iter().map(|&id| ModuleKey::Candidate(id)).collect();
+            shared
+                .build(&keys, &mut stats, |s: Settled| {
+                    let ModuleKey::Candidate(id) = s.key else {
+                        return;
+                    };
+                    match s.image {
+                        Some(image) => {
+                            let _ = built.send(Built {
+                                work: id,
+                                image: Arc::new(image.path.clone()),
+                                how: Runs::Module,
+                            });
+                        }
+                        None => failed.push((
+                            id,
+                            Probed {
+                                idx: id,
+                                verdict: s.verdict,
+                                diagnostics: s.diagnostics,
+                                warnings: s.warnings,
+                            },
+                        )),
+                    }
+                })
+                .await?;
+        }
+        BuildMode::Isolated => {
+            for &id in &modules {
+                let key = ModuleKey::Candidate(id);
+                package.write_bin(&program_target(id), &SuiteLayout.root(&[key]))?;
+            }
+            send_isolated(package, &modules, |_| Runs::Module, built, &mut failed).await?;
+        }
+    }
+    let why: std::collections::HashMap<usize, Unlaid> = unchanged.iter().copied().collect();
+    let ids: Vec<usize> = unchanged.iter().map(|(id, _)| *id).collect();
+    send_isolated(package, &ids, |id| Runs::Unchanged(why[&id]), built, &mut failed).await?;
+    Ok(WaveEnd { failed })
+}
+
+/// Builds `ids` one image each and hands them on.
+async fn send_isolated(
+    package: &Package,
+    ids: &[usize],
+    how: impl Fn(usize) -> Runs,
+    built: &mpsc::UnboundedSender<Built>,
+    failed: &mut Vec<(usize, Probed)>,
+) -> Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let (results, _stats) = build_programs(package, ids).await?;
+    for b in results {
+        let id = b.probed.idx;
+        match b.image {
+            Some(image) => {
+                let _ = built.send(Built {
+                    work: id,
+                    image: Arc::new(image),
+                    how: how(id),
+                });
+            }
+            None => failed.push((id, b.probed)),
+        }
+    }
+    Ok(())
+}
+
+/// Runs one built program: the whole `main` first, then (when it splits)
+/// each case alone if the whole `main` failed, or always with
+/// [`CaseRuns::All`]; every run a process of its own, all of them sharing
 /// the machine's slots with the other programs' runs.
 async fn run_cases(
     built: Built,
-    work: Arc<Work>,
+    split: Option<Split>,
+    case_runs: CaseRuns,
     limits: &RunLimits,
     sandbox: &Sandbox,
     slots: &Semaphore,
 ) -> Result<(usize, SuiteOutcomeRow)> {
-    let marks = work.split.marks_completion();
-    let mut which = vec!["whole".to_owned()];
-    if let Split::Cases { cases, .. } = &work.split.split {
-        which.extend((0..cases.len()).map(|i| i.to_string()));
-    }
     let image: &Path = &built.image;
-    let runs = futures::future::try_join_all(which.iter().map(|arg| async move {
-        let _slot = slots
-            .acquire()
-            .await
-            .expect("the semaphore is never closed");
-        run_program(image, arg, marks, limits, sandbox).await
-    }))
-    .await?;
-    let whole = runs[0].end;
-    let cases: Vec<CaseEnd> = match work.split.split {
-        Split::Cases { .. } => runs[1..].iter().map(|r| r.end).collect(),
-        Split::Whole { .. } => vec![whole],
+    let module = program_target(built.work);
+    let run = |which: String| {
+        let module = &module;
+        async move {
+            let _slot = slots
+                .acquire()
+                .await
+                .expect("the semaphore is never closed");
+            match built.how {
+                Runs::Module => {
+                    run_program(image, &[module.as_str(), which.as_str()], true, limits, sandbox)
+                        .await
+                }
+                Runs::Unchanged(_) => run_program(image, &[], false, limits, sandbox).await,
+            }
+        }
+    };
+    let whole = run("whole".to_owned()).await?;
+    let mut runs: Vec<ProgramRun> = vec![whole];
+    let outcome = match (built.how, split) {
+        (Runs::Unchanged(reason), _) => CompletionOutcome::Refused {
+            reason,
+            reading: Box::new(CompletionOutcome::Ran {
+                whole: whole.end,
+                cases: vec![whole.end],
+            }),
+        },
+        (Runs::Module, Some(Split::Cases { cases, .. })) => {
+            let alone = case_runs == CaseRuns::All || whole.end != CaseEnd::Passed;
+            let ends = if alone {
+                let each = futures::future::try_join_all(
+                    (0..cases.len()).map(|i| run(i.to_string())),
+                )
+                .await?;
+                runs.extend(each.iter().copied());
+                each.iter().map(|r| r.end).collect()
+            } else {
+                // Every assert returned within the whole `main`.
+                vec![CaseEnd::Passed; cases.len()]
+            };
+            CompletionOutcome::Ran {
+                whole: whole.end,
+                cases: ends,
+            }
+        }
+        (Runs::Module, _) => CompletionOutcome::Ran {
+            whole: whole.end,
+            cases: vec![whole.end],
+        },
     };
     Ok((
         built.work,
         SuiteOutcomeRow {
             probe: Some(ProbeVerdict::Compiled),
             error_file: None,
-            outcome: CompletionOutcome::Ran { whole, cases },
+            outcome,
             run_wall: runs.iter().map(|r| r.wall).sum(),
             run_cpu: runs.iter().map(|r| r.cpu).sum(),
         },
@@ -386,6 +614,7 @@ pub(super) fn not_built(verdict: &ProbeVerdict, diagnostics: &str) -> Result<Com
 pub(super) fn error_file_name(w: &Work) -> String {
     let name: String = w
         .problem
+        .name
         .chars()
         .take(80)
         .map(|c| {

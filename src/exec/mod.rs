@@ -1,0 +1,56 @@
+//! The one executor of units of code: a task's candidates and a suite's
+//! programs. Units arrive in waves; each wave is built into shared images
+//! ([`shared`]: one rustc for the wave, narrowed by halves when a unit
+//! spoils it) or, where sharing is not allowed, into one image per unit;
+//! every unit then runs from its image in a sandboxed process of its own,
+//! chosen by a selector argument.
+//!
+//! Sharing an image is safe only for units that pass the default policy:
+//! no code of theirs can run outside a called function (no `unsafe`, so no
+//! `no_mangle`, `export_name` or `link_section`; no extern blocks, global
+//! assembly, `#[path]` or `include*!`) and none can reach another unit's
+//! module or anything crate-wide (`policy`). A relaxed policy builds each
+//! unit alone.
+
+pub mod oversize;
+pub mod shared;
+
+pub use shared::{owner_of_file, scaled, Image, Layout, Settled, SharedBuild};
+
+/// How a run's units are built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BuildMode {
+    /// Policy-clean units share one image per wave (a unit that spoils it
+    /// is narrowed out); the default.
+    #[default]
+    Shared,
+    /// One image per unit: the reference the shared build must agree with.
+    Isolated,
+}
+
+impl BuildMode {
+    pub const ALL: [BuildMode; 2] = [BuildMode::Shared, BuildMode::Isolated];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BuildMode::Shared => "shared",
+            BuildMode::Isolated => "isolated",
+        }
+    }
+}
+
+impl std::fmt::Display for BuildMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for BuildMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<BuildMode, String> {
+        BuildMode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| format!("`{s}`: the build is `shared` or `isolated`"))
+    }
+}

@@ -1,0 +1,544 @@
+//! The shared build: a wave's units (a task's candidates, a suite's
+//! programs) as modules of one crate, built by one rustc, whose binary is
+//! the image every unit of it runs from (chosen by a selector argument).
+//!
+//! A unit's verdict must be the one a build of it alone would give, so:
+//!
+//! - **Errors are attributed by their primary span**: the module file it
+//!   points into names its unit ([`Layout::owner`]). Units with errors leave
+//!   the crate and the rest is built again, until a pass builds; rustc stops
+//!   at the first phase that has errors, so a unit whose errors come from a
+//!   later phase (borrow checking, code generation) is found in a later pass,
+//!   as a build of it alone would find it.
+//! - **One bad unit costs only itself**: a build that passes its limits (its
+//!   rustc's CPU time or memory, which grow with the crate; the build's wall
+//!   time) or fails in a way no module owns (a link error, an internal
+//!   compiler error, cargo killed) is narrowed by halves, down to the unit
+//!   alone, whose verdict is then exactly an isolated build's. Each half
+//!   that builds hands its image on at once.
+//!
+//! A rustc of one unit gets the package's own per-target limits; a shared
+//! rustc of `n` gets [`scaled`] limits, so a compile bomb needs `n` times
+//! an honest unit's budget before it stops the crate, then stops each half
+//! it is in, and only itself in the end.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+
+use crate::package::{BuildReport, CompilerDiag, DiagLevel, ModuleKey, Package, Profile};
+use crate::probe::{verdict_of_target, ProbeFailure, ProbeStats, ProbeVerdict, MAX_RETRIES};
+use crate::spec::CompileLimits;
+
+/// How a kind of unit becomes a crate.
+pub trait Layout: Sync {
+    /// The root of an image holding `members`, whose module files are in
+    /// the package already.
+    fn root(&self, members: &[ModuleKey]) -> String;
+
+    /// The profile the images are built in.
+    fn profile(&self) -> Profile;
+
+    /// The unit whose module a file is (a path as rustc names it in a
+    /// diagnostic, relative to the package): `cands/c3.rs` and the files
+    /// that belong with it.
+    fn owner(&self, file: &str) -> Option<ModuleKey> {
+        owner_of_file(file)
+    }
+}
+
+/// A built image and the units it holds.
+#[derive(Debug)]
+pub struct Image {
+    pub path: PathBuf,
+    pub members: Vec<ModuleKey>,
+}
+
+/// One unit's verdict, and the image it runs from when it compiled.
+#[derive(Debug, Clone)]
+pub struct Settled {
+    pub key: ModuleKey,
+    pub verdict: ProbeVerdict,
+    /// Rendered errors and warnings, as rustc printed them for this unit.
+    pub diagnostics: String,
+    pub warnings: usize,
+    pub image: Option<Arc<Image>>,
+}
+
+/// Builds waves of units in one package.
+pub struct SharedBuild<'a, L: Layout> {
+    package: &'a Package,
+    layout: &'a L,
+    /// The address space each run gets: an image that one unit's statics
+    /// would make unrunnable within it is narrowed (`oversize`).
+    run_address_space: u64,
+    /// Target names are unique within the package's life: an image in use
+    /// by a run is never replaced by a later build's.
+    next_target: AtomicUsize,
+}
+
+/// At most this many passes (removing the units with errors each time)
+/// before what is left is narrowed by halves: each pass usually removes
+/// one compiler phase's errors.
+const MAX_PASSES: usize = 6;
+
+/// The limits of a shared rustc of `n` units whose units alone get
+/// `one`: a tenth of one unit's CPU time per further unit (an honest unit
+/// costs a small fraction of its own limit), and a sixteenth of its memory
+/// per further unit, up to four times one unit's.
+pub fn scaled(one: CompileLimits, n: usize) -> CompileLimits {
+    let more = n.saturating_sub(1) as u64;
+    CompileLimits {
+        cpu_secs: one.cpu_secs + (one.cpu_secs / 10).max(1) * more,
+        memory_bytes: one
+            .memory_bytes
+            .saturating_add(one.memory_bytes / 16 * more)
+            .min(one.memory_bytes.saturating_mul(4)),
+    }
+}
+
+impl<'a, L: Layout> SharedBuild<'a, L> {
+    pub fn new(package: &'a Package, layout: &'a L, run_address_space: u64) -> SharedBuild<'a, L> {
+        SharedBuild {
+            package,
+            layout,
+            run_address_space,
+            next_target: AtomicUsize::new(0),
+        }
+    }
+
+    /// Builds `units` (their module files written), calling `settled` for
+    /// each unit as its verdict is known, in no particular order. Failures
+    /// that can be transient (cargo killed, failing without a word) are
+    /// built again, at most [`MAX_RETRIES`] times per group.
+    pub async fn build(
+        &self,
+        units: &[ModuleKey],
+        stats: &mut ProbeStats,
+        mut settled: impl FnMut(Settled),
+    ) -> Result<()> {
+        let mut groups: Vec<Group> = vec![Group::new(units.to_vec())];
+        while let Some(mut group) = groups.pop() {
+            if group.members.is_empty() {
+                continue;
+            }
+            let target = self.target_name();
+            let report = self.build_group(&target, &group.members, stats).await?;
+            match self.judge(&target, &group, &report) {
+                Judged::Built { image, warnings } => {
+                    let oversized = if group.members.len() > 1 {
+                        super::oversize::oversized_units(
+                            &image,
+                            self.run_address_space,
+                            super::oversize::module_owner,
+                        )?
+                    } else {
+                        Vec::new()
+                    };
+                    if !oversized.is_empty() {
+                        tracing::info!(
+                            units = ?oversized,
+                            "units whose statics would make a shared image unrunnable; built alone"
+                        );
+                        stats.fallbacks += oversized.len();
+                        group.members.retain(|k| !oversized.contains(k));
+                        groups.push(group);
+                        groups.extend(oversized.into_iter().map(|k| Group::new(vec![k])));
+                        continue;
+                    }
+                    let image = Arc::new(Image {
+                        path: image,
+                        members: group.members.clone(),
+                    });
+                    for key in &group.members {
+                        let own = warnings.get(key).cloned().unwrap_or_default();
+                        settled(Settled {
+                            key: key.clone(),
+                            verdict: ProbeVerdict::Compiled,
+                            diagnostics: own.rendered,
+                            warnings: own.warnings,
+                            image: Some(image.clone()),
+                        });
+                    }
+                }
+                Judged::Alone(verdict) => {
+                    let key = group.members[0].clone();
+                    if let ProbeVerdict::ProbeFailure(why) = &verdict.verdict {
+                        if why.is_spurious() && group.retries < MAX_RETRIES {
+                            group.retries += 1;
+                            stats.retries.push(crate::probe::ProbeRetry {
+                                idx: key_index(&key),
+                                after: *why,
+                                attempt: group.retries,
+                            });
+                            groups.push(group);
+                            continue;
+                        }
+                    }
+                    settled(Settled {
+                        key,
+                        verdict: verdict.verdict,
+                        diagnostics: verdict.diagnostics,
+                        warnings: verdict.warnings,
+                        image: None,
+                    });
+                }
+                Judged::Failing(failing) => {
+                    stats.passes += 1;
+                    let gone: BTreeSet<&ModuleKey> = failing.keys().collect();
+                    group.members.retain(|k| !gone.contains(k));
+                    group.passes += 1;
+                    for (key, own) in failing {
+                        settled(Settled {
+                            key,
+                            verdict: ProbeVerdict::CompileError { codes: own.codes },
+                            diagnostics: own.rendered,
+                            warnings: own.warnings,
+                            image: None,
+                        });
+                    }
+                    if group.passes >= MAX_PASSES {
+                        groups.extend(group.halves());
+                    } else {
+                        groups.push(group);
+                    }
+                }
+                Judged::Spurious(why) if group.retries < MAX_RETRIES => {
+                    group.retries += 1;
+                    tracing::warn!(
+                        failure = why.as_str(),
+                        units = group.members.len(),
+                        attempt = group.retries,
+                        of = MAX_RETRIES,
+                        "a shared build failed for a reason that can be transient; building again"
+                    );
+                    stats
+                        .retries
+                        .extend(group.members.iter().map(|k| crate::probe::ProbeRetry {
+                            idx: key_index(k),
+                            after: why,
+                            attempt: group.retries,
+                        }));
+                    groups.push(group);
+                }
+                Judged::Spurious(_) | Judged::Narrow => {
+                    stats.fallbacks += group.members.len();
+                    groups.extend(group.halves());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn target_name(&self) -> String {
+        let n = self.next_target.fetch_add(1, Ordering::Relaxed);
+        format!("img_{}_{n}", self.package.target_tag())
+    }
+
+    async fn build_group(
+        &self,
+        target: &str,
+        members: &[ModuleKey],
+        stats: &mut ProbeStats,
+    ) -> Result<BuildReport> {
+        self.package
+            .write_bin(target, &self.layout.root(members))
+            .with_context(|| format!("cannot write the root of {target}"))?;
+        self.package.set_bins([target])?;
+        let limits = scaled(self.package.compile_limits(), members.len());
+        let report = self
+            .package
+            .build_limited(self.layout.profile(), &[target.to_owned()], limits)
+            .await?;
+        stats.add_build(&report);
+        Ok(report)
+    }
+
+    /// What one build of `group` says.
+    fn judge(&self, target: &str, group: &Group, report: &BuildReport) -> Judged {
+        if group.members.len() == 1 {
+            // Alone, the verdict is the isolated build's, whatever happened.
+            let (verdict, diagnostics, warnings) = verdict_of_target(report, target);
+            return Judged::Alone(Alone {
+                verdict,
+                diagnostics,
+                warnings,
+            });
+        }
+        let diags = report.diagnostics.get(target).cloned().unwrap_or_default();
+        let owned = self.attribute(&diags.messages);
+        if let Some(image) = report.built.get(target) {
+            return Judged::Built {
+                image: image.clone(),
+                warnings: owned.by_unit,
+            };
+        }
+        let hit_limit = report.limit_hits.contains_key(target) || report.timed_out;
+        if hit_limit || diags.ices > 0 || owned.unowned_errors {
+            return Judged::Narrow;
+        }
+        let failing: BTreeMap<ModuleKey, Owned> = owned
+            .by_unit
+            .into_iter()
+            .filter(|(_, o)| o.errors > 0)
+            .collect();
+        if !failing.is_empty() {
+            return Judged::Failing(failing);
+        }
+        if !report.dependency_errors.is_empty() {
+            // Nothing of ours failed: what every unit links did. Each alone
+            // would say so; the narrowing gets each there.
+            return Judged::Narrow;
+        }
+        let why = crate::probe::infrastructure_failure(report);
+        if why.is_spurious() {
+            Judged::Spurious(why)
+        } else {
+            Judged::Narrow
+        }
+    }
+
+    /// Each message given to the unit whose file its primary span (else the
+    /// first of its other spans) points into.
+    fn attribute(&self, messages: &[CompilerDiag]) -> Attributed {
+        let mut out = Attributed::default();
+        for msg in messages {
+            let owner = msg
+                .at
+                .as_ref()
+                .and_then(|(file, _)| self.layout.owner(file))
+                .or_else(|| msg.files.iter().find_map(|f| self.layout.owner(f)));
+            match owner {
+                Some(key) => out.by_unit.entry(key).or_default().add(msg),
+                None if msg.is_error() && !is_summary(msg) => out.unowned_errors = true,
+                None => {}
+            }
+        }
+        for own in out.by_unit.values_mut() {
+            own.codes.sort();
+            own.codes.dedup();
+            own.rendered.push_str(&summary(own.errors, own.warnings));
+        }
+        out
+    }
+}
+
+/// What rustc would close a build of this unit alone with: `error:
+/// aborting due to N previous errors; M warnings emitted`, or for warnings
+/// only `warning: M warnings emitted`. The shared build's own closing line
+/// counts every unit, so each unit's is written as rustc writes it.
+fn summary(errors: usize, warnings: usize) -> String {
+    let plural = |n: usize, one: &str, many: &str| {
+        if n == 1 {
+            format!("1 {one}")
+        } else {
+            format!("{n} {many}")
+        }
+    };
+    let warned = plural(warnings, "warning emitted", "warnings emitted");
+    match (errors, warnings) {
+        (0, 0) => String::new(),
+        (0, _) => format!("warning: {warned}\n\n"),
+        (_, 0) => format!(
+            "error: aborting due to {}\n\n",
+            plural(errors, "previous error", "previous errors")
+        ),
+        _ => format!(
+            "error: aborting due to {}; {warned}\n\n",
+            plural(errors, "previous error", "previous errors")
+        ),
+    }
+}
+
+/// A build's closing lines, which belong to no module: `aborting due to`,
+/// `N warnings emitted`, and the pointers to `rustc --explain`.
+fn is_summary(msg: &CompilerDiag) -> bool {
+    msg.files.is_empty()
+        && msg.code.is_none()
+        && (msg.message.starts_with("aborting due to")
+            || msg.message.ends_with("emitted")
+            || msg.message.starts_with("For more information")
+            || msg.message.starts_with("Some errors have detailed explanations"))
+}
+
+/// The units still in one crate.
+#[derive(Debug)]
+struct Group {
+    members: Vec<ModuleKey>,
+    passes: usize,
+    retries: usize,
+}
+
+impl Group {
+    fn new(members: Vec<ModuleKey>) -> Group {
+        Group {
+            members,
+            passes: 0,
+            retries: 0,
+        }
+    }
+
+    /// Two groups of half the members each (the first half last, so it
+    /// is built first).
+    fn halves(self) -> Vec<Group> {
+        let mut members = self.members;
+        let back = members.split_off(members.len() / 2);
+        vec![Group::new(back), Group::new(members)]
+    }
+}
+
+/// What a build of a group says.
+enum Judged {
+    Built {
+        image: PathBuf,
+        warnings: BTreeMap<ModuleKey, Owned>,
+    },
+    /// A group of one: its verdict, as an isolated build gives it.
+    Alone(Alone),
+    /// These units had errors; the rest is built again.
+    Failing(BTreeMap<ModuleKey, Owned>),
+    /// No answer, but another try may give one.
+    Spurious(ProbeFailure),
+    /// Something no module owns: narrow by halves.
+    Narrow,
+}
+
+struct Alone {
+    verdict: ProbeVerdict,
+    diagnostics: String,
+    warnings: usize,
+}
+
+/// Messages attributed to units.
+#[derive(Default)]
+struct Attributed {
+    by_unit: BTreeMap<ModuleKey, Owned>,
+    /// An error no unit owns (a link error, an error in the root).
+    unowned_errors: bool,
+}
+
+/// One unit's messages in one build.
+#[derive(Debug, Default, Clone)]
+struct Owned {
+    rendered: String,
+    errors: usize,
+    warnings: usize,
+    codes: Vec<String>,
+}
+
+impl Owned {
+    fn add(&mut self, msg: &CompilerDiag) {
+        if is_summary(msg) {
+            return;
+        }
+        self.rendered.push_str(&msg.rendered);
+        match msg.level {
+            DiagLevel::Error | DiagLevel::Ice => {
+                self.errors += 1;
+                self.codes.extend(msg.code.iter().cloned());
+            }
+            DiagLevel::Warning => self.warnings += 1,
+            DiagLevel::Other => {}
+        }
+    }
+}
+
+/// `cands/c12.rs` and `cands/c12.tests.rs` are unit 12's, `cands/committed.rs`
+/// the committed candidate's; nothing else is a unit's.
+pub fn owner_of_file(file: &str) -> Option<ModuleKey> {
+    let path = std::path::Path::new(file);
+    if path.parent()?.file_name()? != "cands" {
+        return None;
+    }
+    let name = path.file_name()?.to_str()?;
+    let stem = name
+        .strip_suffix(".tests.rs")
+        .or_else(|| name.strip_suffix(".rs"))?;
+    if stem == "committed" {
+        return Some(ModuleKey::Committed);
+    }
+    let n = stem.strip_prefix('c')?;
+    (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| n.parse().ok().map(ModuleKey::Candidate))
+        .flatten()
+}
+
+/// A unit's number for the probe's records (the committed candidate has
+/// none of its own; it is never a candidate's retry).
+fn key_index(key: &ModuleKey) -> usize {
+    match key {
+        ModuleKey::Candidate(i) => *i,
+        ModuleKey::Committed => usize::MAX,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_name_their_unit() {
+        assert_eq!(owner_of_file("cands/c12.rs"), Some(ModuleKey::Candidate(12)));
+        assert_eq!(
+            owner_of_file("cands/c3.tests.rs"),
+            Some(ModuleKey::Candidate(3))
+        );
+        assert_eq!(
+            owner_of_file("/w/task/cands/committed.rs"),
+            Some(ModuleKey::Committed)
+        );
+        for no in [
+            "cands/c3.main.rs",
+            "cands/img_x_0.main.rs",
+            "src/c3.rs",
+            "cands/c.rs",
+            "cands/cx1.rs",
+            "/rustc/abc/library/core/src/macros/mod.rs",
+        ] {
+            assert_eq!(owner_of_file(no), None, "{no}");
+        }
+    }
+
+    #[test]
+    fn limits_grow_with_the_crate() {
+        let one = CompileLimits {
+            cpu_secs: 60,
+            memory_bytes: 4 << 30,
+        };
+        assert_eq!(scaled(one, 1), one);
+        assert_eq!(scaled(one, 11).cpu_secs, 120);
+        assert_eq!(scaled(one, 17).memory_bytes, 8 << 30);
+        assert_eq!(scaled(one, 1000).memory_bytes, 16 << 30);
+        let small = CompileLimits {
+            cpu_secs: 5,
+            memory_bytes: 1 << 30,
+        };
+        assert_eq!(scaled(small, 3).cpu_secs, 7);
+    }
+
+    #[test]
+    fn summaries_read_as_rustc_writes_them() {
+        assert_eq!(summary(0, 0), "");
+        assert_eq!(summary(1, 0), "error: aborting due to 1 previous error\n\n");
+        assert_eq!(
+            summary(2, 1),
+            "error: aborting due to 2 previous errors; 1 warning emitted\n\n"
+        );
+        assert_eq!(summary(0, 3), "warning: 3 warnings emitted\n\n");
+    }
+
+    #[test]
+    fn halves_build_the_first_half_first() {
+        let keys: Vec<ModuleKey> = (0..5).map(ModuleKey::Candidate).collect();
+        let mut halves = Group::new(keys).halves();
+        let first = halves.pop().unwrap();
+        assert_eq!(
+            first.members,
+            [ModuleKey::Candidate(0), ModuleKey::Candidate(1)]
+        );
+        assert_eq!(halves[0].members.len(), 3);
+    }
+}

@@ -230,8 +230,9 @@ struct ReplayArgs {
     batch: BatchId,
     #[command(flatten)]
     db: DbArg,
-    /// Probe modes to run, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "wide,serial,fast")]
+    /// Probe modes to run, comma-separated: `shared` (what a batch runs)
+    /// and `serial` (one build per candidate, the reference).
+    #[arg(long, value_delimiter = ',', default_value = "shared,serial")]
     modes: Vec<String>,
     /// Times to run each mode.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
@@ -337,8 +338,10 @@ struct RunArgs {
     /// it beat the committed one in this batch.
     #[arg(long)]
     promote: bool,
-    /// Probe mode: wide, serial or fast (experimental).
-    #[arg(long, env = "ASSAY_PROBE", default_value = "wide")]
+    /// Probe mode: `shared` (a wave's candidates built as one image, each
+    /// candidate once for the probe and the score) or `serial` (one build
+    /// per candidate, the reference the shared build is checked against).
+    #[arg(long, env = "ASSAY_PROBE", default_value = "shared")]
     probe: String,
     /// Streaming probe: start a wave once this many candidates wait
     /// [default: the spec's [probe] wave_size, else 32].

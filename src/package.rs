@@ -94,6 +94,11 @@ pub struct Package {
     compile_limits: CompileLimits,
     /// Whether the dependencies were fetched (unconfined) since it opened.
     fetched: std::sync::atomic::AtomicBool,
+    /// The address space each run of an image built here gets.
+    run_memory: u64,
+    /// Shared images built while the package is open, so no build's
+    /// target replaces an image built earlier.
+    images: std::sync::atomic::AtomicUsize,
     /// Held for its lock; released on drop.
     _lock: File,
 }
@@ -160,9 +165,23 @@ pub struct TargetDiagnostics {
     /// Module files that errors point into (`cands/c3.rs`), for blame.
     pub error_files: Vec<String>,
     /// Every message, in order, for callers that attribute them to modules
-    /// (the fast probe builds many candidates as one target).
+    /// (a shared build holds many units in one target), up to
+    /// [`MAX_MESSAGES`].
     pub messages: Vec<CompilerDiag>,
+    /// Messages past [`MAX_MESSAGES`], left unread: a flood of errors
+    /// (`compile_error!` in a loop of macros) costs its JSON, not assay's
+    /// memory and CPU. Past the cap, rendered text stops too.
+    pub dropped: usize,
 }
+
+/// The most compiler messages kept per target. A unit with this many has
+/// failed many times over; in a shared build, another unit's errors past
+/// the cap are found by the next pass, once the flood's unit has left.
+pub const MAX_MESSAGES: usize = 2000;
+
+/// The most rendered text kept per target (and per unit of a shared
+/// build): what an error file holds. Messages past it are still counted.
+pub const MAX_RENDERED: usize = 1 << 20;
 
 /// One compiler message of one of our targets.
 #[derive(Debug, Clone)]
@@ -259,6 +278,8 @@ impl Package {
             policy: spec.policy.clone(),
             compile_limits: spec.probe.compile_limits,
             fetched: std::sync::atomic::AtomicBool::new(false),
+            run_memory: spec.limits.memory_bytes,
+            images: std::sync::atomic::AtomicUsize::new(0),
             _lock: lock,
             dir,
         };
@@ -275,6 +296,7 @@ impl Package {
         target_dir: &Path,
         policy: Policy,
         compile_limits: CompileLimits,
+        run_memory: u64,
     ) -> Result<Package> {
         let (dir, lock) = lock_dir(&work_dir.join("suite"))?;
         std::fs::create_dir_all(target_dir)
@@ -289,6 +311,8 @@ impl Package {
             policy,
             compile_limits,
             fetched: std::sync::atomic::AtomicBool::new(false),
+            run_memory,
+            images: std::sync::atomic::AtomicUsize::new(0),
             _lock: lock,
             dir,
         };
@@ -338,6 +362,27 @@ impl Package {
     /// The task's policy for candidates' sources.
     pub fn policy(&self) -> &Policy {
         &self.policy
+    }
+
+    /// The task's harness crate, as its candidates' modules name it; `None`
+    /// for a suite's package.
+    pub fn harness_crate(&self) -> Option<&str> {
+        self.harness.as_ref().map(|h| h.crate_name.as_str())
+    }
+
+    /// The address space each run of an image built here gets.
+    pub fn run_memory(&self) -> u64 {
+        self.run_memory
+    }
+
+    /// A new shared image's target name, unique among the package's
+    /// images until it is opened again, and among the packages sharing its
+    /// target directory (see [`Package::target_tag`]).
+    pub fn next_image_target(&self) -> String {
+        let n = self
+            .images
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("img_{}_{n}", self.target_tag())
     }
 
     /// The limits of each of the package's own targets' rustc.
@@ -394,20 +439,6 @@ impl Package {
         }
         std::fs::create_dir_all(&cands)
             .with_context(|| format!("cannot create {}", cands.display()))
-    }
-
-    /// Writes a suite's program as the root of its own binary target
-    /// (`cands/NAME.main.rs`), unchanged but for `#![forbid(unsafe_code)]`
-    /// before its first line (on that line, so line numbers stay the
-    /// program's) unless the policy allows unsafe code, as
-    /// [`Package::write_module`] does for a candidate.
-    pub fn write_program(&self, name: &str, program: &str) -> Result<()> {
-        let guard = if self.policy.allows(Rule::UnsafeCode) {
-            ""
-        } else {
-            "#![forbid(unsafe_code)] "
-        };
-        self.write_bin(name, &format!("{guard}{program}"))
     }
 
     /// Writes a candidate's module file: its source unchanged, then the glue
@@ -712,6 +743,22 @@ fn main() {{}}
         report: &mut BuildReport,
         on_built: &mut impl FnMut(&str, &Path),
     ) {
+        if line.starts_with("{\"reason\":\"compiler-message\"") {
+            // Past the cap, a message is counted without being read. cargo
+            // puts the target's name in the line; the cheap look for it
+            // only decides whether to parse at all.
+            let full = report
+                .diagnostics
+                .iter_mut()
+                .find(|(name, d)| {
+                    d.messages.len() >= MAX_MESSAGES
+                        && line.contains(&format!("\"name\":\"{name}\""))
+                });
+            if let Some((_, diag)) = full {
+                diag.dropped += 1;
+                return;
+            }
+        }
         let Ok(message) = serde_json::from_str::<Message>(line) else {
             return;
         };
@@ -759,7 +806,9 @@ fn main() {{}}
                         .diagnostics
                         .entry(msg.target.name.clone())
                         .or_default();
-                    entry.rendered.push_str(&diag.rendered);
+                    if entry.rendered.len() < MAX_RENDERED {
+                        entry.rendered.push_str(&diag.rendered);
+                    }
                     match diag.level {
                         DiagLevel::Error | DiagLevel::Ice => {
                             entry.errors += 1;

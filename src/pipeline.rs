@@ -10,7 +10,7 @@
 //! `probe` phase is the tail the batch waits for after its last reply; the
 //! whole probe's work (every wave) is its probe run's figures.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,6 +22,7 @@ use crate::account::{Phase, PhaseFigures, PhaseGuard};
 use crate::admit;
 use crate::dedup;
 use crate::draw::{DrawEvent, DrawOptions, Drawn, Plan};
+use crate::exec::Image;
 use crate::extract::{self, Extraction};
 use crate::interrupt::{Interrupt, Interrupted};
 use crate::owner::Owner;
@@ -347,7 +348,7 @@ async fn run_batch(
         tokio::join!(drawing, streaming, asking_toolchain);
     let replies = replies?;
     let mut streamed_extractions = extracting.await.context("the extraction task panicked")?;
-    let (streamed, mut stats) = streamed?;
+    let (streamed, mut images, mut stats) = streamed?;
     record(store, batch, draw_figures).await?;
     testpoint::reached("draw.done").await;
     // Nothing to extract: the batch fails with the engine's sentence, and
@@ -375,7 +376,15 @@ async fn run_batch(
         .filter(|u| stored.probe(u.idx).is_none())
         .collect();
     let kept_to_score: Vec<(usize, &str)> = stored.compiled_unscored().collect();
-    let probed = settle_probe(&package, cfg.probe.mode, &to_probe, streamed, &mut stats).await?;
+    let probed = settle_probe(
+        &package,
+        cfg.probe.mode,
+        &to_probe,
+        streamed,
+        &mut images,
+        &mut stats,
+    )
+    .await?;
     let figures = tail.finish();
     record(store, batch, extract_figures).await?;
     // A batch always has its own probe run (with its waves' figures); a
@@ -396,24 +405,24 @@ async fn run_batch(
     }
     record(store, batch, figures).await?;
 
-    let mut keys: Vec<ModuleKey> = probed
+    // Candidates compiled in an earlier attempt (a resume) have no image in
+    // this process: built again, their verdicts already stored.
+    if !kept_to_score.is_empty() {
+        let out = probe::probe(&package, cfg.probe.mode, &kept_to_score, |_| {}).await?;
+        images.extend(out.images);
+    }
+    let compiled: Vec<usize> = probed
         .iter()
         .filter(|p| p.verdict.compiled())
-        .map(|p| ModuleKey::Candidate(p.idx))
+        .map(|p| p.idx)
+        .chain(kept_to_score.iter().map(|(idx, _)| *idx))
         .collect();
-    keys.extend(
-        kept_to_score
-            .iter()
-            .map(|(idx, _)| ModuleKey::Candidate(*idx)),
-    );
-    if !stored.committed_scored() {
-        keys.push(ModuleKey::Committed);
-    }
-    // Candidates probed in an earlier attempt are not in the package yet
-    // (opening it cleared the last batch's sources).
-    for (idx, source) in &kept_to_score {
-        package.write_module(&ModuleKey::Candidate(*idx), source)?;
-    }
+    let ready = keep_images(&batch_dir, &compiled, &images)?;
+    let keys = if stored.committed_scored() {
+        Vec::new()
+    } else {
+        vec![ModuleKey::Committed]
+    };
     let scoring = Scoring {
         spec: &cfg.spec,
         batch_dir: &batch_dir,
@@ -421,7 +430,9 @@ async fn run_batch(
         progress,
         batch,
     };
-    scoring.build_and_score(package, keys, sandbox).await?;
+    scoring
+        .build_and_score(package, keys, ready, sandbox)
+        .await?;
     testpoint::reached("persist").await;
 
     let guard = PhaseGuard::start(Phase::Persist);
@@ -677,10 +688,11 @@ async fn stream_probe(
     settings: ProbeSettings,
     candidates: mpsc::UnboundedReceiver<StreamCandidate>,
     progress: &Progress,
-) -> Result<(Vec<Probed>, ProbeStats)> {
+) -> Result<(Vec<Probed>, Images, ProbeStats)> {
     let bar = progress.bar("probe", 0);
     let mut waves = Waves::new(candidates, settings.waves);
     let mut probed = Vec::new();
+    let mut images = Images::new();
     let mut stats = ProbeStats::default();
     while let Some(wave) = waves.next().await {
         bar.inc_length(wave.len() as u64);
@@ -693,11 +705,16 @@ async fn stream_probe(
         .await?;
         stats.absorb(&out.stats);
         probed.extend(out.probed);
+        images.extend(out.images);
     }
     stats.waves = waves.count;
     bar.finish();
-    Ok((probed, stats))
+    Ok((probed, images, stats))
 }
+
+/// The image each compiled candidate runs from (shared by a wave's
+/// candidates), as the probe built it.
+type Images = BTreeMap<usize, Arc<Image>>;
 
 /// The batch's probe verdicts: one per unique candidate as `extract_and_dedup`
 /// decided them. Streaming probed the first of each fingerprint to arrive;
@@ -708,6 +725,7 @@ async fn settle_probe(
     mode: ProbeMode,
     unique: &[Unique],
     streamed: Vec<Probed>,
+    images: &mut Images,
     stats: &mut ProbeStats,
 ) -> Result<Vec<Probed>> {
     let mut by_idx: HashMap<usize, Probed> = streamed.into_iter().map(|p| (p.idx, p)).collect();
@@ -727,6 +745,7 @@ async fn settle_probe(
         .await?;
         stats.absorb(&out.stats);
         stats.waves += 1;
+        images.extend(out.images);
         by_idx.extend(out.probed.into_iter().map(|p| (p.idx, p)));
     }
     Ok(unique
@@ -809,12 +828,17 @@ impl Scoring<'_> {
         &self,
         package: Package,
         keys: Vec<ModuleKey>,
+        ready: Vec<(ModuleKey, PathBuf)>,
         sandbox: Arc<Sandbox>,
     ) -> Result<()> {
         let guard = PhaseGuard::start(Phase::ScoreBuild);
         let (built_tx, built_rx) = mpsc::unbounded_channel();
+        // The judge every run needs, and the committed candidate's image
+        // (both fresh in a warm target directory: neither changes between
+        // batches); the candidates' images are the probe's.
+        let wanted = !keys.is_empty() || !ready.is_empty();
         let building = async move {
-            if !keys.is_empty() {
+            if wanted {
                 let spinner = self.progress.spinner("scorer");
                 let built = self.build(&package, &keys, built_tx).await;
                 spinner.finish();
@@ -825,7 +849,7 @@ impl Scoring<'_> {
             testpoint::reached("score.built").await;
             anyhow::Ok(PhaseGuard::start(Phase::ScoreRun))
         };
-        let (tail, scored) = tokio::join!(building, self.run_as_built(built_rx, sandbox));
+        let (tail, scored) = tokio::join!(building, self.run_as_built(built_rx, ready, sandbox));
         let tail = tail?;
         scored?;
         // Decided over every stored run of the batch, so that runs stored by
@@ -872,6 +896,7 @@ impl Scoring<'_> {
     async fn run_as_built(
         &self,
         mut built: mpsc::UnboundedReceiver<score::Built>,
+        ready: Vec<(ModuleKey, PathBuf)>,
         sandbox: Arc<Sandbox>,
     ) -> Result<()> {
         let dir = self.batch_dir.join("images");
@@ -886,8 +911,10 @@ impl Scoring<'_> {
         let bar = self.progress.bar("score", 0);
         let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
         let mut runs: Option<score::Runs> = None;
-        // Images built before the judge, which every run needs.
-        let mut waiting = Vec::new();
+        // Images built before the judge, which every run needs: the
+        // probe's, then any the score build makes.
+        bar.inc_length(ready.len() as u64);
+        let mut waiting = ready;
         let mut building = true;
         loop {
             tokio::select! {
@@ -932,6 +959,37 @@ impl Scoring<'_> {
         bar.finish();
         Ok(())
     }
+}
+
+/// Links each distinct image of the `compiled` candidates into the batch's
+/// folder, where no later build (another batch of the task, once the
+/// package is released) replaces it, and names each candidate's copy.
+fn keep_images(
+    batch_dir: &Path,
+    compiled: &[usize],
+    images: &Images,
+) -> Result<Vec<(ModuleKey, PathBuf)>> {
+    let dir = batch_dir.join("images");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut kept: HashMap<PathBuf, PathBuf> = HashMap::new();
+    let mut ready = Vec::with_capacity(compiled.len());
+    for idx in compiled {
+        let image = images
+            .get(idx)
+            .with_context(|| format!("candidate {idx} compiled but has no image"))?;
+        let path = match kept.get(&image.path) {
+            Some(path) => path.clone(),
+            None => {
+                let name = image.path.file_name().context("an image without a name")?;
+                let to = dir.join(name);
+                crate::sandbox::place_image(&image.path, &to)?;
+                kept.insert(image.path.clone(), to.clone());
+                to
+            }
+        };
+        ready.push((ModuleKey::Candidate(*idx), path));
+    }
+    Ok(ready)
 }
 
 /// The next run to end, or `None` when none is running.

@@ -28,7 +28,7 @@ use crate::store::{BatchId, ProbeRunStats, Store};
 pub struct ReplayConfig {
     pub batch: BatchId,
     pub modes: Vec<ProbeMode>,
-    /// Times each mode is run (runs alternate modes: wide, fast, wide, fast).
+    /// Times each mode is run (runs alternate modes: shared, serial, shared, serial).
     pub runs: usize,
     /// The warm work directory (generated packages and their target).
     pub work_dir: PathBuf,

@@ -98,7 +98,7 @@ fn every_command_gives_on_postgresql_what_it_gives_on_sqlite() {
             keep("export csv rows", Value::from(csv.lines().count()));
             keep(
                 "replay",
-                side.json(&["replay", "1", "--modes", "wide", "--json"]),
+                side.json(&["replay", "1", "--modes", "shared", "--json"]),
             );
             side.ok(&["promote", "1", "0", "--yes"]);
             keep("shown after promote", side.json(&["show", "1", "--json"]));

@@ -25,9 +25,9 @@ fn replay_json(scratch: &Scratch, batch: &str, modes: &str) -> (Option<i32>, Val
 }
 
 /// Each edge case gets its expected verdict in the batch, and the same
-/// verdict again in wide, serial and fast; wide (unlinked where it can be)
-/// stores exactly the diagnostics serial (every candidate a linked binary,
-/// alone) stores.
+/// verdict again in both modes. The corpus relaxes the policy, so the shared
+/// mode gives each candidate an image of its own (in one cargo build), and
+/// stores exactly the diagnostics serial (one build per candidate) stores.
 #[tokio::test]
 async fn edge_corpus_gets_the_same_verdicts_in_every_mode() {
     let scratch = Scratch::new();
@@ -52,25 +52,20 @@ async fn edge_corpus_gets_the_same_verdicts_in_every_mode() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 
-    let (code, report) = replay_json(&scratch, &batch, "wide,serial,fast");
+    let (code, report) = replay_json(&scratch, &batch, "shared,serial");
     assert_eq!(report["differences"], serde_json::json!([]), "{report}");
     assert_eq!(code, Some(0), "{report}");
-    let fast = &report["runs"][2];
-    assert_eq!(fast["mode"], "fast");
-    // Symbols, exported macros, crate-level attributes, extern blocks and
-    // root paths are probed alone; the rest shared one crate.
-    assert_eq!(fast["fallbacks"], 12, "{report}");
-    assert!(fast["passes"].as_u64().unwrap() >= 2, "{report}");
-    // Wide links again the unlinked targets whose failure could come from
-    // code generation: the post-monomorphization error (1) and the lint
-    // raised to an error (10, whose code is not an error code of rustc's
-    // front end). 15's error sits in code nothing uses, which an optimized
-    // rlib, like a binary, never generates (a debug rlib would, and would
-    // need the link to clear it): its unlinked target compiles.
-    let wide = &report["runs"][0];
-    assert_eq!(wide["mode"], "wide");
-    assert_eq!(wide["fallbacks"], 2, "{report}");
-    assert_eq!(wide["builds"], 2, "{report}");
+    // A relaxed policy never shares an image: no pass over a shared crate,
+    // nothing narrowed, one cargo build for every candidate (plus retries).
+    let shared = &report["runs"][0];
+    assert_eq!(shared["mode"], "shared");
+    assert_eq!(shared["passes"], 0, "{report}");
+    assert_eq!(shared["fallbacks"], 0, "{report}");
+    assert_eq!(
+        shared["builds"].as_u64().unwrap(),
+        1 + shared["retries"].as_u64().unwrap(),
+        "{report}"
+    );
 
     let store = scratch.store().await;
     let batch: i64 = batch.parse().unwrap();
@@ -81,10 +76,10 @@ async fn edge_corpus_gets_the_same_verdicts_in_every_mode() {
             .unwrap()
             .id
     };
-    let wide_rows = store.probe_verdicts(batch, run_of("wide")).await.unwrap();
+    let shared_rows = store.probe_verdicts(batch, run_of("shared")).await.unwrap();
     let serial_rows = store.probe_verdicts(batch, run_of("serial")).await.unwrap();
-    assert_eq!(wide_rows.len(), expected.len());
-    for (w, s) in wide_rows.iter().zip(&serial_rows) {
+    assert_eq!(shared_rows.len(), expected.len());
+    for (w, s) in shared_rows.iter().zip(&serial_rows) {
         assert_eq!(w.idx, s.idx);
         assert_eq!(w.verdict, s.verdict, "candidate {}", w.idx);
         assert_eq!(w.warnings, s.warnings, "candidate {}", w.idx);
@@ -95,7 +90,7 @@ async fn edge_corpus_gets_the_same_verdicts_in_every_mode() {
             w.idx
         );
     }
-    let dead_post_mono = wide_rows.iter().find(|r| r.idx == 15).unwrap();
+    let dead_post_mono = shared_rows.iter().find(|r| r.idx == 15).unwrap();
     assert!(dead_post_mono.warnings >= 1, "{dead_post_mono:?}");
     assert!(
         dead_post_mono.diagnostics.contains("never constructed"),
@@ -142,14 +137,16 @@ async fn warnings_are_kept_with_the_verdict() {
     assert!(errored.diagnostics.contains("error[E0277]"), "{errored:?}");
 }
 
-/// The acceptance test: both bundled batches, all three modes,
-/// identical verdicts; each mode's run is stored as a probe run.
+/// Both bundled batches, both modes: identical verdicts and identical
+/// compiler error files (the shared build's, attributed per module, against
+/// serial's, each candidate built alone); each mode's run is stored as a
+/// probe run.
 #[tokio::test]
 async fn replay_of_both_bundled_batches_is_identical_in_all_modes() {
     for task in ["absolute", "shellwords"] {
         let scratch = Scratch::new();
         let batch = scratch.run_batch(&repo().join("specs").join(task));
-        let (code, report) = replay_json(&scratch, &batch, "wide,serial,fast");
+        let (code, report) = replay_json(&scratch, &batch, "shared,serial");
         assert_eq!(
             report["differences"],
             serde_json::json!([]),
@@ -159,13 +156,21 @@ async fn replay_of_both_bundled_batches_is_identical_in_all_modes() {
         assert_eq!(report["identical"], true);
         let runs = report["runs"].as_array().unwrap();
         let modes: Vec<&str> = runs.iter().map(|r| r["mode"].as_str().unwrap()).collect();
-        assert_eq!(modes, ["wide", "serial", "fast"]);
+        assert_eq!(modes, ["shared", "serial"]);
         for r in runs {
             assert_eq!(r["compiled"], runs[0]["compiled"], "{task}: {report}");
             assert!(r["wall_s"].as_f64().unwrap() > 0.0);
             assert!(r["cpu_s"].as_f64().unwrap() > 0.0);
             assert!(r["peak_busy"].as_f64().unwrap() >= r["avg_busy"].as_f64().unwrap());
         }
+        // The shared build: one pass per compiler phase that found errors,
+        // so a handful of builds, never one per candidate.
+        let shared = |field: &str| runs[0][field].as_u64().unwrap();
+        assert!(shared("passes") >= 1, "{task}: {report}");
+        assert!(
+            shared("builds") < report["candidates"].as_u64().unwrap() / 2,
+            "{task}: {report}"
+        );
         // Serial builds each candidate once, plus once more for each build
         // that failed for a reason that can be transient (a killed rustc on
         // a loaded machine; src/probe/mod.rs retries those by design).
@@ -177,7 +182,8 @@ async fn replay_of_both_bundled_batches_is_identical_in_all_modes() {
         );
 
         let store = scratch.store().await;
-        let stored = store.probe_runs(batch.parse().unwrap()).await.unwrap();
+        let batch_id: i64 = batch.parse().unwrap();
+        let stored = store.probe_runs(batch_id).await.unwrap();
         let origins: Vec<(&str, &str)> = stored
             .iter()
             .map(|r| (r.mode.as_str(), r.origin.as_str()))
@@ -190,12 +196,22 @@ async fn replay_of_both_bundled_batches_is_identical_in_all_modes() {
         assert_eq!(
             origins,
             [
-                ("wide", "batch"),
-                ("wide", "replay"),
-                ("serial", "replay"),
-                ("fast", "replay")
+                ("shared", "batch"),
+                ("shared", "replay"),
+                ("serial", "replay")
             ]
         );
+        let rows = |run: usize| store.probe_verdicts(batch_id, stored[run].id);
+        let (batch_rows, serial_rows) = (rows(0).await.unwrap(), rows(2).await.unwrap());
+        for (b, s) in batch_rows.iter().zip(&serial_rows) {
+            assert_eq!((b.idx, &b.verdict), (s.idx, &s.verdict), "{task}");
+            assert_eq!(
+                without_temp_dirs(&b.diagnostics),
+                without_temp_dirs(&s.diagnostics),
+                "{task}: candidate {}'s error file",
+                b.idx
+            );
+        }
     }
 }
 
@@ -216,27 +232,28 @@ async fn a_differing_verdict_is_reported_with_exit_code_1() {
         assert_eq!(changed, 1);
         pool.close().await;
     }
-    let (code, report) = replay_json(&scratch, &batch, "wide");
+    let (code, report) = replay_json(&scratch, &batch, "shared");
     assert_eq!(code, Some(1), "{report}");
     let diffs = report["differences"].as_array().unwrap();
     assert_eq!(diffs.len(), 1, "{report}");
     assert_eq!(diffs[0]["idx"], 2);
     assert_eq!(diffs[0]["stored"], "compiled");
-    assert!(diffs[0]["verdicts"]["wide#1"]
+    assert!(diffs[0]["verdicts"]["shared#1"]
         .as_str()
         .unwrap()
         .starts_with("compile_error"));
 
-    let text = scratch.assay(&["replay", &batch, "--modes", "fast"]);
+    let text = scratch.assay(&["replay", &batch, "--modes", "serial"]);
     assert_eq!(text.status.code(), Some(1));
     let stdout = String::from_utf8_lossy(&text.stdout);
     assert!(
-        stdout.contains("candidate 2: stored compiled, fast#1 compile_error"),
+        stdout.contains("candidate 2: stored compiled, serial#1 compile_error"),
         "{stdout}"
     );
 }
 
-/// A batch probed in `serial` or `fast` gets the recorded verdicts too.
+/// A batch probed in `serial` gets the recorded verdicts too; the retired
+/// modes are named as such.
 #[test]
 fn a_batch_probed_in_each_mode_matches_its_recorded_verdicts() {
     let fixture = repo().join("tests/fixtures/tiny");
@@ -246,7 +263,7 @@ fn a_batch_probed_in_each_mode_matches_its_recorded_verdicts() {
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    for mode in ["serial", "fast"] {
+    for mode in ["serial"] {
         let scratch = Scratch::new();
         let summary = scratch.json(&[
             "run",
@@ -278,6 +295,13 @@ fn a_batch_probed_in_each_mode_matches_its_recorded_verdicts() {
     let out = Scratch::new().assay(&["run", &fixture.display().to_string(), "--probe", "narrow"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--probe: unknown probe mode `narrow`"));
+    let out = Scratch::new().assay(&["run", &fixture.display().to_string(), "--probe", "wide"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--probe: probe mode `wide` was replaced by `shared`"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -286,7 +310,7 @@ fn replay_bad_input_is_one_line_and_exit_2() {
     let cases: &[(&[&str], &str)] = &[
         (&["replay", "7"], "no such database"),
         (
-            &["replay", "1", "--modes", "wide,narrow"],
+            &["replay", "1", "--modes", "shared,narrow"],
             "--modes: unknown probe mode `narrow`",
         ),
         (

@@ -89,7 +89,7 @@ fn a_killed_probe_build_is_retried_and_the_verdicts_are_right() {
     let text = scratch.assay_ok(&["show", "1"]);
     let line = text
         .lines()
-        .find(|l| l.starts_with("probe: wide"))
+        .find(|l| l.starts_with("probe: shared"))
         .unwrap_or_else(|| panic!("no probe line: {text}"));
     assert!(line.contains(" after killed"), "{line}");
 }
@@ -122,7 +122,7 @@ fn an_undisturbed_batch_records_no_retries_and_its_toolchain() {
     );
 
     // A replay records the same toolchain with its runs, and says it.
-    let replay = scratch.json(&["replay", "1", "--modes", "wide", "--json"]);
+    let replay = scratch.json(&["replay", "1", "--modes", "shared", "--json"]);
     assert_eq!(replay["toolchain"]["rustc"], rustc, "{replay}");
     assert_eq!(replay["toolchain"]["cargo"], cargo, "{replay}");
     assert_eq!(replay["runs"][0]["retries"], 0, "{replay}");

@@ -9,7 +9,11 @@
 //!   the crate and the rest is built again, until a pass builds; rustc stops
 //!   at the first phase that has errors, so a unit whose errors come from a
 //!   later phase (borrow checking, code generation) is found in a later pass,
-//!   as a build of it alone would find it.
+//!   as a build of it alone would find it. The one way a module reaches
+//!   another under the default policy is a trait impl, which rustc sees
+//!   crate-wide: it can make another module's type inference ambiguous. A
+//!   unit whose errors include such an ambiguity is built alone before it
+//!   is blamed.
 //! - **One bad unit costs only itself**: a build that passes its limits (its
 //!   rustc's CPU time or memory, which grow with the crate; the build's wall
 //!   time) or fails in a way no module owns (a link error, an internal
@@ -24,7 +28,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -41,6 +44,11 @@ pub trait Layout: Sync {
 
     /// The profile the images are built in.
     fn profile(&self) -> Profile;
+
+    /// The target of `key`'s image of its own ([`super::isolated`]): unique
+    /// in the target directory, and named so that the compile wrapper
+    /// confines its rustc to that unit's files.
+    fn isolated_target(&self, key: &ModuleKey) -> String;
 
     /// The unit whose module a file is (a path as rustc names it in a
     /// diagnostic, relative to the package): `cands/c3.rs` and the files
@@ -75,9 +83,6 @@ pub struct SharedBuild<'a, L: Layout> {
     /// The address space each run gets: an image that one unit's statics
     /// would make unrunnable within it is narrowed (`oversize`).
     run_address_space: u64,
-    /// Target names are unique within the package's life: an image in use
-    /// by a run is never replaced by a later build's.
-    next_target: AtomicUsize,
 }
 
 /// At most this many passes (removing the units with errors each time)
@@ -106,7 +111,6 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
             package,
             layout,
             run_address_space,
-            next_target: AtomicUsize::new(0),
         }
     }
 
@@ -166,14 +170,9 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
                 }
                 Judged::Alone(verdict) => {
                     let key = group.members[0].clone();
-                    if let ProbeVerdict::ProbeFailure(why) = &verdict.verdict {
+                    if let ProbeVerdict::ProbeFailure(why) = verdict.verdict {
                         if why.is_spurious() && group.retries < MAX_RETRIES {
-                            group.retries += 1;
-                            stats.retries.push(crate::probe::ProbeRetry {
-                                idx: key_index(&key),
-                                after: *why,
-                                attempt: group.retries,
-                            });
+                            group.retry(why, stats);
                             groups.push(group);
                             continue;
                         }
@@ -191,6 +190,13 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
                     let gone: BTreeSet<&ModuleKey> = failing.keys().collect();
                     group.members.retain(|k| !gone.contains(k));
                     group.passes += 1;
+                    let (unsure, failing): (Vec<_>, Vec<_>) =
+                        failing.into_iter().partition(|(_, own)| own.may_be_a_mates());
+                    for (key, _) in unsure {
+                        // Built alone, its verdict is its own either way.
+                        stats.fallbacks += 1;
+                        groups.push(Group::new(vec![key]));
+                    }
                     for (key, own) in failing {
                         settled(Settled {
                             key,
@@ -207,21 +213,7 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
                     }
                 }
                 Judged::Spurious(why) if group.retries < MAX_RETRIES => {
-                    group.retries += 1;
-                    tracing::warn!(
-                        failure = why.as_str(),
-                        units = group.members.len(),
-                        attempt = group.retries,
-                        of = MAX_RETRIES,
-                        "a shared build failed for a reason that can be transient; building again"
-                    );
-                    stats
-                        .retries
-                        .extend(group.members.iter().map(|k| crate::probe::ProbeRetry {
-                            idx: key_index(k),
-                            after: why,
-                            attempt: group.retries,
-                        }));
+                    group.retry(why, stats);
                     groups.push(group);
                 }
                 Judged::Spurious(_) | Judged::Narrow => {
@@ -234,8 +226,7 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
     }
 
     fn target_name(&self) -> String {
-        let n = self.next_target.fetch_add(1, Ordering::Relaxed);
-        format!("img_{}_{n}", self.package.target_tag())
+        self.package.next_image_target()
     }
 
     async fn build_group(
@@ -381,6 +372,31 @@ impl Group {
         }
     }
 
+    /// Records and says that the group is built again after `why`.
+    fn retry(&mut self, why: ProbeFailure, stats: &mut ProbeStats) {
+        self.retries += 1;
+        tracing::warn!(
+            failure = why.as_str(),
+            units = self.members.len(),
+            attempt = self.retries,
+            of = MAX_RETRIES,
+            "a build failed for a reason that can be transient; probing again"
+        );
+        stats.retries.extend(
+            self.members
+                .iter()
+                .filter_map(|k| match k {
+                    ModuleKey::Candidate(idx) => Some(*idx),
+                    ModuleKey::Committed => None,
+                })
+                .map(|idx| crate::probe::ProbeRetry {
+                    idx,
+                    after: why,
+                    attempt: self.retries,
+                }),
+        );
+    }
+
     /// Two groups of half the members each (the first half last, so it
     /// is built first).
     fn halves(self) -> Vec<Group> {
@@ -429,12 +445,29 @@ struct Owned {
     codes: Vec<String>,
 }
 
+/// Error codes another module of the crate can cause: a trait impl is
+/// seen crate-wide, so a module's `impl PartialEq<Its> for i32` makes
+/// `assert_eq!(candidate(..), vec![])` elsewhere ambiguous (E0283), though
+/// that module compiles alone. Adding impls can only add such ambiguities,
+/// never unsatisfy a bound or change a type rustc settled on.
+const AMBIGUITY_CODES: &[&str] = &["E0282", "E0283", "E0284", "E0790"];
+
 impl Owned {
+    /// Whether an error of this unit may be another unit's doing, so that
+    /// only a build of it alone can say.
+    fn may_be_a_mates(&self) -> bool {
+        self.codes
+            .iter()
+            .any(|code| AMBIGUITY_CODES.contains(&code.as_str()))
+    }
+
     fn add(&mut self, msg: &CompilerDiag) {
         if is_summary(msg) {
             return;
         }
-        self.rendered.push_str(&msg.rendered);
+        if self.rendered.len() < crate::package::MAX_RENDERED {
+            self.rendered.push_str(&msg.rendered);
+        }
         match msg.level {
             DiagLevel::Error | DiagLevel::Ice => {
                 self.errors += 1;
@@ -464,15 +497,6 @@ pub fn owner_of_file(file: &str) -> Option<ModuleKey> {
     (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
         .then(|| n.parse().ok().map(ModuleKey::Candidate))
         .flatten()
-}
-
-/// A unit's number for the probe's records (the committed candidate has
-/// none of its own; it is never a candidate's retry).
-fn key_index(key: &ModuleKey) -> usize {
-    match key {
-        ModuleKey::Candidate(i) => *i,
-        ModuleKey::Committed => usize::MAX,
-    }
 }
 
 #[cfg(test)]

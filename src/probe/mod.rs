@@ -1,66 +1,56 @@
 //! Probe: does each candidate compile?
 //!
 //! One question per candidate, answered exactly as a build of that candidate
-//! alone would answer it. A candidate's probe target is its module plus a
-//! `main` that hands the entry function to `black_box`, so the probe checks
-//! exactly what the scorer will link: the entry exists with the harness's
-//! signature, and it and everything it calls get through code generation
-//! and the linker (merely naming the constant lets code generation skip the
-//! function, and a call to an undefined extern function would pass). Three
+//! alone would answer it, and answered by the build that makes the image
+//! the candidate is scored from: a batch compiles each candidate once. A
+//! candidate's image is the task's scoring image (`score::image`): its
+//! module, the harness and the runner, and a `main` that runs the entry of
+//! the candidate its first argument names, so the probe checks exactly
+//! what the run will execute, through code generation and the linker. Two
 //! modes answer it, and the replay tool (`assay replay`) checks that they
 //! agree:
 //!
-//! - [`ProbeMode::Wide`] (default, `wide`): one target per candidate, one
-//!   `cargo build --keep-going` per hundred of them; cargo's JSON messages
-//!   say which targets produced an artifact and which errors belong to
-//!   which target. A candidate that cannot fail only at link time is built
-//!   unlinked (an `rlib` example, code generation without the linker) and
-//!   linked only when that build cannot settle its verdict (see `wide`).
+//! - [`ProbeMode::Shared`] (default, `shared`): a wave's candidates are
+//!   modules of one crate built by one rustc (`exec::shared`): errors are
+//!   attributed to the module their primary span points into, candidates
+//!   with errors leave and the rest is built again, and a build that passes
+//!   its limits or fails in a way no module owns is narrowed by halves down
+//!   to the candidate alone. Safe only under the default policy; a task that
+//!   relaxes its `[policy]` gets one image per candidate instead
+//!   (`exec::isolated`, a hundred targets to a cargo build).
 //! - [`ProbeMode::Serial`] (`serial`): one `cargo build` per candidate, one
-//!   after the other, as the old pipeline's probe did; kept for comparison.
-//! - [`ProbeMode::Fast`] (`fast`, experimental): every candidate a module of
-//!   one binary crate, built by one rustc; candidates with errors are removed
-//!   and the rest built again until a pass is clean. Candidates whose
-//!   verdict could depend on sharing a crate fall back to `wide` (see
-//!   `fast::needs_own_crate`).
+//!   after the other, each candidate an image of its own: the reference the
+//!   shared build is checked against (`assay replay 2 --modes shared,serial`).
 //!
-//! Every mode runs `cargo build` (not `check`): post-monomorphization errors
-//! and symbol clashes appear only at code generation and link time; wide
-//! skips the link only where no link can fail.
-//! [`stream`] runs any mode in waves while the draw is still running.
+//! [`stream`] runs either mode in waves while the draw is still running.
 //!
 //! A build that fails for a reason that can be transient (cargo or rustc
 //! killed by a signal, cargo failing without a word about the target: a
-//! lock or I/O error) gives its candidates no answer, so [`probe`] probes
-//! those candidates again, at most [`MAX_RETRIES`] times; compile errors,
-//! a full disk, a timeout and an internal compiler error would only fail
-//! again, and are never retried. Each retry is logged and kept in
-//! [`ProbeStats::retries`]. [`toolchain`] asks the probe's own toolchain
-//! what it is, so every probe run records it.
+//! lock or I/O error) gives its candidates no answer, so they are built
+//! again, at most [`MAX_RETRIES`] times; compile errors, a full disk, a
+//! timeout and an internal compiler error would only fail again, and are
+//! never retried. Each retry is logged and kept in [`ProbeStats::retries`].
+//! [`toolchain`] asks the probe's own toolchain what it is, so every probe
+//! run records it.
 
-mod fast;
-pub mod programs;
-mod serial;
 pub mod stream;
 mod toolchain;
-mod wide;
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use anyhow::Result;
 
+use crate::exec::{Image, Settled, SharedBuild};
 use crate::package::{BuildReport, ModuleKey, Package};
+use crate::score::TaskLayout;
 use crate::sandbox::compile::LimitHit;
 use crate::spec::Rule;
 use crate::testpoint;
 
-pub use fast::{floor as fast_floor, needs_own_crate};
 pub use toolchain::{toolchain, Toolchain};
-pub use wide::{
-    needs_link, probe_with as probe_wide_with, Scheme as WideScheme,
-    TARGETS_PER_BUILD as WIDE_TARGETS_PER_BUILD,
-};
 
 /// How many times a candidate whose probe failed for a reason that can be
 /// transient is probed again. Two: one more failure after a retry is
@@ -115,10 +105,11 @@ pub enum ProbeFailure {
 /// How the probe builds a batch's candidates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum ProbeMode {
+    /// A wave's candidates share one image, narrowed when one spoils it.
     #[default]
-    Wide,
+    Shared,
+    /// One build per candidate: the reference.
     Serial,
-    Fast,
 }
 
 /// One candidate's probe result.
@@ -136,6 +127,8 @@ pub struct Probed {
 pub struct ProbeOutcome {
     /// One per candidate, in the order they were given.
     pub probed: Vec<Probed>,
+    /// The image each candidate that compiled runs from.
+    pub images: BTreeMap<usize, Arc<Image>>,
     pub stats: ProbeStats,
 }
 
@@ -144,11 +137,12 @@ pub struct ProbeOutcome {
 pub struct ProbeStats {
     /// cargo invocations.
     pub builds: usize,
-    /// Fast mode: passes over the shared crate.
+    /// Shared builds that ended with candidates' errors, so the rest was
+    /// built again.
     pub passes: usize,
-    /// Fast mode: candidates probed by `wide` instead, because sharing a
-    /// crate could change their verdict or a pass could not be attributed.
-    /// Wide mode: unlinked targets built again as binaries.
+    /// Candidates narrowed out of a shared build (it passed its limits,
+    /// failed in a way no module owned, or one candidate's statics would
+    /// make the image unrunnable) and built in smaller groups or alone.
     pub fallbacks: usize,
     /// Dependency units cargo found fresh, summed over builds.
     pub deps_fresh: usize,
@@ -297,6 +291,7 @@ async fn probe_checked(
             }));
         let retry = probe_once(package, mode, &again, &mut |_| {}).await?;
         outcome.stats.absorb(&retry.stats);
+        outcome.images.extend(retry.images);
         for p in retry.probed {
             if let Some(slot) = outcome.probed.iter_mut().find(|q| q.idx == p.idx) {
                 *slot = p;
@@ -309,18 +304,67 @@ async fn probe_checked(
     Ok(outcome)
 }
 
-/// One probe of `candidates` in `mode`, without retries.
+/// One probe of `candidates` in `mode`: their modules written, then built
+/// into images (shared, or one each), calling `on_progress` as verdicts
+/// come.
 async fn probe_once(
     package: &Package,
     mode: ProbeMode,
     candidates: &[(usize, &str)],
     on_progress: &mut impl FnMut(usize),
 ) -> Result<ProbeOutcome> {
-    match mode {
-        ProbeMode::Wide => wide::probe(package, candidates, on_progress).await,
-        ProbeMode::Serial => serial::probe(package, candidates, on_progress).await,
-        ProbeMode::Fast => fast::probe(package, candidates, on_progress).await,
+    for (idx, source) in candidates {
+        package.write_module(&ModuleKey::Candidate(*idx), source)?;
     }
+    let layout = TaskLayout::of(package)?;
+    let keys: Vec<ModuleKey> = candidates
+        .iter()
+        .map(|(idx, _)| ModuleKey::Candidate(*idx))
+        .collect();
+    let mut stats = ProbeStats::default();
+    let mut by_idx: BTreeMap<usize, Probed> = BTreeMap::new();
+    let mut images = BTreeMap::new();
+    let mut take = |s: Settled| {
+        let ModuleKey::Candidate(idx) = s.key else {
+            return;
+        };
+        if let Some(image) = s.image {
+            images.insert(idx, image);
+        }
+        by_idx.insert(
+            idx,
+            Probed {
+                idx,
+                verdict: s.verdict,
+                diagnostics: s.diagnostics,
+                warnings: s.warnings,
+            },
+        );
+        on_progress(by_idx.len());
+    };
+    let per_build = crate::exec::isolated::TARGETS_PER_BUILD;
+    match mode {
+        ProbeMode::Shared if package.policy().shares_an_image() => {
+            SharedBuild::new(package, &layout, package.run_memory())
+                .build(&keys, &mut stats, &mut take)
+                .await?
+        }
+        ProbeMode::Shared => {
+            crate::exec::isolated::build(package, &layout, &keys, per_build, &mut stats, &mut take)
+                .await?
+        }
+        ProbeMode::Serial => {
+            crate::exec::isolated::build(package, &layout, &keys, 1, &mut stats, &mut take).await?
+        }
+    }
+    Ok(ProbeOutcome {
+        probed: candidates
+            .iter()
+            .filter_map(|(idx, _)| by_idx.remove(idx))
+            .collect(),
+        images,
+        stats,
+    })
 }
 
 /// The last non-blank line of `text`, for a log line.
@@ -338,13 +382,12 @@ impl ProbeVerdict {
 }
 
 impl ProbeMode {
-    pub const ALL: [ProbeMode; 3] = [ProbeMode::Wide, ProbeMode::Serial, ProbeMode::Fast];
+    pub const ALL: [ProbeMode; 2] = [ProbeMode::Shared, ProbeMode::Serial];
 
     pub fn as_str(&self) -> &'static str {
         match self {
-            ProbeMode::Wide => "wide",
+            ProbeMode::Shared => "shared",
             ProbeMode::Serial => "serial",
-            ProbeMode::Fast => "fast",
         }
     }
 }
@@ -367,7 +410,13 @@ impl FromStr for ProbeMode {
         ProbeMode::ALL
             .into_iter()
             .find(|m| m.as_str() == s)
-            .ok_or_else(|| format!("unknown probe mode `{s}` (expected wide, serial or fast)"))
+            .ok_or_else(|| match s {
+                "wide" | "fast" => format!(
+                    "probe mode `{s}` was replaced by `shared` (the default), which builds \
+                     each candidate once for the probe and the score"
+                ),
+                _ => format!("unknown probe mode `{s}` (expected shared or serial)"),
+            })
     }
 }
 
@@ -389,18 +438,6 @@ impl ProbeStats {
         self.deps_rebuilt.extend(other.deps_rebuilt.iter().cloned());
         self.waves += other.waves;
         self.retries.extend(other.retries.iter().cloned());
-    }
-}
-
-/// The verdict of one target of a build that gave each candidate its own
-/// target (wide and serial).
-fn target_verdict(idx: usize, report: &BuildReport, target: &str) -> Probed {
-    let (verdict, diagnostics, warnings) = verdict_of_target(report, target);
-    Probed {
-        idx,
-        verdict,
-        diagnostics,
-        warnings,
     }
 }
 

@@ -219,16 +219,20 @@ fn wrapper(settings_json: &str) -> Result<i32> {
 }
 
 /// Copies rustc's stderr to ours line by line; true if rustc said that an
-/// allocation failed (the allocator's own message, printed before it
-/// aborts; text a candidate makes rustc print is always inside a JSON
-/// diagnostic, never a line of its own).
+/// allocation failed (the allocator's own message, or LLVM's, printed
+/// before it aborts; text a candidate makes rustc print is always inside a
+/// JSON diagnostic, never a line of its own).
 fn copy_stderr(stderr: std::process::ChildStderr) -> bool {
     let mut out = std::io::stderr().lock();
     let mut oom = false;
     let mut reader = std::io::BufReader::new(stderr);
     let mut line = Vec::new();
     while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
-        oom |= line.starts_with(b"memory allocation of ");
+        // Rust's allocator, and LLVM's (`rustc-LLVM ERROR: out of memory`,
+        // then `Allocation failed`), say so before they abort.
+        oom |= line.starts_with(b"memory allocation of ")
+            || line.starts_with(b"rustc-LLVM ERROR: out of memory")
+            || line.starts_with(b"LLVM ERROR: out of memory");
         let _ = out.write_all(&line);
         line.clear();
     }

@@ -9,19 +9,32 @@
 //! path leaves the module (`policy`), so a run of `c3` executes `c3`'s
 //! entry and nobody else's code, though the image holds its mates'.
 
+use anyhow::{Context, Result};
+
 use crate::exec::Layout;
-use crate::package::{ModuleKey, Profile};
+use crate::package::{ModuleKey, Package, Profile};
 
 /// The roots of a task's scoring images.
 pub struct TaskLayout {
     harness_crate: String,
+    /// The package's target tag (`Package::target_tag`).
+    tag: String,
 }
 
 impl TaskLayout {
-    pub fn new(harness_crate: &str) -> TaskLayout {
+    pub fn new(harness_crate: &str, tag: &str) -> TaskLayout {
         TaskLayout {
             harness_crate: harness_crate.to_owned(),
+            tag: tag.to_owned(),
         }
+    }
+
+    /// The layout of `package`'s images.
+    pub fn of(package: &Package) -> Result<TaskLayout> {
+        let harness = package
+            .harness_crate()
+            .context("a suite's package builds no scoring image")?;
+        Ok(TaskLayout::new(harness, &package.target_tag()))
     }
 }
 
@@ -58,6 +71,10 @@ impl Layout for TaskLayout {
     fn profile(&self) -> Profile {
         Profile::Score
     }
+
+    fn isolated_target(&self, key: &ModuleKey) -> String {
+        super::image_name(&self.tag, key)
+    }
 }
 
 #[cfg(test)]
@@ -66,7 +83,8 @@ mod tests {
 
     #[test]
     fn the_root_runs_the_candidate_its_first_argument_names() {
-        let root = TaskLayout::new("h").root(&[ModuleKey::Candidate(3), ModuleKey::Committed]);
+        let layout = TaskLayout::new("h", "t");
+        let root = layout.root(&[ModuleKey::Candidate(3), ModuleKey::Committed]);
         assert!(root.contains("#[path = \"c3.rs\"]\nmod c3;"), "{root}");
         assert!(root.contains("#[path = \"committed.rs\"]\nmod committed;"), "{root}");
         assert!(
@@ -75,5 +93,6 @@ mod tests {
         );
         assert!(root.contains("_ => ::std::process::exit(64),"), "{root}");
         syn::parse_file(&root).expect(&root);
+        assert_eq!(layout.isolated_target(&ModuleKey::Candidate(3)), "run_t_c3");
     }
 }

@@ -16,6 +16,7 @@
 
 mod build;
 mod child;
+mod image;
 mod judge;
 mod program;
 mod protocol;
@@ -29,6 +30,7 @@ use crate::spec::{Isolation, Limits};
 
 pub use build::{build_images, image_name, image_root, judge_name, judge_root, Built, Images};
 pub use child::kill_live_groups;
+pub use image::TaskLayout;
 pub use judge::Oracle;
 pub use program::{run_program, ProgramRun};
 pub use run::{run_one, Runs};

@@ -111,7 +111,7 @@ pub async fn run_one(
     let mut peak: Option<u64> = None;
     let mut stderr = String::new();
     let (end, completed) = loop {
-        let attempt = run_child(image, oracle, first, &limits, sandbox).await?;
+        let attempt = run_child(image, &key.name(), oracle, first, &limits, sandbox).await?;
         cpu += attempt.cpu;
         peak = peak.max(attempt.peak_processes);
         if !attempt.stderr.is_empty() {
@@ -236,6 +236,7 @@ pub(super) struct Started {
 
 async fn run_child(
     image: &Path,
+    selector: &str,
     oracle: &Oracle,
     first: usize,
     limits: &RunLimits,
@@ -247,7 +248,7 @@ async fn run_child(
     let input = format!("{nonce} {first}\n{}", oracle.inputs()).into_bytes();
     let (ours, theirs) =
         std::os::unix::net::UnixStream::pair().context("cannot make the run's stdin")?;
-    let started = match start(image, &[], workdir.path(), theirs, limits, sandbox)? {
+    let started = match start(image, &[selector], workdir.path(), theirs, limits, sandbox)? {
         Ok(started) => started,
         // The image could not be mapped under the run's limits (a huge
         // static): that candidate's verdict, found before it ran anything.

@@ -279,6 +279,12 @@ impl Policy {
     pub fn allowed(&self) -> &[Rule] {
         &self.allowed
     }
+
+    /// Whether units under this policy may share one image: only when it
+    /// relaxes no rule (docs/sandbox.md, "the shared image").
+    pub fn shares_an_image(&self) -> bool {
+        self.allowed.is_empty()
+    }
 }
 
 #[cfg(test)]

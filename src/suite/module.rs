@@ -166,7 +166,10 @@ pub fn lay_out(
 ) -> Result<ProgramModule, Unlaid> {
     let tests = tests_part(problem);
     let solution = program.strip_suffix(tests).ok_or(Unlaid::Unparsed)?;
-    if solution.starts_with('\u{feff}') || solution.starts_with("#!") {
+    let shebang = solution
+        .strip_prefix("#!")
+        .is_some_and(|rest| !rest.trim_start().starts_with('['));
+    if solution.starts_with('\u{feff}') || shebang {
         // syn strips these, and its offsets would not be the text's.
         return Err(Unlaid::Unparsed);
     }

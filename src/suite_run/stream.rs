@@ -24,9 +24,9 @@ use super::SuiteConfig;
 use crate::account::{Phase, PhaseGuard};
 use crate::exec::{BuildMode, Layout, Settled, SharedBuild};
 use crate::package::{ModuleKey, Package, Profile};
-use crate::probe::programs::{build_programs, program_target};
+use crate::exec::isolated::TARGETS_PER_BUILD;
 use crate::probe::stream::{StreamCandidate, Waves};
-use crate::probe::{ProbeFailure, ProbeStats, ProbeVerdict, Probed, WIDE_TARGETS_PER_BUILD};
+use crate::probe::{ProbeFailure, ProbeStats, ProbeVerdict, Probed};
 use crate::progress::Progress;
 use crate::sandbox::Sandbox;
 use crate::score::{run_program, ProgramRun, RunLimits};
@@ -247,12 +247,46 @@ impl Layout for SuiteLayout {
     fn profile(&self) -> Profile {
         Profile::Probe
     }
+
+    fn isolated_target(&self, key: &ModuleKey) -> String {
+        key.name()
+    }
+}
+
+/// Programs syn cannot read, each built as it stands for MultiPL-E's
+/// reading: the program is its image's root, `#![forbid(unsafe_code)]`
+/// first.
+struct Unchanged(std::collections::HashMap<usize, String>);
+
+impl Layout for Unchanged {
+    fn root(&self, members: &[ModuleKey]) -> String {
+        match members {
+            [ModuleKey::Candidate(id)] => format!("#![forbid(unsafe_code)] {}", self.0[id]),
+            _ => unreachable!("a program as it stands is built alone"),
+        }
+    }
+
+    fn profile(&self) -> Profile {
+        Profile::Probe
+    }
+
+    fn isolated_target(&self, key: &ModuleKey) -> String {
+        key.name()
+    }
+}
+
+/// The module and target name of program `id` (unique within a suite):
+/// `cN`, the candidates' pattern, so the compile wrapper confines an image
+/// of its own to the program's files.
+fn program_target(id: usize) -> String {
+    ModuleKey::Candidate(id).name()
 }
 
 /// What one wave's builds settled, for the caller to store.
 struct WaveEnd {
-    /// Programs that did not build, with their verdicts.
-    failed: Vec<(usize, Probed)>,
+    /// Programs that did not build, with their verdicts, and why assay
+    /// refused to lay out those it built as they stand.
+    failed: Vec<(usize, Probed, Option<Unlaid>)>,
 }
 
 impl Stream<'_> {
@@ -295,6 +329,7 @@ impl Stream<'_> {
                         cpu_secs: limits.compile_cpu_secs,
                         ..CompileLimits::default()
                     },
+                    limits.memory_bytes,
                 )
             })
             .await
@@ -324,13 +359,19 @@ impl Stream<'_> {
             let mut waves = Waves::new(rx, cfg.waves);
             while let Some(wave) = waves.next().await {
                 bar.inc_length(wave.len() as u64);
-                for chunk in wave.chunks(WIDE_TARGETS_PER_BUILD) {
+                for chunk in wave.chunks(TARGETS_PER_BUILD) {
                     let ids: Vec<usize> = chunk.iter().map(|c| c.idx).collect();
                     let end = build_wave(&package, &shared, cfg.build, programs, &ids, &built_tx)
                         .await?;
-                    for (id, probed) in end.failed {
+                    for (id, probed, unlaid) in end.failed {
                         let w = programs.work(id);
-                        let outcome = not_built(&probed.verdict, &probed.diagnostics)?;
+                        let mut outcome = not_built(&probed.verdict, &probed.diagnostics)?;
+                        if let Some(reason) = unlaid {
+                            outcome = CompletionOutcome::Refused {
+                                reason,
+                                reading: Box::new(outcome),
+                            };
+                        }
                         let file = errors_dir.join(error_file_name(&w));
                         std::fs::write(
                             &file,
@@ -417,7 +458,7 @@ async fn build_wave(
         .collect();
     let checked: Vec<(usize, &str)> = sources.iter().map(|(id, s)| (*id, s.as_str())).collect();
     let (refused, allowed) = crate::probe::check_policy(package, &checked);
-    failed.extend(refused.into_iter().map(|p| (p.idx, p)));
+    failed.extend(refused.into_iter().map(|p| (p.idx, p, None)));
     let mut modules = Vec::new();
     let mut unchanged = Vec::new();
     for (id, program) in allowed {
@@ -428,82 +469,91 @@ async fn build_wave(
                 programs.set_split(id, module.split);
                 modules.push(id);
             }
-            Err(why) => {
-                package.write_program(&program_target(id), program)?;
-                unchanged.push((id, why));
-            }
+            Err(why) => unchanged.push((id, why, program.to_owned())),
         }
     }
     let mut stats = ProbeStats::default();
-    match mode {
-        BuildMode::Shared => {
-            let keys: Vec<ModuleKey> = modules.iter().map(|&id| ModuleKey::Candidate(id)).collect();
-            shared
-                .build(&keys, &mut stats, |s: Settled| {
-                    let ModuleKey::Candidate(id) = s.key else {
-                        return;
-                    };
-                    match s.image {
-                        Some(image) => {
-                            let _ = built.send(Built {
-                                work: id,
-                                image: Arc::new(image.path.clone()),
-                                how: Runs::Module,
-                            });
-                        }
-                        None => failed.push((
-                            id,
-                            Probed {
-                                idx: id,
-                                verdict: s.verdict,
-                                diagnostics: s.diagnostics,
-                                warnings: s.warnings,
-                            },
-                        )),
-                    }
-                })
-                .await?;
-        }
-        BuildMode::Isolated => {
-            for &id in &modules {
-                let key = ModuleKey::Candidate(id);
-                package.write_bin(&program_target(id), &SuiteLayout.root(&[key]))?;
-            }
-            send_isolated(package, &modules, |_| Runs::Module, built, &mut failed).await?;
-        }
-    }
-    let why: std::collections::HashMap<usize, Unlaid> = unchanged.iter().copied().collect();
-    let ids: Vec<usize> = unchanged.iter().map(|(id, _)| *id).collect();
-    send_isolated(package, &ids, |id| Runs::Unchanged(why[&id]), built, &mut failed).await?;
-    Ok(WaveEnd { failed })
-}
-
-/// Builds `ids` one image each and hands them on.
-async fn send_isolated(
-    package: &Package,
-    ids: &[usize],
-    how: impl Fn(usize) -> Runs,
-    built: &mpsc::UnboundedSender<Built>,
-    failed: &mut Vec<(usize, Probed)>,
-) -> Result<()> {
-    if ids.is_empty() {
-        return Ok(());
-    }
-    let (results, _stats) = build_programs(package, ids).await?;
-    for b in results {
-        let id = b.probed.idx;
-        match b.image {
+    let keys: Vec<ModuleKey> = modules.iter().map(|&id| ModuleKey::Candidate(id)).collect();
+    let mut hand_on = |s: Settled| {
+        let ModuleKey::Candidate(id) = s.key else {
+            return;
+        };
+        match s.image {
             Some(image) => {
                 let _ = built.send(Built {
                     work: id,
-                    image: Arc::new(image),
-                    how: how(id),
+                    image: Arc::new(image.path.clone()),
+                    how: Runs::Module,
                 });
             }
-            None => failed.push((id, b.probed)),
+            None => failed.push((
+                id,
+                Probed {
+                    idx: id,
+                    verdict: s.verdict,
+                    diagnostics: s.diagnostics,
+                    warnings: s.warnings,
+                },
+                None,
+            )),
+        }
+    };
+    match mode {
+        BuildMode::Shared => shared.build(&keys, &mut stats, &mut hand_on).await?,
+        BuildMode::Isolated => {
+            crate::exec::isolated::build(
+                package,
+                &SuiteLayout,
+                &keys,
+                crate::exec::isolated::TARGETS_PER_BUILD,
+                &mut stats,
+                &mut hand_on,
+            )
+            .await?
         }
     }
-    Ok(())
+    let why: std::collections::HashMap<usize, Unlaid> =
+        unchanged.iter().map(|(id, why, _)| (*id, *why)).collect();
+    let layout = Unchanged(
+        unchanged
+            .into_iter()
+            .map(|(id, _, program)| (id, program))
+            .collect(),
+    );
+    let keys: Vec<ModuleKey> = why.keys().map(|&id| ModuleKey::Candidate(id)).collect();
+    crate::exec::isolated::build(
+        package,
+        &layout,
+        &keys,
+        TARGETS_PER_BUILD,
+        &mut stats,
+        |s: Settled| {
+            let ModuleKey::Candidate(id) = s.key else {
+                return;
+            };
+            match s.image {
+                Some(image) => {
+                    let _ = built.send(Built {
+                        work: id,
+                        image: Arc::new(image.path.clone()),
+                        how: Runs::Unchanged(why[&id]),
+                    });
+                }
+                None => failed.push((
+                    id,
+                    Probed {
+                        idx: id,
+                        verdict: s.verdict,
+                        diagnostics: s.diagnostics,
+                        warnings: s.warnings,
+                    },
+                    Some(why[&id]),
+                )),
+            }
+        },
+    )
+    .await?;
+    Ok(WaveEnd { failed })
 }
 
 /// Runs one built program: the whole `main` first, then (when it splits)
@@ -649,16 +699,25 @@ mod tests {
         assert!(not_built(&Compiled, "").is_err());
     }
 
+    fn problem(name: &str) -> Problem {
+        Problem {
+            name: name.to_owned(),
+            prompt: String::new(),
+            tests: "fn main() {}".to_owned(),
+            stop_tokens: Vec::new(),
+        }
+    }
+
     #[test]
     fn error_files_are_named_safely() {
-        let w = Work::new(1, 7, "Human/Eval 7", 3, "fn main() {}");
+        let w = Work::new(1, 7, &problem("Human/Eval 7"), 3, "fn main() {}");
         assert_eq!(error_file_name(&w), "0007-Human_Eval_7-c3.txt");
     }
 
     #[test]
     fn a_late_duplicate_gets_the_stored_outcome() {
         let (programs, mut rx) = Programs::new();
-        let id = programs.add(Work::new(4, 0, "p", 0, "fn main() {}"));
+        let id = programs.add(Work::new(4, 0, &problem("p"), 0, "fn main() {}"));
         assert_eq!(rx.try_recv().unwrap().idx, id);
         assert_eq!(programs.share(id, 2), None);
         let row = SuiteOutcomeRow {

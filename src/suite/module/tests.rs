@@ -22,8 +22,8 @@ fn laid(prompt: &str, completion: &str, tests: &str) -> Result<ProgramModule, Un
 #[test]
 fn the_solution_keeps_its_lines_and_the_tests_come_first() {
     let m = laid(PROMPT, "    x * 2\n}\n\nfn helper() {}\n", TESTS).unwrap();
-    // Line for line the solution (prompt, completion, the tests' brace),
-    // glue only on line 1.
+    // Line for line the solution (prompt, the completion cut at its stop
+    // token, the tests' brace), glue only on line 1.
     let lines: Vec<&str> = m.solution.lines().collect();
     assert!(lines[0].starts_with("#![forbid(unsafe_code)]  #[allow("), "{}", lines[0]);
     assert!(
@@ -32,8 +32,8 @@ fn the_solution_keeps_its_lines_and_the_tests_come_first() {
         lines[0]
     );
     assert!(lines[0].ends_with("/// Doubles."), "{}", lines[0]);
-    assert_eq!(&lines[1..], ["fn double(x: i32) -> i32 {", "    x * 2", "}", "", "fn helper() {}", "", "}"]
-        [..lines.len() - 1]);
+    // The stop token cut the helper away, as MultiPL-E cuts it.
+    assert_eq!(lines[1..], ["fn double(x: i32) -> i32 {", "    x * 2", "}"]);
     syn::parse_file(&m.solution).expect(&m.solution);
     // The tests import the entry by name and nothing else.
     assert!(m.tests.contains("use super::{double};"), "{}", m.tests);
@@ -77,7 +77,8 @@ fn inner_attributes_stay_first() {
         m.solution
     );
     syn::parse_file(&m.solution).expect(&m.solution);
-    assert_eq!(m.solution.lines().count(), program.lines().count() - 5);
+    // The code's three lines, the glue on the second.
+    assert_eq!(m.solution.lines().count(), 3);
 }
 
 #[test]
@@ -101,8 +102,9 @@ fn functions_of_the_tests_are_declared_beside_the_solution() {
 
 #[test]
 fn what_cannot_be_laid_out() {
-    // A solution syn cannot read.
+    // A solution syn cannot read, or that starts with a shebang.
     assert_eq!(laid(PROMPT, "    x *\n}\n", TESTS), Err(Unlaid::Unparsed));
+    assert_eq!(laid("#!/bin/sh\n", "", TESTS), Err(Unlaid::Unparsed));
     // A program that does not end with the problem's tests.
     let p = problem(PROMPT, TESTS);
     assert_eq!(lay_out(&p, "fn main() {}", "c0", true), Err(Unlaid::Unparsed));
@@ -128,6 +130,6 @@ fn the_root_dispatches_to_each_program_and_marks_a_return() {
 fn no_pin_without_a_plain_signature() {
     let m = laid("fn f(&self) -> i32 {\n", "    1\n}\n", "}\nfn main() { assert!(true); }\n");
     assert!(!m.unwrap().tests.contains("__assay_signature"));
-    let m = laid("/// none\n", "", "fn main() { assert!(true); }\n").unwrap();
+    let m = laid("// no function\n", "", "fn main() { assert!(true); }\n").unwrap();
     assert!(!m.tests.contains("__assay_signature"));
 }

@@ -64,15 +64,14 @@ const ASM_MACROS: &[&str] = &["global_asm", "naked_asm", "llvm_asm"];
 /// not lex is left to the compiler (which refuses it too).
 pub fn check(policy: &Policy, source: &str) -> Result<(), Violation> {
     let found = scan::first_finding(source, &|found| {
-        let (rule, span, what) = judge(found)?;
-        (!policy.allows(rule)).then(|| {
-            let at = span.start();
-            Violation {
-                rule,
-                line: at.line,
-                column: at.column,
-                what,
-            }
+        let (rules, span, what) = judge(found)?;
+        let rule = rules.into_iter().find(|rule| !policy.allows(*rule))?;
+        let at = span.start();
+        Some(Violation {
+            rule,
+            line: at.line,
+            column: at.column,
+            what,
         })
     });
     match found {
@@ -81,25 +80,30 @@ pub fn check(policy: &Policy, source: &str) -> Result<(), Violation> {
     }
 }
 
-/// What a finding of the walk is, by the policy's rules.
-fn judge(found: Found<'_>) -> Option<(Rule, proc_macro2::Span, String)> {
+/// Every rule a finding of the walk breaks, most specific first: an
+/// attribute may name several things (`cfg_attr(x, no_mangle, path = ..)`),
+/// and relaxing one of them must not let the others through.
+fn judge(found: Found<'_>) -> Option<(Vec<Rule>, proc_macro2::Span, String)> {
     match found {
-        Found::CrateAttr(attr, span) => Some((Rule::CrateAttribute, span, format!("#![{attr}]"))),
+        Found::CrateAttr(attr, span) => {
+            Some((vec![Rule::CrateAttribute], span, format!("#![{attr}]")))
+        }
         Found::Attr(attr, span) => {
-            let rule = if starts_with_dollar(&attr) || has_dollar_path(attr.clone()) {
-                Rule::MacroIndirection
-            } else if scan::names_any(attr.clone(), UNSAFE_ATTRS) {
-                Rule::UnsafeCode
-            } else if scan::names_any(attr.clone(), &["path"]) {
-                Rule::PathAttribute
-            } else if scan::names_any(attr.clone(), FILE_ATTRS) {
-                Rule::Include
-            } else if scan::names_any(attr.clone(), EXTERN_ATTRS) {
-                Rule::ExternBlock
-            } else {
-                return None;
-            };
-            Some((rule, span, format!("#[{attr}]")))
+            let named = |names: &[&str]| scan::names_any(attr.clone(), names);
+            let rules: Vec<Rule> = [
+                (
+                    starts_with_dollar(&attr) || has_dollar_path(attr.clone()),
+                    Rule::MacroIndirection,
+                ),
+                (named(UNSAFE_ATTRS), Rule::UnsafeCode),
+                (named(&["path"]), Rule::PathAttribute),
+                (named(FILE_ATTRS), Rule::Include),
+                (named(EXTERN_ATTRS), Rule::ExternBlock),
+            ]
+            .into_iter()
+            .filter_map(|(breaks, rule)| breaks.then_some(rule))
+            .collect();
+            (!rules.is_empty()).then(|| (rules, span, format!("#[{attr}]")))
         }
         Found::Ident(tokens, i, name) => {
             let span = tokens.span(i);
@@ -123,7 +127,7 @@ fn judge(found: Found<'_>) -> Option<(Rule, proc_macro2::Span, String)> {
             } else {
                 name
             };
-            Some((rule, span, what))
+            Some((vec![rule], span, what))
         }
     }
 }

@@ -181,3 +181,20 @@ fn the_violation_names_the_line_and_shows_it() {
 fn a_source_that_does_not_lex_is_left_to_the_compiler() {
     assert_eq!(check("fn f() { \"unterminated }"), None);
 }
+
+/// An attribute that breaks two rules is refused by whichever of them the
+/// policy keeps: relaxing `unsafe_code` does not let a `#[path]` that
+/// shares its `cfg_attr` with a `no_mangle` through.
+#[test]
+fn an_attribute_breaking_two_rules_is_held_to_both() {
+    let source = "#[cfg_attr(all(), no_mangle, path = \"c10.rs\")] mod x;";
+    let held = |allowed: &[Rule]| {
+        super::check(&Policy::allowing(allowed.iter().copied()), source)
+            .err()
+            .map(|v| v.rule)
+    };
+    assert_eq!(held(&[]), Some(Rule::UnsafeCode));
+    assert_eq!(held(&[Rule::UnsafeCode]), Some(Rule::PathAttribute));
+    assert_eq!(held(&[Rule::PathAttribute]), Some(Rule::UnsafeCode));
+    assert_eq!(held(&[Rule::UnsafeCode, Rule::PathAttribute]), None);
+}

@@ -5,13 +5,21 @@
 //! the `unsafe_code` lint covers: `no_mangle`, `export_name`,
 //! `link_section`), `#[path]`, `include!`/`include_str!`/`include_bytes!`
 //! (nor `#[debugger_visualizer]`, which reads a file too), `extern` blocks,
-//! assembly, crate-level attributes, or attributes and macro calls named by
-//! a macro's variable (which the scan cannot see through). A spec may allow
-//! any of these in its `[policy]` table (`include = "allow"`).
+//! assembly, crate-level attributes, attributes and macro calls named by a
+//! macro's variable (which the scan cannot see through), paths out of its
+//! own module (`super` above its top level, `$crate`, `extern crate self`),
+//! `#[macro_export]`, `#[macro_use]`, or an item a program has one of
+//! (`#[global_allocator]`, `#[panic_handler]`). A spec may allow any of
+//! these in its `[policy]` table (`include = "allow"`); a policy that
+//! allows none lets programs share one image as modules of one crate
+//! (`Policy::shares_an_image`), their `crate::` paths mapped onto their
+//! own module by [`rebase_crate_paths`].
 //!
-//! The check is a token scan ([`scan`]): it descends into every group, so a
-//! word inside a nested module, a macro's body or a macro's arguments counts
-//! as much as one at top level (`m!(include_str)` is refused like
+//! The check is two token walks: [`scan`] for what a word or an attribute
+//! is on its own, `reach` for paths, which need to know where they stand
+//! (the `mod` nesting, a macro's tokens). The scan descends into every
+//! group, so a word inside a nested module, a macro's body or a macro's
+//! arguments counts as much as one at top level (`m!(include_str)` is refused like
 //! `include_str!`), attributes inside `cfg_attr` count, and raw identifiers
 //! are read without their `r#`. It is deliberately coarse: a word that
 //! would become one of these after expansion is refused wherever it
@@ -26,10 +34,13 @@
 //! them. A `Violation` is plain data too; its rule's string form is the
 //! probe verdict's argument (`forbidden(unsafe_code)`).
 
+mod reach;
+mod rebase;
 pub(crate) mod scan;
 
-use proc_macro2::TokenTree;
+use proc_macro2::{TokenStream, TokenTree};
 
+pub use rebase::rebase_crate_paths;
 use scan::Found;
 
 use crate::spec::{Policy, Rule};
@@ -60,24 +71,38 @@ const INCLUDE_MACROS: &[&str] = &["include_str", "include_bytes"];
 /// Assembly macros; refused wherever the word appears.
 const ASM_MACROS: &[&str] = &["global_asm", "naked_asm", "llvm_asm"];
 
+/// Items a program has one of. `panic_handler` and `alloc_error_handler`
+/// are errors beside std's own, but `alloc_error_handler`'s clash has no
+/// span to attribute it by, so all three are refused before any build.
+const GLOBAL_ITEM_ATTRS: &[&str] = &["global_allocator", "panic_handler", "alloc_error_handler"];
+
 /// The first thing in `source` that `policy` refuses. A source that does
 /// not lex is left to the compiler (which refuses it too).
 pub fn check(policy: &Policy, source: &str) -> Result<(), Violation> {
-    let found = scan::first_finding(source, &|found| {
+    let Ok(tokens) = source.parse::<TokenStream>() else {
+        return Ok(());
+    };
+    let scanned = scan::first_finding(tokens.clone(), &|found| {
         let (rules, span, what) = judge(found)?;
         let rule = rules.into_iter().find(|rule| !policy.allows(*rule))?;
-        let at = span.start();
-        Some(Violation {
-            rule,
-            line: at.line,
-            column: at.column,
-            what,
-        })
+        Some(Violation::at(rule, span, what))
     });
-    match found {
-        Ok(Some(violation)) => Err(violation),
-        Ok(None) | Err(_) => Ok(()),
-    }
+    let reached = if policy.allows(Rule::OuterPath) {
+        None
+    } else {
+        reach::first_outer_path(tokens)
+            .map(|path| Violation::at(Rule::OuterPath, path.span, path.what))
+    };
+    // Two walks, one answer: whichever comes first in the source.
+    let first = match (scanned, reached) {
+        (Some(a), Some(b)) => Some(if (b.line, b.column) < (a.line, a.column) {
+            b
+        } else {
+            a
+        }),
+        (a, b) => a.or(b),
+    };
+    first.map_or(Ok(()), Err)
 }
 
 /// Every rule a finding of the walk breaks, most specific first: an
@@ -86,23 +111,12 @@ pub fn check(policy: &Policy, source: &str) -> Result<(), Violation> {
 fn judge(found: Found<'_>) -> Option<(Vec<Rule>, proc_macro2::Span, String)> {
     match found {
         Found::CrateAttr(attr, span) => {
-            Some((vec![Rule::CrateAttribute], span, format!("#![{attr}]")))
+            let mut rules = attribute_rules(&attr);
+            rules.push(Rule::CrateAttribute);
+            Some((rules, span, format!("#![{attr}]")))
         }
         Found::Attr(attr, span) => {
-            let named = |names: &[&str]| scan::names_any(attr.clone(), names);
-            let rules: Vec<Rule> = [
-                (
-                    starts_with_dollar(&attr) || has_dollar_path(attr.clone()),
-                    Rule::MacroIndirection,
-                ),
-                (named(UNSAFE_ATTRS), Rule::UnsafeCode),
-                (named(&["path"]), Rule::PathAttribute),
-                (named(FILE_ATTRS), Rule::Include),
-                (named(EXTERN_ATTRS), Rule::ExternBlock),
-            ]
-            .into_iter()
-            .filter_map(|(breaks, rule)| breaks.then_some(rule))
-            .collect();
+            let rules = attribute_rules(&attr);
             (!rules.is_empty()).then(|| (rules, span, format!("#[{attr}]")))
         }
         Found::Ident(tokens, i, name) => {
@@ -130,6 +144,27 @@ fn judge(found: Found<'_>) -> Option<(Vec<Rule>, proc_macro2::Span, String)> {
             Some((vec![rule], span, what))
         }
     }
+}
+
+/// The rules an attribute (the tokens inside its brackets) breaks.
+fn attribute_rules(attr: &TokenStream) -> Vec<Rule> {
+    let named = |names: &[&str]| scan::names_any(attr.clone(), names);
+    [
+        (
+            starts_with_dollar(attr) || has_dollar_path(attr.clone()),
+            Rule::MacroIndirection,
+        ),
+        (named(UNSAFE_ATTRS), Rule::UnsafeCode),
+        (named(&["path"]), Rule::PathAttribute),
+        (named(FILE_ATTRS), Rule::Include),
+        (named(EXTERN_ATTRS), Rule::ExternBlock),
+        (named(&["macro_export"]), Rule::MacroExport),
+        (named(&["macro_use"]), Rule::MacroUse),
+        (named(GLOBAL_ITEM_ATTRS), Rule::GlobalAllocator),
+    ]
+    .into_iter()
+    .filter_map(|(breaks, rule)| breaks.then_some(rule))
+    .collect()
 }
 
 /// `#[$attr]`, `#[$name = ..]`.
@@ -169,6 +204,16 @@ fn is_extern_block(tokens: &scan::Tokens, i: usize) -> bool {
 }
 
 impl Violation {
+    fn at(rule: Rule, span: proc_macro2::Span, what: String) -> Violation {
+        let at = span.start();
+        Violation {
+            rule,
+            line: at.line,
+            column: at.column,
+            what,
+        }
+    }
+
     /// The error file's text: the rule, what was found, and the line of the
     /// source it was found on, as rustc would show it.
     pub fn render(&self, file: &str, source: &str) -> String {

@@ -131,15 +131,16 @@ fn judge(found: Found<'_>) -> Option<(Vec<Rule>, proc_macro2::Span, String)> {
                 n if ASM_MACROS.contains(&n) => Rule::Asm,
                 "asm" if names_a_macro(tokens, i) => Rule::Asm,
                 "extern" if is_extern_block(tokens, i) => Rule::ExternBlock,
+                "mod" if is_module_file(tokens, i) => Rule::PathAttribute,
                 _ if i > 0 && tokens.punct(i - 1, '$') && tokens.punct(i + 1, '!') => {
                     Rule::MacroIndirection
                 }
                 _ => return None,
             };
-            let what = if rule == Rule::MacroIndirection {
-                format!("${name}!")
-            } else {
-                name
+            let what = match (rule, tokens.ident(i + 1)) {
+                (Rule::MacroIndirection, _) => format!("${name}!"),
+                (Rule::PathAttribute, Some(module)) => format!("mod {module};"),
+                _ => name,
             };
             Some((vec![rule], span, what))
         }
@@ -185,6 +186,18 @@ fn names_a_macro(tokens: &scan::Tokens, i: usize) -> bool {
     tokens.punct(i + 1, '!')
         || (i > 0 && tokens.punct(i - 1, ':'))
         || tokens.ident(i + 1).as_deref() == Some("as")
+}
+
+/// `mod` that does not open an inline module (`mod c4;`, `mod $name;`):
+/// rustc reads the module from a file, and a candidate's file is read as
+/// its target's `#[path]` module, so `mod c4;` is the sibling `cands/c4.rs`
+/// beside it, compiled into the candidate (a copy of its answer). The
+/// keyword only: `r#mod` is a name.
+fn is_module_file(tokens: &scan::Tokens, i: usize) -> bool {
+    let keyword = matches!(tokens.get(i), Some(TokenTree::Ident(id)) if id == "mod");
+    let inline = tokens.ident(i + 1).is_some()
+        && matches!(tokens.get(i + 2), Some(TokenTree::Group(g)) if g.delimiter() == proc_macro2::Delimiter::Brace);
+    keyword && !inline
 }
 
 /// `extern` that opens a block (`extern {`, `extern "C" {`), or stands

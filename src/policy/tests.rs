@@ -17,6 +17,8 @@ fn honest_code_passes() {
         "#[derive(Debug, Clone)] struct S { path: String }",
         "#[inline] #[must_use] fn f() -> u8 { 0 }",
         "#[cfg(test)] mod tests { #[test] fn t() {} }",
+        "pub mod r#type { pub(crate) mod inner {} }",
+        "fn f() { let r#mod = 1; }",
         "extern crate alloc; use alloc::vec::Vec;",
         "pub extern \"C\" fn f() {}",
         "type F = extern \"C\" fn(i32) -> i32;",
@@ -55,6 +57,12 @@ fn each_forbidden_construct_is_refused_however_it_is_spelled() {
             Rule::UnsafeCode,
         ),
         ("#[path = \"c10.rs\"] mod x;", Rule::PathAttribute),
+        ("mod c10;", Rule::PathAttribute),
+        ("mod a { pub mod c10; }", Rule::PathAttribute),
+        (
+            "macro_rules! m { ($n:ident) => { mod $n; } } m!(c10);",
+            Rule::PathAttribute,
+        ),
         ("#[r#path = \"c10.rs\"] mod x;", Rule::PathAttribute),
         (
             "#[cfg_attr(all(), path = \"c10.rs\")] mod x;",
@@ -404,6 +412,9 @@ fn the_first_refusal_in_the_source_is_reported() {
         .rule,
         Rule::MacroExport
     );
+    let v = super::check(&Policy::default(), "fn f() {}\nmod c4;").unwrap_err();
+    assert_eq!((v.rule, v.line, v.column), (Rule::PathAttribute, 2, 0));
+    assert_eq!(v.what, "mod c4;");
     let v = super::check(&Policy::default(), "mod a {\n    use super::super::x;\n}").unwrap_err();
     assert_eq!(v.what, "super::super");
     assert!(

@@ -71,7 +71,10 @@ pub struct CompileLimits {
 pub enum Rule {
     /// `unsafe`, `#[no_mangle]`, `#[export_name]`, `#[link_section]`.
     UnsafeCode,
-    /// `#[path = ".."]`: compiles another file as a module.
+    /// `#[path = ".."]` and `mod NAME;`: compile another file as a module.
+    /// A candidate's file is its target's `#[path]` module, which rustc
+    /// reads like a `mod.rs`, so `mod c4;` is the sibling `cands/c4.rs`;
+    /// an honest candidate is one file and has no module file of its own.
     PathAttribute,
     /// `include!`, `include_str!`, `include_bytes!`,
     /// `#[debugger_visualizer]`: read a file at compile time.

@@ -188,6 +188,20 @@ fn the_violation_names_the_line_and_shows_it() {
 #[test]
 fn a_source_that_does_not_lex_is_left_to_the_compiler() {
     assert_eq!(check("fn f() { \"unterminated }"), None);
+    // `crate`, `super` and `self` cannot be raw identifiers: neither the
+    // lexer nor rustc takes `r#super` (rustc: "`super` cannot be a raw
+    // identifier"), so these spellings reach no module.
+    for source in [
+        "use r#super::x;",
+        "fn f() { r#crate::x() }",
+        "use r#self::x;",
+    ] {
+        assert!(
+            source.parse::<proc_macro2::TokenStream>().is_err(),
+            "{source}"
+        );
+        assert_eq!(check(source), None, "{source}");
+    }
 }
 
 /// An attribute that breaks two rules is refused by whichever of them the

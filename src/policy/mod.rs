@@ -19,9 +19,9 @@
 //! is on its own, `reach` for paths, which need to know where they stand
 //! (the `mod` nesting, a macro's tokens). The scan descends into every
 //! group, so a word inside a nested module, a macro's body or a macro's
-//! arguments counts as much as one at top level (`m!(include_str)` is refused like
-//! `include_str!`), attributes inside `cfg_attr` count, and raw identifiers
-//! are read without their `r#`. It is deliberately coarse: a word that
+//! arguments counts as much as one at top level (`m!(include_str)` is
+//! refused like `include_str!`), attributes inside `cfg_attr` count, and
+//! raw identifiers are read without their `r#`. It is deliberately coarse: a word that
 //! would become one of these after expansion is refused wherever it
 //! appears. Behind the scan, rustc enforces what it can (the module file
 //! starts with `#![forbid(unsafe_code)]`, which nothing inside can lower),

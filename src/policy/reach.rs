@@ -16,9 +16,10 @@
 //! `mod` it was handed. So in a source that defines a macro, inside any
 //! macro call's or definition's tokens every `crate` is refused and every
 //! `super` is judged as if at the top level. In a source that defines none,
-//! every macro it calls is the standard library's (or the harness's
-//! dependencies'), which take expressions, patterns and items and never
-//! splice a path out of tokens, so their arguments count as plain code.
+//! every macro it calls is the standard library's, whose macros take
+//! expressions, patterns and items and never splice a path out of tokens,
+//! or one the harness exports, which the task's author vouches for; so
+//! their arguments count as plain code.
 
 use proc_macro2::{Delimiter, Spacing, Span, TokenStream, TokenTree};
 

@@ -17,7 +17,7 @@ use assay::progress::Progress;
 use assay::replay::ReplayConfig;
 use assay::report::{self, CandidateLine};
 use assay::spec::WavePolicy;
-use assay::store::{BatchId, Db, Store, StoreError, WorkKind};
+use assay::store::{BatchId, Db, Store, StoreError};
 use assay::{sweep, views};
 
 mod suite_cmd;
@@ -472,6 +472,9 @@ fn main() -> ExitCode {
                 return ExitCode::from(130);
             }
             eprintln!("error: {e:#}");
+            if assay::exit::is_store_away(&e) {
+                return ExitCode::from(assay::exit::ExitClass::StoreAway.code());
+            }
             if is_bad_input(&e) {
                 ExitCode::from(2)
             } else {
@@ -650,7 +653,8 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     // A resumed batch says which spec, how many and where its outputs are.
     let resumed = match args.resume {
         Some(batch) => {
-            let store = open_existing(&args.db.db()?).await?;
+            let store =
+                assay::exit::opened_for(args.work_item, open_existing(&args.db.db()?).await)?;
             let row = store.batch(batch).await?;
             store.close().await;
             Some(row)
@@ -674,8 +678,24 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         None => args.n.unwrap_or(spec.draw.n),
     };
     assay::spec::check_candidates(n).map_err(|e| UsageError(format!("-n: {e}")))?;
+    let mode: ProbeMode = args
+        .probe
+        .parse()
+        .map_err(|e: String| UsageError(format!("--probe: {e}")))?;
+    let mut probe = pipeline::ProbeSettings::for_spec(&spec);
+    probe.mode = mode;
+    probe.waves.size = wave_size.unwrap_or(probe.waves.size);
+    probe.waves.wait = wave_wait.unwrap_or(probe.waves.wait);
+    probe.build_timeout = build_timeout.unwrap_or(probe.build_timeout);
+    let draw = draw_options(assay::draw::DrawFlags {
+        pools_file: args.pools,
+        pools: args.pool,
+        split: args.split,
+        max_in_flight: args.max_in_flight,
+        max_completion_tokens: args.max_completion_tokens,
+    })?;
     if args.queue {
-        return queue_run(&args, &spec).await;
+        return queue_run(&args.db.db()?, args.json, &spec, n, probe, &draw).await;
     }
     // errors_dir is OUT/batch-N/errors: a resumed batch keeps its folder.
     let resumed_out = resumed.as_ref().and_then(|row| {
@@ -687,15 +707,6 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         args.out.as_deref().or(resumed_out.as_deref()),
         args.work_dir.as_deref(),
     )?;
-    let mode: ProbeMode = args
-        .probe
-        .parse()
-        .map_err(|e: String| UsageError(format!("--probe: {e}")))?;
-    let mut probe = pipeline::ProbeSettings::for_spec(&spec);
-    probe.mode = mode;
-    probe.waves.size = wave_size.unwrap_or(probe.waves.size);
-    probe.waves.wait = wave_wait.unwrap_or(probe.waves.wait);
-    probe.build_timeout = build_timeout.unwrap_or(probe.build_timeout);
     let cfg = RunConfig {
         probe,
         n,
@@ -705,13 +716,6 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         spec,
         work_item: args.work_item,
     };
-    let draw = draw_options(assay::draw::DrawFlags {
-        pools_file: args.pools,
-        pools: args.pool,
-        split: args.split,
-        max_in_flight: args.max_in_flight,
-        max_completion_tokens: args.max_completion_tokens,
-    })?;
     let (plan, warnings) = pipeline::prepare(&cfg, &draw)?;
     for w in warnings {
         eprintln!("warning: {w}");
@@ -723,7 +727,7 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     outputs.prepare_work_dir()?;
     let checked = pipeline::check_task(&cfg).await?;
     outputs.prepare()?;
-    let store = open_store(&outputs.db).await?;
+    let store = assay::exit::opened_for(args.work_item, open_store(&outputs.db).await)?;
     store.check_writable().await?;
     let progress = if args.json {
         Progress::hidden()
@@ -752,31 +756,29 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `run --queue`: the run's own arguments become a queue item, the spec
-/// made absolute; the store, output and work folders are the lane's.
-async fn queue_run(args: &RunArgs, spec: &assay::spec::Spec) -> Result<ExitCode> {
-    let given = args.spec.as_ref().expect("--queue excludes --resume");
-    let spec_path = std::path::absolute(&spec.path).unwrap_or_else(|_| spec.path.clone());
-    let mut item = vec![spec_path.display().to_string()];
-    let mut argv = std::env::args().skip_while(|a| a != "run").skip(1);
-    let mut spec_seen = false;
-    while let Some(arg) = argv.next() {
-        let flag = arg.split('=').next().unwrap_or("");
-        match flag {
-            "--queue" | "--json" => {}
-            "--db" | "--out" | "--work-dir" => {
-                if !arg.contains('=') {
-                    argv.next();
-                }
-            }
-            _ if !spec_seen && std::path::Path::new(&arg) == given.as_path() => spec_seen = true,
-            _ => item.push(arg),
-        }
-    }
-    let store = open_store(&args.db.db()?).await?;
-    let id = store.enqueue(WorkKind::Batch, &item).await?;
+/// `run --queue`: the run as resolved here (flags, their variables, the
+/// spec's defaults, the pools file found from here) becomes a queue item;
+/// the store, output and work folders are the lane's.
+async fn queue_run(
+    db: &Db,
+    json: bool,
+    spec: &assay::spec::Spec,
+    n: usize,
+    probe: pipeline::ProbeSettings,
+    draw: &DrawOptions,
+) -> Result<ExitCode> {
+    let item = assay::work::WorkItem::Batch(assay::work::BatchRun::resolved(
+        spec,
+        n,
+        probe.mode,
+        probe.waves,
+        probe.build_timeout,
+        draw,
+    ));
+    let store = open_store(db).await?;
+    let id = store.enqueue(item.kind(), &item.to_json()?).await?;
     store.close().await;
-    if args.json {
+    if json {
         println!("{}", serde_json::json!({ "work_item": id }));
     } else {
         println!("queued as item {id}: `assay lane` runs it");

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
@@ -11,10 +12,11 @@ use clap::{Args, Subcommand};
 use assay::interrupt::Interrupt;
 use assay::outputs::Outputs;
 use assay::progress::Progress;
-use assay::store::{Store, SuiteId, WorkKind};
+use assay::store::{Store, SuiteId};
 use assay::suite_report::SuiteCompare;
 use assay::suite_run::{DrawSettings, ProblemSet, SuiteConfig, SuiteInput, SuiteLimits};
 use assay::views;
+use assay::work::{DrawChoice, LiveSuitePart, SuitePartRun, WorkItem};
 
 use super::{checked, draw_options, open_existing, open_store, write_svg, DbArg, UsageError};
 
@@ -258,7 +260,9 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         "--build-timeout",
         args.build_timeout,
         assay::spec::check_build_timeout,
-    )?;
+    )?
+    .unwrap_or(assay::package::BUILD_TIMEOUT);
+    let run_wall = run_wall.unwrap_or(SuiteLimits::default().run_wall);
     let outputs = Outputs::resolve(
         &args.db.db()?,
         args.out.as_deref(),
@@ -294,7 +298,10 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     };
     // A resume reads its mode and n from the suite; the store must exist.
     let store = match args.resume {
-        Some(_) => Some(open_existing(&outputs.db).await?),
+        Some(_) => Some(assay::exit::opened_for(
+            args.work_item,
+            open_existing(&outputs.db).await,
+        )?),
         None => None,
     };
     let draw = if args.pool.is_empty() {
@@ -328,17 +335,17 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
                 suite: assay::suite_run::queue(input, &store).await?,
                 problems: input.set.problems.len(),
                 per_problem: input.completions.iter().map(Vec::len).max().unwrap_or(1),
-                draw_flags: Vec::new(),
+                draw: None,
             },
             (None, Some(set), Some(draw)) => Queued {
+                draw: Some(queued_draw(&args, set)?),
                 suite: assay::suite_run::queue_draw(set, draw, &store).await?,
                 problems: set.problems.len(),
                 per_problem: draw.n,
-                draw_flags: draw_flags(&args, set)?,
             },
             _ => unreachable!("a suite has completions or pools before this"),
         };
-        return queue(&args, queued, &store).await;
+        return queue(&args, queued, (run_wall, build_timeout), &store).await;
     };
     outputs.prepare()?;
     let store = match store {
@@ -350,11 +357,11 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         out_dir: outputs.out.clone(),
         work_dir: outputs.work_dir.clone(),
         limits: SuiteLimits {
-            run_wall: run_wall.unwrap_or(SuiteLimits::default().run_wall),
+            run_wall,
             ..SuiteLimits::default()
         },
         waves: assay::spec::WavePolicy::default(),
-        build_timeout: build_timeout.unwrap_or(assay::package::BUILD_TIMEOUT),
+        build_timeout,
         build: args.build,
         cases: args.cases,
         work_item: args.work_item,
@@ -404,68 +411,67 @@ struct Queued {
     /// The most completions of one problem: a part's programs are about
     /// its problems times this.
     per_problem: usize,
-    /// A live draw's flags, for every part (`--pool`, `--pools`, ...).
-    draw_flags: Vec<String>,
+    /// A live draw's pools file and choices, for every part.
+    draw: Option<(PathBuf, DrawChoice)>,
 }
 
-/// The draw flags a lane's part repeats: the pools, the pools file (made
-/// absolute, as a lane runs elsewhere) and the overrides. The key is never
-/// among them: each lane has its own `NEV_MODEL_API_KEY`.
-fn draw_flags(args: &RunArgs, set: &ProblemSet) -> Result<Vec<String>> {
+/// The draw a lane's part repeats: the pools file (made absolute, as a
+/// lane runs elsewhere), the pools and the overrides, as resolved from
+/// flags and their variables. The key is never among them: each lane has
+/// its own `NEV_MODEL_API_KEY`.
+fn queued_draw(args: &RunArgs, set: &ProblemSet) -> Result<(PathBuf, DrawChoice)> {
     let beside = set.path.parent().unwrap_or(std::path::Path::new("."));
     let pools = pools_file(args, beside)?;
     let pools =
         std::path::absolute(&pools).with_context(|| format!("--pools {}", pools.display()))?;
-    let mut flags = Vec::new();
-    for pool in &args.pool {
-        flags.extend(["--pool".to_owned(), pool.to_string()]);
-    }
-    flags.extend(["--pools".to_owned(), pools.display().to_string()]);
-    if let Some(split) = args.split {
-        flags.extend(["--split".to_owned(), split.to_string()]);
-    }
-    if let Some(v) = args.max_in_flight {
-        flags.extend(["--max-in-flight".to_owned(), v.to_string()]);
-    }
-    if let Some(v) = args.max_completion_tokens {
-        flags.extend(["--max-completion-tokens".to_owned(), v.to_string()]);
-    }
-    Ok(flags)
+    let choice = DrawChoice {
+        pools: args.pool.clone(),
+        split: args.split,
+        max_in_flight: args.max_in_flight,
+        max_completion_tokens: args.max_completion_tokens,
+    };
+    Ok((pools, choice))
 }
 
 /// `suite run --queue`: one queue item per part of `--chunk` problems of
-/// the stored suite, each a `suite run --resume SUITE --part A..B` with the
-/// run's limits (and a live draw's flags); the lane picks the store and
-/// the folders.
-async fn queue(args: &RunArgs, queued: Queued, store: &Store) -> Result<ExitCode> {
+/// the stored suite, each the part with the run's limits as resolved
+/// (`limits`: a run's wall time, a build's), and a live draw's choices;
+/// the lane picks the store and the folders.
+async fn queue(
+    args: &RunArgs,
+    queued: Queued,
+    (run_timeout, build_timeout): (Duration, Duration),
+    store: &Store,
+) -> Result<ExitCode> {
     let Queued {
         suite,
         problems,
         per_problem,
-        draw_flags,
+        draw,
     } = queued;
     let chunk = args.chunk.unwrap_or((100 / per_problem.max(1)).max(1));
     let mut items = Vec::new();
     for start in (0..problems).step_by(chunk) {
-        let part = assay::store::SuitePart {
-            start,
-            end: (start + chunk).min(problems),
+        let part = SuitePartRun {
+            suite,
+            part: assay::store::SuitePart {
+                start,
+                end: (start + chunk).min(problems),
+            },
+            run_timeout,
+            build_timeout,
+            build: args.build,
+            cases: args.cases,
         };
-        let mut item: Vec<String> = ["suite", "run", "--resume"]
-            .iter()
-            .map(|s| s.to_string())
-            .chain([suite.to_string(), "--part".into(), part.to_string()])
-            .collect();
-        for (flag, value) in [
-            ("--run-timeout", args.run_timeout),
-            ("--build-timeout", args.build_timeout),
-        ] {
-            if let Some(v) = value {
-                item.extend([flag.to_owned(), v.to_string()]);
-            }
-        }
-        item.extend(draw_flags.iter().cloned());
-        items.push(store.enqueue(WorkKind::Suite, &item).await?);
+        let item = match &draw {
+            None => WorkItem::SuitePart(part),
+            Some((pools_file, choice)) => WorkItem::LiveSuitePart(LiveSuitePart {
+                part,
+                pools_file: pools_file.clone(),
+                draw: choice.clone(),
+            }),
+        };
+        items.push(store.enqueue(item.kind(), &item.to_json()?).await?);
     }
     store.close().await;
     if args.json {

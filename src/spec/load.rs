@@ -49,6 +49,10 @@ struct RawPolicy {
     asm: Option<toml::Spanned<String>>,
     crate_attribute: Option<toml::Spanned<String>>,
     macro_indirection: Option<toml::Spanned<String>>,
+    outer_path: Option<toml::Spanned<String>>,
+    macro_export: Option<toml::Spanned<String>>,
+    macro_use: Option<toml::Spanned<String>>,
+    global_allocator: Option<toml::Spanned<String>>,
 }
 
 /// Spanned, so that an out-of-range value's error names its line.
@@ -402,6 +406,14 @@ impl Validator {
                 Rule::MacroIndirection,
                 "policy.macro_indirection",
                 &raw.macro_indirection,
+            ),
+            (Rule::OuterPath, "policy.outer_path", &raw.outer_path),
+            (Rule::MacroExport, "policy.macro_export", &raw.macro_export),
+            (Rule::MacroUse, "policy.macro_use", &raw.macro_use),
+            (
+                Rule::GlobalAllocator,
+                "policy.global_allocator",
+                &raw.global_allocator,
             ),
         ];
         let mut allowed = Vec::new();

@@ -690,7 +690,8 @@ mod tests {
         let items = 24;
         for i in 0..items {
             let kind = [WorkKind::Batch, WorkKind::Suite][i as usize % 2];
-            store.enqueue(kind, &[format!("task-{i}")]).await.unwrap();
+            let item = serde_json::json!({ "task": i });
+            store.enqueue(kind, &item).await.unwrap();
         }
         // Eight lanes, each with its own connections, claim until none is left.
         let lanes: Vec<_> = (0..8)
@@ -734,13 +735,13 @@ mod tests {
     async fn a_lease_that_ran_out_hands_the_item_on_and_disarms_the_old_claim(store: Store) {
         let me = Owner::current();
         let id = store
-            .enqueue(WorkKind::Batch, &["t".into(), "-n".into(), "3".into()])
+            .enqueue(WorkKind::Batch, &serde_json::json!({ "spec": "t", "n": 3 }))
             .await
             .unwrap();
         // A lease already over, as a killed lane's is once it lapses.
         let first = store.claim_work("a", &me, -1_000).await.unwrap().unwrap();
         assert_eq!((first.id, first.claim, first.batch), (id, 1, None));
-        assert_eq!(first.args, ["t", "-n", "3"]);
+        assert_eq!(first.item, serde_json::json!({ "spec": "t", "n": 3 }));
         assert_eq!(first.kind, WorkKind::Batch);
         let batch = store.begin_batch(&new_batch()).await.unwrap();
         store.attach_batch(id, batch).await.unwrap();

@@ -56,6 +56,12 @@ impl CaseRuns {
     }
 }
 
+impl std::fmt::Display for CaseRuns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl std::str::FromStr for CaseRuns {
     type Err = String;
     fn from_str(s: &str) -> Result<CaseRuns, String> {

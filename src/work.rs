@@ -361,7 +361,9 @@ displayed_arg!(
     &ProbeMode,
     &PoolChoice,
     &SplitMode,
-    &SuitePart
+    &SuitePart,
+    &BuildMode,
+    &CaseRuns
 );
 
 /// A value as its stable string (`Display` / `FromStr`).

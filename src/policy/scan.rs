@@ -1,9 +1,7 @@
-//! The token walk behind the task's policy (`policy::check`),
-//! `fast::needs_own_crate` and `wide::needs_link`. Each asks whether a
-//! candidate's source holds something whose effect reaches past its own
+//! The token walk behind the task's policy (`policy::check`): does a
+//! candidate's source hold something whose effect reaches past its own
 //! module (a crate-level attribute, a symbol attribute, an extern block,
-//! assembly, a file read at compile time); they differ only in which
-//! attributes and words count. The walk lexes the source once, descends
+//! assembly, a file read at compile time)? The walk lexes the source once, descends
 //! into every group (macro bodies and arguments included, so a word passed
 //! to a macro is seen like any other), and hands each attribute and each
 //! identifier to the caller's rules, stopping at the first reason the
@@ -55,24 +53,6 @@ impl Tokens {
     /// Where token `i` is.
     pub(crate) fn span(&self, i: usize) -> Span {
         self.get(i).map_or_else(Span::call_site, TokenTree::span)
-    }
-}
-
-/// The first reason `rules` gives for anything in `source`, or `None`.
-/// An inner attribute at file level that does not act on the module alone
-/// is a reason of its own ("crate-level attribute"): as a module of a
-/// shared crate, or as an example, it would act on another crate root than
-/// it does alone. A source that does not lex is a reason too.
-pub(crate) fn first_reason(
-    source: &str,
-    rules: &dyn Fn(Found<'_>) -> Option<&'static str>,
-) -> Option<&'static str> {
-    match source.parse::<TokenStream>() {
-        Ok(tokens) => walk(tokens, true, &|found| match found {
-            Found::CrateAttr(..) => Some("crate-level attribute"),
-            other => rules(other),
-        }),
-        Err(_) => Some("does not lex"),
     }
 }
 

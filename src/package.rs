@@ -460,9 +460,12 @@ impl Package {
             h = harness.crate_name,
             e = harness.entry,
         );
+        // The candidate is module `cN` of its image: its `crate::` paths
+        // name its own items, so they are rebased onto that module.
+        let source = crate::policy::rebase_crate_paths(source, &[&key.name()]);
         let mut text = String::with_capacity(guard.len() + source.len() + glue.len());
         text.push_str(guard);
-        text.push_str(source);
+        text.push_str(&source);
         text.push_str(&glue);
         write(&self.dir.join(key.file()), &text)
     }

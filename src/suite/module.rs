@@ -28,6 +28,10 @@
 //! It compiles only if the entry returns the type the prompt's signature
 //! names in a scope the solution cannot touch.
 //!
+//! The solution's `crate::` paths are rebased onto its module
+//! (`policy::rebase_crate_paths`): an honest program that names its own
+//! items through the crate root still builds, as it does in one file.
+//!
 //! Glue on the solution's first line also declares an empty function for
 //! every function the tests define at top level (`main`): a solution that
 //! defines one too fails as it fails in MultiPL-E's one file, where the two
@@ -166,6 +170,9 @@ pub fn lay_out(
 ) -> Result<ProgramModule, Unlaid> {
     let tests = tests_part(problem);
     let solution = program.strip_suffix(tests).ok_or(Unlaid::Unparsed)?;
+    // An honest solution's `crate::` paths name its own items: the module's
+    // now (lines never move; columns after an inserted path do).
+    let solution = &crate::policy::rebase_crate_paths(solution, &[module]);
     let shebang = solution
         .strip_prefix("#!")
         .is_some_and(|rest| !rest.trim_start().starts_with('['));

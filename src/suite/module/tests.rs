@@ -133,3 +133,15 @@ fn no_pin_without_a_plain_signature() {
     let m = laid("// no function\n", "", "fn main() { assert!(true); }\n").unwrap();
     assert!(!m.tests.contains("__assay_signature"));
 }
+
+#[test]
+fn crate_paths_name_the_programs_own_module() {
+    let p = problem(PROMPT, TESTS);
+    let program = super::super::chat_program(
+        &p,
+        "fn double(x: i32) -> i32 { crate::helper(x) }\nfn helper(x: i32) -> i32 { x * 2 }",
+    );
+    let m = lay_out(&p, &program, "c4", true).unwrap();
+    assert!(m.solution.contains("crate::c4::helper(x)"), "{}", m.solution);
+    assert_eq!(m.solution.lines().count(), 2);
+}

@@ -13,8 +13,8 @@
 //! `run::start`, and as root `Sandbox::runnable_exe`'s own copy when the
 //! run's user cannot reach the folder), while other runs keep starting
 //! confined children beside it. Every run must start and pass. The image
-//! is the system's `true`: what it runs does not matter, only how it got
-//! where it is exec'd.
+//! is the system's `true` grown to a scoring image's size: what it runs
+//! does not matter, only how it got where it is exec'd.
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
@@ -29,9 +29,13 @@ use assay::suite::CaseEnd;
 /// Tasks that copy images and run each once.
 const PLACERS: usize = 3;
 /// Images each of them copies.
-const IMAGES_EACH: usize = 40;
+const IMAGES_EACH: usize = 100;
 /// Tasks that keep starting runs of an image nobody copies meanwhile.
-const STARTERS: usize = 2;
+const STARTERS: usize = 3;
+
+/// Bytes of a scoring image (the bundled tasks' are 500 to 650 KB): the
+/// window a copy leaves open lasts as long as it writes.
+const IMAGE_BYTES: usize = 640 << 10;
 
 /// An executable of the system's: `true` wherever it lives.
 fn system_true() -> PathBuf {
@@ -40,6 +44,14 @@ fn system_true() -> PathBuf {
         .map(PathBuf::from)
         .find(|p| p.exists())
         .expect("a `true` binary")
+}
+
+/// `true` grown to a scoring image's size, at `path`: the kernel maps
+/// what the ELF headers name and ignores the bytes after it.
+fn image_sized_true(path: &Path) {
+    let mut bytes = std::fs::read(system_true()).unwrap();
+    bytes.resize(bytes.len().max(IMAGE_BYTES), 0);
+    std::fs::write(path, bytes).unwrap();
 }
 
 /// Runs `image` as a suite program's whole run; an error is the host's
@@ -54,8 +66,11 @@ async fn run(image: &Path, sandbox: &Sandbox) -> anyhow::Result<CaseEnd> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn images_copied_while_children_start_are_always_exec_d() {
-    let sandbox = Arc::new(Sandbox::probe(8));
     let tmp = tempfile::tempdir().unwrap();
+    // Written before any child is forked, and never exec'd itself.
+    let source = Arc::new(tmp.path().join("true"));
+    image_sized_true(&source);
+    let sandbox = Arc::new(Sandbox::probe(8));
     // Two batch folders: one the run's user can reach, whose images are
     // exec'd where they were copied, and one it cannot, whose images (as
     // root) are exec'd from the sandbox's own copy. Not root, both are
@@ -66,16 +81,16 @@ async fn images_copied_while_children_start_are_always_exec_d() {
         std::fs::create_dir_all(dir).unwrap();
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode)).unwrap();
     }
-    let source = Arc::new(system_true());
     let placing = Arc::new(AtomicBool::new(true));
 
     let mut starters = tokio::task::JoinSet::new();
     for _ in 0..STARTERS {
-        let (source, sandbox, placing) = (source.clone(), sandbox.clone(), placing.clone());
+        let (sandbox, placing) = (sandbox.clone(), placing.clone());
         starters.spawn(async move {
             let mut started = 0;
             while placing.load(Ordering::Relaxed) {
-                assert_eq!(run(&source, &sandbox).await.unwrap(), CaseEnd::Passed);
+                let end = run(&system_true(), &sandbox).await.unwrap();
+                assert_eq!(end, CaseEnd::Passed);
                 started += 1;
             }
             started

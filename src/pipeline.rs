@@ -904,8 +904,9 @@ impl Scoring<'_> {
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
             let to = dir.join(name);
-            std::fs::copy(from, &to)
-                .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
+            // Runs start while later images are copied: placed so that no
+            // run's child can hold a copy open for writing when it is exec'd.
+            crate::sandbox::place_executable(from, &to)?;
             Ok(to)
         };
         let bar = self.progress.bar("score", 0);

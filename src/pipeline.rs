@@ -962,9 +962,11 @@ impl Scoring<'_> {
     }
 }
 
-/// Links each distinct image of the `compiled` candidates into the batch's
-/// folder, where no later build (another batch of the task, once the
-/// package is released) replaces it, and names each candidate's copy.
+/// Copies each distinct image of the `compiled` candidates into the
+/// batch's folder (`sandbox::place_executable`), where no later build
+/// (another batch of the task, once the package is released) replaces it,
+/// and names each candidate's copy: one copy per shared image, not per
+/// candidate.
 fn keep_images(
     batch_dir: &Path,
     compiled: &[usize],
@@ -983,7 +985,7 @@ fn keep_images(
             None => {
                 let name = image.path.file_name().context("an image without a name")?;
                 let to = dir.join(name);
-                crate::sandbox::place_image(&image.path, &to)?;
+                crate::sandbox::place_executable(&image.path, &to)?;
                 kept.insert(image.path.clone(), to.clone());
                 to
             }

@@ -119,25 +119,6 @@ struct ExeCopies {
     copies: Vec<(PathBuf, Option<SystemTime>, PathBuf)>,
 }
 
-/// Puts the image at `from` at `to` (a batch's own folder) so that runs
-/// execute it there whatever later builds do to `from`: a hard link where
-/// both are on one file system (no byte is written, so no descriptor open
-/// for writing can be inherited by a child forked meanwhile, which would
-/// make its exec fail with `ETXTBSY`), else a copy.
-pub fn place_image(from: &Path, to: &Path) -> Result<()> {
-    let _ = std::fs::remove_file(to);
-    match std::fs::hard_link(from, to) {
-        Ok(()) => Ok(()),
-        Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
-            std::fs::copy(from, to)
-                .map(drop)
-                .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))
-        }
-        Err(e) => Err(e)
-            .with_context(|| format!("cannot link {} to {}", from.display(), to.display())),
-    }
-}
-
 impl Sandbox {
     /// Finds what the kernel offers. Never fails: what is missing becomes a
     /// warning (also logged), and the rest is used.

@@ -332,9 +332,27 @@ fn suite_run_show_export_and_compare_on_the_fixture() {
         text.contains("stricter than MultiPL-E on 2 completion(s): fx_is_even #1 (Exception, MultiPL-E OK), fx_nth_odd #0 (Exception, MultiPL-E OK)"),
         "{text}"
     );
+    // Issue 30: each k once, and each completion's cases beside its
+    // status (a column summed over completions read as the problem's).
+    assert!(
+        text.contains(&format!(
+            "\npass@1: {pass_at_1:.3}   (pass@10 needs 10 completions of every problem; the fewest here: 2)\n"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("pass@k"), "{text}");
+    assert!(
+        text.contains("pass@1  each completion: status, cases passed/cases\n"),
+        "{text}"
+    );
     assert!(
         text.lines()
-            .any(|l| l.starts_with("fx_add_two ") && l.ends_with("OK Exception")),
+            .any(|l| l.starts_with("fx_add_two ") && l.ends_with("  OK 3/3, Exception 1/3")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("fx_reverse_words ") && l.ends_with("  SyntaxError, OK 3/3")),
         "{text}"
     );
     let listed = s.assay_ok(&["suite", "list"]);
@@ -362,6 +380,20 @@ fn suite_run_show_export_and_compare_on_the_fixture() {
         lines[1]
     );
     assert!(lines[2].starts_with("fx_add_two,1,completions,,,,,compiled,Exception,Exception,failed(101),failed(101);failed(101);passed,1,3,"), "{}", lines[2]);
+    // Issue 30: milliseconds to the microsecond, without float noise
+    // (`24.450785999999997`).
+    let header: Vec<&str> = lines[0].split(',').collect();
+    for column in ["run_wall_ms", "run_cpu_ms"] {
+        let at = header.iter().position(|h| *h == column).unwrap();
+        for line in &lines[1..] {
+            let cell = line.split(',').nth(at).unwrap();
+            let decimals = cell.split('.').nth(1).map_or(0, str::len);
+            assert!(
+                decimals <= 3 && cell.parse::<f64>().is_ok(),
+                "{column}: {line}"
+            );
+        }
+    }
     let exported = s.json(&["suite", "export", "1", "--format", "json"]);
     let rows = exported["completions"].as_array().unwrap();
     assert_eq!(rows.len(), 40);

@@ -37,14 +37,22 @@ pub struct ProblemReport {
     /// Cases passed over cases run, summed over the completions.
     pub cases_passed: usize,
     pub cases: usize,
+    /// Each completion's (cases passed, cases), in input order; `None` for
+    /// one that did not run. Not in the JSON, whose export rows carry it.
+    #[serde(skip)]
+    pub case_counts: Vec<Option<(usize, usize)>>,
 }
 
 impl ProblemReport {
     pub fn new(name: &str, outcomes: &[CompletionOutcome]) -> ProblemReport {
         let statuses: Vec<Status> = outcomes.iter().map(CompletionOutcome::status).collect();
-        let (cases_passed, cases) = outcomes
+        let case_counts: Vec<Option<(usize, usize)>> = outcomes
             .iter()
-            .map(CompletionOutcome::cases_passed)
+            .map(|o| matches!(o, CompletionOutcome::Ran { .. }).then(|| o.cases_passed()))
+            .collect();
+        let (cases_passed, cases) = case_counts
+            .iter()
+            .flatten()
             .fold((0, 0), |(p, t), (dp, dt)| (p + dp, t + dt));
         ProblemReport {
             name: name.to_owned(),
@@ -61,6 +69,7 @@ impl ProblemReport {
             statuses,
             cases_passed,
             cases,
+            case_counts,
         }
     }
 

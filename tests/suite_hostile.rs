@@ -183,6 +183,19 @@ fn the_fixture_covers_every_class_and_its_attacks_are_real() {
         f.rows.iter().any(|(_, c)| c.contains(PLANTED)),
         "a completion plants {PLANTED}"
     );
+    // The forged marker lines are today's marker: an attack on an old one
+    // would fail for the wrong reason.
+    for class in ["nonce", "flood"] {
+        assert!(
+            f.rows
+                .iter()
+                .zip(&f.expected)
+                .any(|((_, c), e)| e.class == class
+                    && c.contains(assay::suite::cases::DONE_MARKER.trim_end())),
+            "no {class} completion prints the marker {:?}",
+            assay::suite::cases::DONE_MARKER
+        );
+    }
 
     // The unparsed program: syn (the version assay parses with) refuses
     // it, rustc builds it, and it exits 0 before any assert, so MultiPL-E

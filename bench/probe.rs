@@ -1,18 +1,24 @@
-//! Probe benchmark: serial, wide and fast side by side, with the one-rustc
-//! floor, on N generated candidates of the bundled `absolute` task. `wide-L`
-//! is wide with every candidate a linked binary (the scheme before unlinked
-//! targets), so the table shows what building unlinked saves. `wide-1` is
-//! wide with every target in one cargo build (before wide split them into
-//! builds of `WIDE_TARGETS_PER_BUILD`), so the table shows what that saves.
+//! Probe benchmark: serial and shared side by side, with the one-rustc
+//! floor, on N generated candidates of the bundled `absolute` task. Every
+//! mode's build is the whole of a batch's compiling: the probe's verdicts
+//! and the images the candidates are scored from (a batch compiles each
+//! candidate once), in the scorer's release profile.
+//!
+//! - `serial`: one cargo build per candidate, each an image of its own (the
+//!   reference);
+//! - `shared`: the default: the candidates as modules of one crate, the
+//!   ones with errors removed and the rest built again until a pass builds
+//!   (`exec::shared`);
+//! - `floor`: one build of that crate over only the candidates that
+//!   compile: one rustc, no errors to remove, which no scheme that must
+//!   also find the failing candidates can beat.
 //!
 //! `cargo bench --bench probe` (environment: `ASSAY_BENCH_NS=32,200,1000`,
 //! `ASSAY_BENCH_SERIAL_MAX=200`, `ASSAY_BENCH_SERIAL_SAMPLE=100`). Serial
 //! above SERIAL_MAX candidates is measured on the first SERIAL_SAMPLE and
-//! scaled to N, and the table says so. The floor is one pass of the fast
-//! crate over only the candidates that compile: one rustc, no errors to
-//! remove, which no one-crate scheme can beat. CPU-s are this process's and
-//! its reaped children's (cargo, rustc, the linker). The dependencies are
-//! built once, untimed, before anything is measured.
+//! scaled to N, and the table says so. CPU-s are this process's and its
+//! reaped children's (cargo, rustc, the linker). The dependencies are built
+//! once, untimed, before anything is measured.
 //!
 //! Candidates are generated from five templates (a match table, a solver
 //! struct, iterators and closures, a trait with generic helpers, an enum of
@@ -26,9 +32,7 @@ use std::time::Instant;
 
 use assay::account::process_cpu_seconds;
 use assay::package::{Package, Profile};
-use assay::probe::{
-    self, ProbeMode, ProbeOutcome, ProbeVerdict, WideScheme, WIDE_TARGETS_PER_BUILD,
-};
+use assay::probe::{self, ProbeMode, ProbeOutcome, ProbeVerdict};
 
 fn main() {
     let ns: Vec<usize> = env_list("ASSAY_BENCH_NS", "32,200,1000");
@@ -52,98 +56,94 @@ fn main() {
     let mut ratios = Vec::new();
     runtime.block_on(async {
         let package = Package::open(&spec, &work, &work.join("target")).unwrap();
-        let warm = package.warm_up(Profile::Probe).await.unwrap();
+        let warm = package.warm_up(Profile::Score).await.unwrap();
         assert!(warm.success, "the harness builds: {}", warm.stderr);
         for &n in &ns {
             let cands = generate(n);
             let sources: Vec<(usize, &str)> = cands.iter().map(|c| (c.0, c.1.as_str())).collect();
             let expected_fail = cands.iter().filter(|c| c.2).count();
 
-            let (serial_n, scale) = if n > serial_max { (serial_sample.min(n), n as f64 / serial_sample.min(n) as f64) } else { (n, 1.0) };
+            let (serial_n, scale) = if n > serial_max {
+                let sample = serial_sample.min(n);
+                (sample, n as f64 / sample as f64)
+            } else {
+                (n, 1.0)
+            };
             let serial = measure(&package, ProbeMode::Serial, &sources[..serial_n]).await;
-            let linked = measure_linked(&package, &sources).await;
-            let wide = measure(&package, ProbeMode::Wide, &sources).await;
-            let one_build = measure_one_build(&package, &sources).await;
-            let fast = measure(&package, ProbeMode::Fast, &sources).await;
+            let shared = measure(&package, ProbeMode::Shared, &sources).await;
             let good: Vec<(usize, &str)> = sources
                 .iter()
-                .zip(&wide.verdicts)
+                .zip(&shared.verdicts)
                 .filter(|(_, v)| v.compiled())
                 .map(|(s, _)| *s)
                 .collect();
-            let floor = measure_floor(&package, &good).await;
+            let floor = measure(&package, ProbeMode::Shared, &good).await;
+            assert_eq!(floor.builds, 1, "the floor is one build");
 
-            let note = if scale > 1.0 { format!("measured on {serial_n}, scaled x{scale:.0}") } else { String::new() };
+            let note = if scale > 1.0 {
+                format!("measured on {serial_n}, scaled x{scale:.0}")
+            } else {
+                String::new()
+            };
             row(n, "serial", serial.wall * scale, serial.cpu * scale, &serial, &note);
-            row(n, "wide-L", linked.wall, linked.cpu, &linked, "every candidate linked (before)");
-            row(n, "wide", wide.wall, wide.cpu, &wide, &format!("{} linked again after an unlinked build", wide.fallbacks));
-            row(n, "wide-1", one_build.wall, one_build.cpu, &one_build, "every target in one cargo build (before)");
-            row(n, "fast", fast.wall, fast.cpu, &fast, &format!("{} passes, {} fallbacks", fast.passes, fast.fallbacks));
-            row(n, "floor", floor.wall, floor.cpu, &floor, &format!("one rustc over the {} that compile", good.len()));
+            row(
+                n,
+                "shared",
+                shared.wall,
+                shared.cpu,
+                &shared,
+                &format!("{} passes, {} narrowed", shared.passes, shared.fallbacks),
+            );
+            row(
+                n,
+                "floor",
+                floor.wall,
+                floor.cpu,
+                &floor,
+                &format!("one rustc over the {} that compile", good.len()),
+            );
 
             let mut differ = 0;
-            for (i, w) in wide.verdicts.iter().enumerate() {
-                if fast.verdicts[i] != *w || linked.verdicts[i] != *w || one_build.verdicts[i] != *w || serial.verdicts.get(i).is_some_and(|s| s != w) {
+            for (i, s) in serial.verdicts.iter().enumerate() {
+                if shared.verdicts[i] != *s {
                     differ += 1;
-                    eprintln!("candidate {i}: wide {w}, wide-L {}, wide-1 {}, fast {}, serial {:?}", linked.verdicts[i], one_build.verdicts[i], fast.verdicts[i], serial.verdicts.get(i).map(|v| v.to_string()));
+                    eprintln!("candidate {i}: shared {}, serial {s}", shared.verdicts[i]);
                 }
             }
-            let failed = wide.verdicts.iter().filter(|v| !v.compiled()).count();
+            let failed = shared.verdicts.iter().filter(|v| !v.compiled()).count();
             println!(
-                "{n:>5} verdicts: {differ} differ between modes; {failed} failed in wide ({expected_fail} generated to fail)"
+                "{n:>5} verdicts: {differ} of {serial_n} differ between serial and shared; \
+                 {failed} failed ({expected_fail} generated to fail)"
             );
             ratios.push(Ratios {
                 n,
-                wide_serial: wide.wall / (serial.wall * scale),
-                linked_serial: linked.wall / (serial.wall * scale),
-                fast_floor: fast.wall / floor.wall,
-                fast_wide: fast.wall / wide.wall,
-                wide_serial_cpu: wide.cpu / (serial.cpu * scale),
-                linked_serial_cpu: linked.cpu / (serial.cpu * scale),
-                fast_floor_cpu: fast.cpu / floor.cpu,
+                shared_floor: shared.wall / floor.wall,
+                shared_floor_cpu: shared.cpu / floor.cpu,
+                shared_serial: shared.wall / (serial.wall * scale),
+                shared_serial_cpu: shared.cpu / (serial.cpu * scale),
             });
         }
     });
     println!();
     println!(
-        "{:>5} {:>12} {:>14} {:>11} {:>10} {:>10} {:>12} {:>10}",
-        "N",
-        "wide/serial",
-        "wide-L/serial",
-        "fast/floor",
-        "fast/wide",
-        "CPU: wide",
-        "CPU: wide-L",
-        "CPU: fast"
+        "{:>5} {:>13} {:>13} {:>14} {:>14}",
+        "N", "shared/floor", "CPU: shared", "shared/serial", "CPU: shared"
     );
-    println!(
-        "{:>5} {:>12} {:>14} {:>11} {:>10} {:>10} {:>12} {:>10}",
-        "", "", "", "", "", "/serial", "/serial", "/floor"
-    );
+    println!("{:>5} {:>13} {:>13} {:>14} {:>14}", "", "", "/floor", "", "/serial");
     for r in ratios {
         println!(
-            "{:>5} {:>12.2} {:>14.2} {:>11.2} {:>10.2} {:>10.2} {:>12.2} {:>10.2}",
-            r.n,
-            r.wide_serial,
-            r.linked_serial,
-            r.fast_floor,
-            r.fast_wide,
-            r.wide_serial_cpu,
-            r.linked_serial_cpu,
-            r.fast_floor_cpu
+            "{:>5} {:>13.2} {:>13.2} {:>14.2} {:>14.2}",
+            r.n, r.shared_floor, r.shared_floor_cpu, r.shared_serial, r.shared_serial_cpu
         );
     }
 }
 
 struct Ratios {
     n: usize,
-    wide_serial: f64,
-    linked_serial: f64,
-    fast_floor: f64,
-    fast_wide: f64,
-    wide_serial_cpu: f64,
-    linked_serial_cpu: f64,
-    fast_floor_cpu: f64,
+    shared_floor: f64,
+    shared_floor_cpu: f64,
+    shared_serial: f64,
+    shared_serial_cpu: f64,
 }
 
 struct Measured {
@@ -164,38 +164,6 @@ async fn measure(package: &Package, mode: ProbeMode, sources: &[(usize, &str)]) 
     measured(mode.as_str(), out, t0, cpu0)
 }
 
-/// Wide with every candidate a linked binary.
-async fn measure_linked(package: &Package, sources: &[(usize, &str)]) -> Measured {
-    measure_wide(
-        "wide-L",
-        package,
-        sources,
-        WideScheme::Linked,
-        WIDE_TARGETS_PER_BUILD,
-    )
-    .await
-}
-
-/// Wide with every target in one cargo build, however many there are.
-async fn measure_one_build(package: &Package, sources: &[(usize, &str)]) -> Measured {
-    measure_wide("wide-1", package, sources, WideScheme::Unlinked, usize::MAX).await
-}
-
-async fn measure_wide(
-    mode: &str,
-    package: &Package,
-    sources: &[(usize, &str)],
-    scheme: WideScheme,
-    targets_per_build: usize,
-) -> Measured {
-    let cpu0 = process_cpu_seconds();
-    let t0 = Instant::now();
-    let out = probe::probe_wide_with(package, sources, scheme, targets_per_build, &mut |_| {})
-        .await
-        .expect("probe runs");
-    measured(mode, out, t0, cpu0)
-}
-
 fn measured(mode: &str, out: ProbeOutcome, t0: Instant, cpu0: f64) -> Measured {
     let wall = t0.elapsed().as_secs_f64();
     let cpu = process_cpu_seconds() - cpu0;
@@ -211,24 +179,6 @@ fn measured(mode: &str, out: ProbeOutcome, t0: Instant, cpu0: f64) -> Measured {
         passes: out.stats.passes,
         fallbacks: out.stats.fallbacks,
         verdicts: out.probed.into_iter().map(|p| p.verdict).collect(),
-    }
-}
-
-async fn measure_floor(package: &Package, sources: &[(usize, &str)]) -> Measured {
-    let cpu0 = process_cpu_seconds();
-    let t0 = Instant::now();
-    let built = probe::fast_floor(package, sources)
-        .await
-        .expect("floor build runs");
-    let wall = t0.elapsed().as_secs_f64();
-    assert!(built, "the floor crate builds");
-    Measured {
-        wall,
-        cpu: process_cpu_seconds() - cpu0,
-        builds: 1,
-        passes: 1,
-        fallbacks: 0,
-        verdicts: vec![ProbeVerdict::Compiled; sources.len()],
     }
 }
 

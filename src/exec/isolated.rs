@@ -16,7 +16,9 @@ use anyhow::Result;
 
 use super::shared::{Image, Layout, Settled};
 use crate::package::{ModuleKey, Package};
-use crate::probe::{verdict_of_target, ProbeRetry, ProbeStats, ProbeVerdict, MAX_RETRIES};
+use crate::probe::{
+    verdict_of_target, ProbeFailure, ProbeRetry, ProbeStats, ProbeVerdict, MAX_RETRIES,
+};
 
 /// How many targets one cargo build holds at most; more are split into
 /// builds of about equal size, one after the other (they share the target
@@ -30,7 +32,10 @@ pub const TARGETS_PER_BUILD: usize = 100;
 
 /// Builds each of `units` (module files written) as an image of its own,
 /// `per_build` targets to a cargo build, calling `settled` as each build's
-/// units are known.
+/// units are known. A build killed at its time limit (`--build-timeout`)
+/// ends only the targets that caused it: those it had not finished are
+/// built again, in halves, down to each alone, whose verdict is then its
+/// own.
 pub async fn build(
     package: &Package,
     layout: &impl Layout,
@@ -42,67 +47,86 @@ pub async fn build(
     for key in units {
         package.write_bin(&layout.isolated_target(key), &layout.root(std::slice::from_ref(key)))?;
     }
-    let mut pending: Vec<ModuleKey> = units.to_vec();
-    for attempt in 0..=MAX_RETRIES {
+    // Builds to do, with the retries each has had; the first is built first.
+    let mut queue: Vec<(Vec<ModuleKey>, usize)> = chunks(units.len(), per_build)
+        .map(|range| (units[range].to_vec(), 0))
+        .collect();
+    queue.reverse();
+    while let Some((keys, attempt)) = queue.pop() {
+        let names: BTreeMap<String, &ModuleKey> = keys
+            .iter()
+            .map(|k| (layout.isolated_target(k), k))
+            .collect();
+        package.set_bins(names.keys().map(String::as_str))?;
+        let targets: Vec<String> = names.keys().cloned().collect();
+        let report = package.build(layout.profile(), &targets, |_, _| {}).await?;
+        stats.add_build(&report);
         let mut again = Vec::new();
-        for range in chunks(pending.len(), per_build) {
-            let keys = &pending[range];
-            let names: BTreeMap<String, &ModuleKey> = keys
-                .iter()
-                .map(|k| (layout.isolated_target(k), k))
-                .collect();
-            package.set_bins(names.keys().map(String::as_str))?;
-            let targets: Vec<String> = names.keys().cloned().collect();
-            let report = package.build(layout.profile(), &targets, |_, _| {}).await?;
-            stats.add_build(&report);
-            for (name, key) in names {
-                let (verdict, diagnostics, warnings) = verdict_of_target(&report, &name);
-                if let ProbeVerdict::ProbeFailure(why) = verdict {
-                    if why.is_spurious() && attempt < MAX_RETRIES {
-                        again.push((key.clone(), why));
-                        continue;
-                    }
+        let mut unfinished = Vec::new();
+        for (name, key) in names {
+            let (verdict, diagnostics, warnings) = verdict_of_target(&report, &name);
+            match verdict {
+                ProbeVerdict::ProbeFailure(ProbeFailure::Timeout) if keys.len() > 1 => {
+                    unfinished.push(key.clone());
+                    continue;
                 }
-                let image = report
-                    .built
-                    .get(&name)
-                    .filter(|_| verdict.compiled())
-                    .map(|path| {
-                        Arc::new(Image {
-                            path: path.clone(),
-                            members: vec![key.clone()],
-                        })
-                    });
-                settled(Settled {
-                    key: key.clone(),
-                    verdict,
-                    diagnostics,
-                    warnings,
-                    image,
+                ProbeVerdict::ProbeFailure(why) if why.is_spurious() && attempt < MAX_RETRIES => {
+                    again.push((key.clone(), why));
+                    continue;
+                }
+                _ => {}
+            }
+            let image = report
+                .built
+                .get(&name)
+                .filter(|_| verdict.compiled())
+                .map(|path| {
+                    Arc::new(Image {
+                        path: path.clone(),
+                        members: vec![key.clone()],
+                    })
                 });
+            settled(Settled {
+                key: key.clone(),
+                verdict,
+                diagnostics,
+                warnings,
+                image,
+            });
+        }
+        if !unfinished.is_empty() {
+            tracing::info!(
+                units = unfinished.len(),
+                "a build ran past its time limit; its unfinished targets are built again, in halves"
+            );
+            stats.fallbacks += unfinished.len();
+            let back = unfinished.split_off(unfinished.len() / 2);
+            for half in [back, unfinished] {
+                if !half.is_empty() {
+                    queue.push((half, attempt));
+                }
             }
         }
-        if again.is_empty() {
-            break;
+        if !again.is_empty() {
+            tracing::warn!(
+                units = again.len(),
+                failure = again[0].1.as_str(),
+                attempt = attempt + 1,
+                of = MAX_RETRIES,
+                "builds failed for a reason that can be transient; probing again"
+            );
+            stats
+                .retries
+                .extend(again.iter().filter_map(|(key, after)| match key {
+                    ModuleKey::Candidate(idx) => Some(ProbeRetry {
+                        idx: *idx,
+                        after: *after,
+                        attempt: attempt + 1,
+                    }),
+                    ModuleKey::Committed => None,
+                }));
+            queue.push((again.into_iter().map(|(key, _)| key).collect(), attempt + 1));
         }
-        tracing::warn!(
-            units = again.len(),
-            failure = again[0].1.as_str(),
-            attempt = attempt + 1,
-            of = MAX_RETRIES,
-            "builds failed for a reason that can be transient; probing again"
-        );
-        stats
-            .retries
-            .extend(again.iter().filter_map(|(key, after)| match key {
-                ModuleKey::Candidate(idx) => Some(ProbeRetry {
-                    idx: *idx,
-                    after: *after,
-                    attempt: attempt + 1,
-                }),
-                ModuleKey::Committed => None,
-            }));
-        pending = again.into_iter().map(|(key, _)| key).collect();
     }
     Ok(())
 }

@@ -682,7 +682,7 @@ mod tests {
     fn infrastructure_failures_are_told_apart() {
         let check = |report: BuildReport, want: ProbeFailure| {
             assert_eq!(
-                target_verdict(0, &report, "c0").verdict,
+                verdict_of_target(&report, "c0").0,
                 ProbeVerdict::ProbeFailure(want)
             );
         };

@@ -23,6 +23,7 @@ pub mod input;
 pub mod interrupt;
 pub mod ladder;
 pub mod lane;
+pub mod markdown;
 pub mod outputs;
 pub mod owner;
 pub mod package;

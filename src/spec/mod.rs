@@ -125,7 +125,7 @@ pub struct Draw {
     /// Fixed shares or a race; `None`: fixed.
     pub split: Option<SplitMode>,
     /// The prompt asks for exactly one code block: a stream may be closed
-    /// as soon as its Rust fence closes.
+    /// as soon as it holds the fence extraction takes.
     pub single_fence: bool,
 }
 

@@ -110,17 +110,28 @@ fn wait_for_queue(db: &str, what: &str, ready: impl Fn(&[Value]) -> bool) -> Vec
     }
 }
 
-/// Processes whose command line names work item `item`.
+/// Processes whose command line names work item `item`, leaving out a run's
+/// own children forked from it that have not exec'd yet (the sandbox's copy of
+/// an image, a spawn in progress): they carry their parent's command line.
 fn runs_of_item(item: i64) -> Vec<i32> {
     let needle = format!("--work-item\0{item}\0");
+    let names_item = |pid: i32| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
+    };
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
-        })
+        .filter(|&pid| names_item(pid) && !parent_of(pid).is_some_and(names_item))
         .collect()
+}
+
+/// A process's parent, from `/proc/PID/stat` (the field after the command,
+/// which is in parentheses and may hold spaces).
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_comm = &stat[stat.rfind(')')? + 1..];
+    after_comm.split_whitespace().nth(1)?.parse().ok()
 }
 
 #[test]

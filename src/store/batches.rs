@@ -1,5 +1,5 @@
-//! The `batches`, `phases` and `resumes` tables: a batch's life, who owns
-//! it, and what each `--resume` kept.
+//! The `batches` and `resumes` tables: a batch's life, who owns it, and
+//! what each `--resume` kept (its phases are in `phases`).
 
 use std::path::Path;
 use std::str::FromStr;
@@ -9,7 +9,6 @@ use sqlx::Row;
 
 use super::backend::{now_ms_sql, Backend};
 use super::{flag, BatchId, Store, StoreError};
-use crate::account::{Phase, PhaseFigures};
 use crate::owner::Owner;
 use crate::score::Scored;
 
@@ -234,28 +233,6 @@ impl Store {
         Ok(())
     }
 
-    pub async fn record_phase(
-        &self,
-        batch: BatchId,
-        figures: &PhaseFigures,
-    ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO phases (batch_id, seq, phase, wall_s, cpu_s, avg_busy, peak_busy)
-             VALUES ($1, (SELECT COUNT(*) FROM phases WHERE batch_id = $2), $3, $4, $5, $6, $7)",
-        )
-        .bind(batch)
-        .bind(batch)
-        .bind(figures.phase.as_str())
-        .bind(figures.wall_s)
-        .bind(figures.cpu_s)
-        .bind(figures.avg_busy)
-        .bind(figures.peak_busy)
-        .execute(&self.pool)
-        .await
-        .map_err(self.sql())?;
-        Ok(())
-    }
-
     pub async fn finish_batch(
         &self,
         batch: BatchId,
@@ -343,29 +320,6 @@ impl Store {
             lane: r.get("lane"),
             lease_lapsed: flag(r, "lease_lapsed"),
         })
-    }
-
-    pub async fn phases(&self, batch: BatchId) -> Result<Vec<PhaseFigures>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT phase, wall_s, cpu_s, avg_busy, peak_busy FROM phases WHERE batch_id = $1 ORDER BY seq",
-        )
-        .bind(batch)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(self.sql())?;
-        rows.iter()
-            .map(|r| {
-                let name: String = r.get("phase");
-                Ok(PhaseFigures {
-                    phase: Phase::from_stored(&name)
-                        .ok_or_else(|| self.bad(batch, -1, "phase", &name))?,
-                    wall_s: r.get("wall_s"),
-                    cpu_s: r.get("cpu_s"),
-                    avg_busy: r.get("avg_busy"),
-                    peak_busy: r.get("peak_busy"),
-                })
-            })
-            .collect()
     }
 
     /// Seconds from a batch's start to its end (`None` while it has no end).

@@ -1,7 +1,8 @@
 //! Store: a SQLite file or a PostgreSQL database, through sqlx's `Any`
 //! driver (`backend`). The only module that runs SQL; one file per group
 //! of tables (`batches`, `draws`, `candidates`, `probe`, `scores`,
-//! `suites`), and here the one place that maps a statement's error.
+//! `suites`, `phases`, `queue`), and here the one place that maps a
+//! statement's error.
 //!
 //! The schemas are in `migrations/sqlite` and `migrations/postgres`,
 //! embedded and applied on open. Every write
@@ -17,6 +18,7 @@ mod backend;
 mod batches;
 mod candidates;
 mod draws;
+mod phases;
 // The tests' PostgreSQL helper, shared with the end-to-end tests.
 #[cfg(test)]
 #[path = "../../tests/common/pg.rs"]
@@ -244,7 +246,8 @@ mod tests {
         draw_figures_and_attempts_round_trip,
         lanes_claiming_at_once_take_each_item_once,
         a_lease_that_ran_out_hands_the_item_on_and_disarms_the_old_claim,
-        the_two_schemas_are_the_same
+        the_two_schemas_are_the_same,
+        phases_recorded_at_once_by_many_writers_are_all_kept,
     );
 
     async fn a_batch_round_trips(store: Store) {
@@ -477,6 +480,207 @@ mod tests {
             (1, 1, 2)
         );
         assert_eq!((resumes[1].attempt, resumes[1].first_phase), (2, 3));
+    }
+
+    /// Figures that say who recorded them: writer `w`'s `k`-th phase.
+    fn figures_of(phase: Phase, w: usize, k: usize) -> PhaseFigures {
+        PhaseFigures {
+            phase,
+            wall_s: w as f64,
+            cpu_s: k as f64,
+            avg_busy: 0.0,
+            peak_busy: 0.0,
+        }
+    }
+
+    /// Issue 25: the parts of one suite, run by lanes on many machines, end
+    /// at once, and each records its phases; so may two writers of one
+    /// batch's phases. No row is refused (the parts used to number their
+    /// rows from the rows they saw, and collided on the key), and each
+    /// writer's rows read back together, in the order it wrote them.
+    async fn phases_recorded_at_once_by_many_writers_are_all_kept(store: Store) {
+        const WRITERS: usize = 12;
+        const PHASES: [Phase; 4] = [Phase::Prepare, Phase::Draw, Phase::Probe, Phase::ScoreRun];
+        let problems: Vec<crate::suite::Problem> = (0..WRITERS)
+            .map(|i| crate::suite::Problem {
+                name: format!("p{i}"),
+                prompt: String::new(),
+                tests: String::new(),
+                stop_tokens: Vec::new(),
+            })
+            .collect();
+        let new_problems: Vec<NewProblem> = problems
+            .iter()
+            .map(|problem| NewProblem {
+                problem,
+                n: 1,
+                completions: Vec::new(),
+            })
+            .collect();
+        let (suite, _) = store
+            .begin_suite(
+                &NewSuite {
+                    problems_path: Path::new("problems.jsonl"),
+                    problems_digest: "d",
+                    origin: SuiteOrigin::Completions,
+                    source: "completions.jsonl",
+                    mode: crate::suite::ProgramMode::Completion,
+                    problems: &new_problems,
+                },
+                &Owner::current(),
+            )
+            .await
+            .unwrap();
+        let batch = store.begin_batch(&new_batch()).await.unwrap();
+        // Each writer has connections of its own, as a lane on another
+        // machine has, and they all start at once.
+        let start = std::sync::Arc::new(tokio::sync::Barrier::new(WRITERS));
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let (db, start) = (store.db().clone(), start.clone());
+                tokio::spawn(async move {
+                    let store = Store::open(db).await.unwrap();
+                    let part = SuitePart {
+                        start: w,
+                        end: w + 1,
+                    };
+                    start.wait().await;
+                    for (k, phase) in PHASES.into_iter().enumerate() {
+                        let f = figures_of(phase, w, k);
+                        let (of_suite, of_batch) = tokio::join!(
+                            store.record_suite_phase(suite, &part, &f),
+                            store.record_phase(batch, &f)
+                        );
+                        of_suite.unwrap();
+                        of_batch.unwrap();
+                    }
+                    store.close().await;
+                })
+            })
+            .collect();
+        for w in writers {
+            w.await.unwrap();
+        }
+
+        // The suite's: part by part, each part's phases in its order.
+        let rows = store.suite_phases(suite).await.unwrap();
+        assert_eq!(rows.len(), WRITERS * PHASES.len());
+        let mut parts_seen = Vec::new();
+        for part in rows.chunks(PHASES.len()) {
+            let w = part[0].wall_s as usize;
+            let want: Vec<PhaseFigures> = (0..PHASES.len())
+                .map(|k| figures_of(PHASES[k], w, k))
+                .collect();
+            assert_eq!(part, want.as_slice(), "part {w}");
+            parts_seen.push(w);
+        }
+        parts_seen.sort();
+        assert_eq!(parts_seen, (0..WRITERS).collect::<Vec<_>>());
+        // The batch's: every row, each writer's in the order it wrote them.
+        let rows = store.phases(batch).await.unwrap();
+        assert_eq!(rows.len(), WRITERS * PHASES.len());
+        for w in 0..WRITERS {
+            let mine: Vec<&PhaseFigures> = rows.iter().filter(|f| f.wall_s == w as f64).collect();
+            let want: Vec<PhaseFigures> = (0..PHASES.len())
+                .map(|k| figures_of(PHASES[k], w, k))
+                .collect();
+            assert_eq!(mine, want.iter().collect::<Vec<_>>(), "writer {w}");
+        }
+    }
+
+    /// A database from before migration 0010 keeps its phase rows in
+    /// their order, and the rows recorded after it follow them.
+    async fn a_schema9_database_keeps_its_phases_in_order(db: Db) {
+        let (batch, suite) = (1_i64, 1_i64);
+        let before_0010 = |migrator: sqlx::migrate::Migrator| sqlx::migrate::Migrator {
+            migrations: migrator
+                .iter()
+                .filter(|m| m.version < 10)
+                .cloned()
+                .collect::<Vec<_>>()
+                .into(),
+            ..sqlx::migrate::Migrator::DEFAULT
+        };
+        sqlx::any::install_default_drivers();
+        let pool = match &db {
+            Db::Sqlite(path) => {
+                let options = sqlx::sqlite::SqliteConnectOptions::new()
+                    .filename(path)
+                    .create_if_missing(true);
+                let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+                before_0010(sqlx::migrate!("./migrations/sqlite"))
+                    .run(&pool)
+                    .await
+                    .unwrap();
+                pool.close().await;
+                let url = format!("sqlite://{}", path.display());
+                AnyPool::connect(&url).await.unwrap()
+            }
+            Db::Postgres(url) => {
+                let pool = AnyPool::connect(url).await.unwrap();
+                before_0010(sqlx::migrate!("./migrations/postgres"))
+                    .run(&pool)
+                    .await
+                    .unwrap();
+                pool
+            }
+        };
+        // Rows written out of their order, two owners' interleaved.
+        for sql in [
+            "INSERT INTO batches (id, task, spec_path, pool, n, status, started_at)
+             VALUES (1, 't', 's', 'p', 1, 'finished', 'x'), (2, 't', 's', 'p', 1, 'finished', 'x')",
+            "INSERT INTO phases (batch_id, seq, phase, wall_s, cpu_s, avg_busy, peak_busy)
+             VALUES (1, 1, 'draw', 1, 0, 0, 0), (2, 0, 'prepare', 9, 0, 0, 0),
+                    (1, 0, 'prepare', 0, 0, 0, 0), (1, 2, 'probe', 2, 0, 0, 0)",
+            "INSERT INTO suites (id, problems_path, problems_digest, origin, source, mode,
+                                 problems, started_at)
+             VALUES (1, 'p', 'd', 'completions', 's', 'completion', 1, 'x')",
+            "INSERT INTO suite_phases (suite_id, seq, phase, wall_s, cpu_s, avg_busy, peak_busy)
+             VALUES (1, 2, 'score run', 2, 0, 0, 0), (1, 0, 'prepare', 0, 0, 0, 0),
+                    (1, 1, 'probe', 1, 0, 0, 0)",
+        ] {
+            sqlx::query(sql).execute(&pool).await.unwrap();
+        }
+        pool.close().await;
+
+        let store = Store::open(db).await.unwrap();
+        let walls = |rows: Vec<PhaseFigures>| rows.iter().map(|f| f.wall_s).collect::<Vec<_>>();
+        assert_eq!(walls(store.phases(batch).await.unwrap()), [0.0, 1.0, 2.0]);
+        assert_eq!(
+            walls(store.suite_phases(suite).await.unwrap()),
+            [0.0, 1.0, 2.0]
+        );
+        store
+            .record_phase(batch, &figures_of(Phase::ScoreRun, 3, 0))
+            .await
+            .unwrap();
+        let part = SuitePart { start: 0, end: 1 };
+        store
+            .record_suite_phase(suite, &part, &figures_of(Phase::Prepare, 3, 0))
+            .await
+            .unwrap();
+        assert_eq!(
+            walls(store.phases(batch).await.unwrap()),
+            [0.0, 1.0, 2.0, 3.0]
+        );
+        assert_eq!(walls(store.phases(2).await.unwrap()), [9.0]);
+        assert_eq!(
+            walls(store.suite_phases(suite).await.unwrap()),
+            [0.0, 1.0, 2.0, 3.0]
+        );
+        store.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_schema9_sqlite_database_keeps_its_phases_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        a_schema9_database_keeps_its_phases_in_order(Db::Sqlite(dir.path().join("t.db"))).await;
+    }
+
+    #[tokio::test]
+    async fn a_schema9_postgres_database_keeps_its_phases_in_order() {
+        let schema = pg_test::PgSchema::new();
+        a_schema9_database_keeps_its_phases_in_order(schema.url.parse().unwrap()).await;
     }
 
     async fn replies_read_back_as_drawn(store: Store) {

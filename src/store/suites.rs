@@ -1,6 +1,7 @@
 //! The store's side of suites (migration 0008): a suite row, one batch per
 //! problem (its completions the batch's replies, its programs the batch's
-//! candidates), one outcome row per completion, and the suite's phases.
+//! candidates) and one outcome row per completion (the suite's phases are
+//! in `phases`).
 //!
 //! A suite's input (problems, completions, programs and their dedup
 //! groups) is written in one transaction, so bad input or a kill before it
@@ -16,7 +17,6 @@ use std::time::Duration;
 use sqlx::Row;
 
 use super::{BatchId, BatchStatus, Claim, Store, StoreError};
-use crate::account::{Phase, PhaseFigures};
 use crate::draw::Drawn;
 use crate::extract::Extraction;
 use crate::owner::Owner;
@@ -536,53 +536,6 @@ impl Store {
         .map_err(self.sql())?;
         tx.commit().await.map_err(self.sql())?;
         Ok(Claim::Claimed)
-    }
-
-    pub async fn record_suite_phase(
-        &self,
-        suite: SuiteId,
-        figures: &PhaseFigures,
-    ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO suite_phases (suite_id, seq, phase, wall_s, cpu_s, avg_busy, peak_busy)
-             VALUES ($1, (SELECT COALESCE(MAX(seq), -1) + 1 FROM suite_phases WHERE suite_id = $2),
-                     $3, $4, $5, $6, $7)",
-        )
-        .bind(suite)
-        .bind(suite)
-        .bind(figures.phase.as_str())
-        .bind(figures.wall_s)
-        .bind(figures.cpu_s)
-        .bind(figures.avg_busy)
-        .bind(figures.peak_busy)
-        .execute(&self.pool)
-        .await
-        .map_err(self.sql())?;
-        Ok(())
-    }
-
-    pub async fn suite_phases(&self, suite: SuiteId) -> Result<Vec<PhaseFigures>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT phase, wall_s, cpu_s, avg_busy, peak_busy FROM suite_phases
-             WHERE suite_id = $1 ORDER BY seq",
-        )
-        .bind(suite)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(self.sql())?;
-        rows.iter()
-            .map(|r| {
-                let name: String = r.get("phase");
-                Ok(PhaseFigures {
-                    phase: Phase::from_stored(&name)
-                        .ok_or_else(|| self.bad(-1, -1, "suite phase", &name))?,
-                    wall_s: r.get("wall_s"),
-                    cpu_s: r.get("cpu_s"),
-                    avg_busy: r.get("avg_busy"),
-                    peak_busy: r.get("peak_busy"),
-                })
-            })
-            .collect()
     }
 
     pub async fn suites(&self) -> Result<Vec<SuiteRow>, StoreError> {

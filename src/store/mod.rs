@@ -12,7 +12,7 @@
 
 use std::str::FromStr;
 
-use sqlx::{AnyPool, Row};
+use sqlx::AnyPool;
 
 mod backend;
 mod batches;
@@ -143,6 +143,17 @@ impl Store {
             .map_err(|_| self.bad(batch, idx, field, value))
     }
 
+    /// A value of a nullable column, parsed where stored.
+    fn parse_stored<T: FromStr>(
+        &self,
+        batch: BatchId,
+        idx: i64,
+        field: &'static str,
+        value: Option<String>,
+    ) -> Result<Option<T>, StoreError> {
+        value.map(|v| self.parse(batch, idx, field, &v)).transpose()
+    }
+
     /// Stored case letters; none stored (an older batch) reads as no cases.
     fn cases(
         &self,
@@ -181,14 +192,21 @@ impl Store {
 }
 
 /// A 0/1 column (both backends store flags as integers); NULL is false.
-fn flag(r: &sqlx::any::AnyRow, column: &str) -> bool {
-    r.get::<Option<i64>, _>(column).is_some_and(|v| v != 0)
+fn flag(value: Option<i64>) -> bool {
+    value.is_some_and(|v| v != 0)
+}
+
+/// A duration stored in milliseconds; none stored reads as zero.
+fn millis(value: Option<f64>) -> std::time::Duration {
+    std::time::Duration::from_secs_f64(value.unwrap_or(0.0) / 1e3)
 }
 
 #[cfg(test)]
 mod tests {
     use std::path::Path;
     use std::time::Duration;
+
+    use sqlx::Row;
 
     use super::*;
     use crate::account::{Phase, PhaseFigures};
@@ -248,6 +266,7 @@ mod tests {
         a_lease_that_ran_out_hands_the_item_on_and_disarms_the_old_claim,
         the_two_schemas_are_the_same,
         phases_recorded_at_once_by_many_writers_are_all_kept,
+        a_bad_stored_value_is_named_by_its_batch_candidate_and_field,
     );
 
     async fn a_batch_round_trips(store: Store) {
@@ -681,6 +700,136 @@ mod tests {
     async fn a_schema9_postgres_database_keeps_its_phases_in_order() {
         let schema = pg_test::PgSchema::new();
         a_schema9_database_keeps_its_phases_in_order(schema.url.parse().unwrap()).await;
+    }
+
+    /// Every reader parses what it stored back, and a value that does not
+    /// parse is an error naming the batch, the candidate (-1 for the
+    /// batch's own) and the field: a batch's, its candidates' and replies',
+    /// and a suite's completions'.
+    async fn a_bad_stored_value_is_named_by_its_batch_candidate_and_field(store: Store) {
+        let problem = crate::suite::Problem {
+            name: "p".into(),
+            prompt: String::new(),
+            tests: String::new(),
+            stop_tokens: Vec::new(),
+        };
+        let drawn = Drawn {
+            idx: 0,
+            pool: "completions".into(),
+            reply: Reply {
+                content: Some("fn main() {}".into()),
+                ..Reply::default()
+            },
+        };
+        let extraction = Extraction::Source("fn main() {}".into());
+        let completions = vec![NewCompletion {
+            drawn: &drawn,
+            extraction: &extraction,
+            fingerprint: None,
+            dup_of: None,
+        }];
+        let problems = [NewProblem {
+            problem: &problem,
+            n: 1,
+            completions,
+        }];
+        let (suite, batches) = store
+            .begin_suite(
+                &NewSuite {
+                    problems_path: Path::new("problems.jsonl"),
+                    problems_digest: "d",
+                    origin: SuiteOrigin::Completions,
+                    source: "completions.jsonl",
+                    mode: crate::suite::ProgramMode::Completion,
+                    problems: &problems,
+                },
+                &Owner::current(),
+            )
+            .await
+            .unwrap();
+        let outcome = SuiteOutcomeRow {
+            probe: Some(ProbeVerdict::Compiled),
+            error_file: None,
+            outcome: crate::suite::CompletionOutcome::CompileError,
+            run_wall: Duration::ZERO,
+            run_cpu: Duration::ZERO,
+        };
+        store
+            .record_suite_outcome(batches[0], &[0], &outcome)
+            .await
+            .unwrap();
+        let read = store.suite_completions(suite).await.unwrap();
+        assert_eq!(read[0].outcome.as_ref(), Some(&outcome));
+
+        let batch = store.begin_batch(&new_batch()).await.unwrap();
+        store.record_reply(batch, &drawn).await.unwrap();
+        store
+            .record_candidate(batch, 0, &extraction, None, None)
+            .await
+            .unwrap();
+        let scored = Scored {
+            key: ModuleKey::Candidate(0),
+            verdict: ScoreVerdict::Scored {
+                passed: 1,
+                total: 1,
+            },
+            passed: 1,
+            total: 1,
+            wall: Duration::from_millis(2),
+            cpu: Duration::from_millis(1),
+            cases: Vec::new(),
+            restarts: 0,
+            peak_processes: None,
+            stderr: String::new(),
+        };
+        store.record_score(batch, 0, &scored, true).await.unwrap();
+        store
+            .record_committed(
+                batch,
+                &Scored {
+                    key: ModuleKey::Committed,
+                    ..scored.clone()
+                },
+            )
+            .await
+            .unwrap();
+        let read = store.candidates(batch).await.unwrap();
+        assert_eq!(read[0].score.as_ref().unwrap().verdict, scored.verdict);
+        assert!(store.batch(batch).await.unwrap().committed.is_some());
+
+        let spoil = |sql: String| {
+            let pool = store.pool.clone();
+            async move { sqlx::query(&sql).execute(&pool).await.unwrap() }
+        };
+        let b = batches[0];
+        spoil(format!(
+            "UPDATE suite_outcomes SET probe = 'bogus' WHERE batch_id = {b}"
+        ))
+        .await;
+        let err = store.suite_completions(suite).await.unwrap_err();
+        let want = format!("batch {b}, candidate 0: bad stored probe verdict `bogus`");
+        assert!(err.to_string().ends_with(&want), "{err}");
+        spoil(format!(
+            "UPDATE scores SET verdict = 'bogus' WHERE batch_id = {batch}"
+        ))
+        .await;
+        let err = store.candidates(batch).await.unwrap_err();
+        let want = format!("batch {batch}, candidate 0: bad stored score verdict `bogus`");
+        assert!(err.to_string().ends_with(&want), "{err}");
+        spoil(format!(
+            "UPDATE batches SET committed_verdict = 'bogus' WHERE id = {batch}"
+        ))
+        .await;
+        let err = store.batch(batch).await.unwrap_err();
+        let want = format!("batch {batch}, candidate -1: bad stored committed verdict `bogus`");
+        assert!(err.to_string().ends_with(&want), "{err}");
+        spoil(format!(
+            "UPDATE replies SET outcome = 'bogus' WHERE batch_id = {batch}"
+        ))
+        .await;
+        let err = store.draw_replies(batch).await.unwrap_err();
+        let want = format!("batch {batch}, candidate 0: bad stored reply outcome `bogus`");
+        assert!(err.to_string().ends_with(&want), "{err}");
     }
 
     async fn replies_read_back_as_drawn(store: Store) {

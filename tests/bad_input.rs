@@ -427,3 +427,97 @@ fn an_unreachable_gateway() {
         ],
     );
 }
+
+/// Issue 30: `replay = "/dev/null"` was said not to exist.
+#[test]
+fn a_replay_corpus_that_is_a_device() {
+    let scratch = Scratch::new();
+    let task = scratch.tiny_copy();
+    edit(
+        &task.join("spec.toml"),
+        "replay = \"replies.jsonl\"",
+        "replay = \"/dev/null\"",
+    );
+    let a = run_task(&scratch, &task);
+    refused(
+        &scratch,
+        &args(&a),
+        &["task/spec.toml: `draw.replay` names /dev/null, which is not a regular file"],
+    );
+    nothing_written(&scratch);
+}
+
+/// Issue 30: `run specs/absolute/cases.jsonl` said
+/// `cases.jsonl/spec.toml: cannot read: Not a directory`.
+#[test]
+fn a_task_given_as_one_of_its_files() {
+    let scratch = Scratch::new();
+    let cases = common::repo().join("tests/fixtures/tiny/cases.jsonl");
+    let cases = cases.display().to_string();
+    for args in [&["run", &cases][..], &["task", "check", &cases]] {
+        let line = refused(
+            &scratch,
+            args,
+            &[&format!(
+                "{cases}: not a task: a task is a folder holding spec.toml, or that spec.toml"
+            )],
+        );
+        assert!(!line.contains("Not a directory"), "{line}");
+    }
+    nothing_written(&scratch);
+}
+
+/// Issue 30: two cases of one name were accepted, even when a guard named
+/// one of them. Refused at load, naming both lines.
+#[test]
+fn cases_with_the_same_name() {
+    let scratch = Scratch::new();
+    let task = scratch.tiny_copy();
+    edit(
+        &task.join("cases.jsonl"),
+        "{\"input\": 1, \"expected\": 2}",
+        "{\"input\": 1, \"expected\": 2, \"name\": \"one\"}",
+    );
+    edit(
+        &task.join("cases.jsonl"),
+        "{\"input\": 2, \"expected\": 4}",
+        "{\"input\": 2, \"expected\": 4, \"name\": \"one\"}",
+    );
+    edit(
+        &task.join("spec.toml"),
+        "[admit]\n",
+        "[admit]\nguard = [\"one\"]\n",
+    );
+    let a = run_task(&scratch, &task);
+    refused(
+        &scratch,
+        &args(&a),
+        &["task/cases.jsonl:3: a second case named `one` (the first is on line 2)"],
+    );
+    nothing_written(&scratch);
+}
+
+/// Issue 30: a cases file inside `harness/` that is not JSON reported the
+/// JSON error, not the rule that it may not be there.
+#[test]
+fn cases_inside_the_harness_that_do_not_parse() {
+    let scratch = Scratch::new();
+    let task = scratch.tiny_copy();
+    std::fs::write(task.join("harness/cases.jsonl"), "{not json\n").unwrap();
+    edit(
+        &task.join("spec.toml"),
+        "cases = \"cases.jsonl\"",
+        "cases = \"harness/cases.jsonl\"",
+    );
+    let a = run_task(&scratch, &task);
+    let line = refused(
+        &scratch,
+        &args(&a),
+        &[
+            "task/spec.toml:5: `cases`",
+            "lies inside the harness directory",
+        ],
+    );
+    assert!(!line.contains("key must be a string"), "{line}");
+    nothing_written(&scratch);
+}

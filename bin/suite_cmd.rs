@@ -192,7 +192,7 @@ pub async fn dispatch(command: SuiteCommand) -> Result<ExitCode> {
                 views::suite_summary(&store, b).await?,
             );
             let compared = SuiteCompare::new(&sa, &sb, k)
-                .map_err(|e| UsageError(format!("suite compare {a} {b}: {e}")))?;
+                .map_err(|e| UsageError(format!("suite compare {a} {b} -k {k}: {e}")))?;
             if let Some(path) = &svg {
                 let d = &compared.comparison.difference;
                 write_svg(

@@ -171,7 +171,7 @@ async fn open_sqlite(db: &Db, path: &Path) -> Result<AnyPool, StoreError> {
             .await
             .map_err(|e| connect_error(db, path, e))?;
         let migrated = migrate_sqlite(db, &first).await;
-        first.close().await;
+        super::close_pool(&first).await;
         migrated?;
     }
     // The file exists, in WAL mode (which it keeps), with its schema: the

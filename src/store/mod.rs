@@ -178,8 +178,9 @@ impl Store {
         }
     }
 
+    /// Closes every connection before it returns ([`close_pool`]).
     pub async fn close(&self) {
-        self.pool.close().await;
+        close_pool(&self.pool).await;
     }
 
     /// Fails with `ReadOnly` if nothing can be written (a write lock is
@@ -188,6 +189,25 @@ impl Store {
         backend::check_writable(&self.db, &self.pool)
             .await
             .map_err(self.sql())
+    }
+}
+
+/// `Pool::close`, finished. sqlx 0.8's close can return with a connection
+/// still open (launchbadge/sqlx#3217, fixed after 0.8.6 by #3952): a
+/// connection whose return to the pool began before the close lands in the
+/// idle queue after the close last drained it, and nothing closes it. A
+/// SQLite connection left so dies with the process unclosed, and the
+/// database keeps its `-wal` and `-shm` files. So the close is repeated
+/// while the pool still counts a connection: each pass closes what has
+/// landed since, and a connection still on its way back sees the pool
+/// closed and closes itself. sqlx has no event for its last connection
+/// closed, so this polls, every millisecond, for at most five seconds.
+pub(crate) async fn close_pool<DB: sqlx::Database>(pool: &sqlx::Pool<DB>) {
+    let give_up = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    pool.close().await;
+    while pool.size() > 0 && tokio::time::Instant::now() < give_up {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        pool.close().await;
     }
 }
 

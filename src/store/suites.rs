@@ -590,6 +590,20 @@ impl Store {
         Ok(Claim::Claimed)
     }
 
+    /// The suite a batch belongs to and its problem's name, if the batch
+    /// is a suite's problem: the batch commands refuse those.
+    pub async fn suite_of_batch(
+        &self,
+        batch: BatchId,
+    ) -> Result<Option<(SuiteId, String)>, StoreError> {
+        let row = sqlx::query("SELECT suite_id, name FROM suite_problems WHERE batch_id = $1")
+            .bind(batch)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(self.sql())?;
+        Ok(row.map(|r| (sqlx::Row::get(&r, "suite_id"), sqlx::Row::get(&r, "name"))))
+    }
+
     pub async fn suites(&self) -> Result<Vec<SuiteRow>, StoreError> {
         let rows: Vec<SuiteRecord> = sqlx::query_as(&format!("{SUITE_SELECT} ORDER BY s.id"))
             .fetch_all(&self.pool)

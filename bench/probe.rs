@@ -85,7 +85,14 @@ fn main() {
             } else {
                 String::new()
             };
-            row(n, "serial", serial.wall * scale, serial.cpu * scale, &serial, &note);
+            row(
+                n,
+                "serial",
+                serial.wall * scale,
+                serial.cpu * scale,
+                &serial,
+                &note,
+            );
             row(
                 n,
                 "shared",
@@ -129,7 +136,10 @@ fn main() {
         "{:>5} {:>13} {:>13} {:>14} {:>14}",
         "N", "shared/floor", "CPU: shared", "shared/serial", "CPU: shared"
     );
-    println!("{:>5} {:>13} {:>13} {:>14} {:>14}", "", "", "/floor", "", "/serial");
+    println!(
+        "{:>5} {:>13} {:>13} {:>14} {:>14}",
+        "", "", "/floor", "", "/serial"
+    );
     for r in ratios {
         println!(
             "{:>5} {:>13.2} {:>13.2} {:>14.2} {:>14.2}",

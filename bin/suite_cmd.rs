@@ -9,16 +9,21 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 
-use assay::interrupt::Interrupt;
+use assay::command_store::{self, reading};
+use assay::exit::UsageError;
+use assay::hint::Reach;
+use assay::interrupt::{Interrupt, Stopped};
 use assay::outputs::Outputs;
 use assay::progress::Progress;
 use assay::store::{Store, SuiteId};
 use assay::suite_report::SuiteCompare;
-use assay::suite_run::{DrawSettings, ProblemSet, SuiteConfig, SuiteInput, SuiteLimits};
+use assay::suite_run::{
+    DrawSettings, ProblemSet, SuiteConfig, SuiteInput, SuiteInterrupted, SuiteLimits,
+};
 use assay::views;
 use assay::work::{DrawChoice, LiveSuitePart, SuitePartRun, WorkItem};
 
-use super::{checked, draw_options, open_existing, open_store, write_svg, DbArg, UsageError};
+use super::{checked, draw_options, write_svg, DbArg};
 
 #[derive(Subcommand)]
 pub enum SuiteCommand {
@@ -136,7 +141,8 @@ pub struct RunArgs {
     #[arg(long, env = "ASSAY_OUT")]
     out: Option<PathBuf>,
     /// Where the suite package and its cargo target directory live; kept
-    /// warm across suites (default: OUT/work).
+    /// warm across suites and databases [default: the toolchain's folder
+    /// in ~/.cache/assay/work].
     #[arg(long, env = "ASSAY_WORK_DIR")]
     work_dir: Option<PathBuf>,
     /// Seconds one run of a program (its whole `main`, or one case) may
@@ -175,17 +181,26 @@ pub struct RunArgs {
 
 pub async fn dispatch(command: SuiteCommand) -> Result<ExitCode> {
     match command {
-        SuiteCommand::Run(args) => run(args).await,
+        SuiteCommand::Run(args) => {
+            let reach = Reach::new(&args.db.raw, args.out.as_deref());
+            run(args)
+                .await
+                .map_err(|e| match e.downcast_ref::<SuiteInterrupted>() {
+                    Some(i) => Stopped::suite(i.suite, i.signal, &reach).into(),
+                    None => e,
+                })
+        }
         SuiteCommand::Show { suite, db, json } => {
-            let store = open_existing(&db.db()?).await?;
-            let summary = views::suite_summary(&store, suite).await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&summary)?);
-            } else {
-                print!("{}", summary.render());
-            }
-            store.close().await;
-            Ok(ExitCode::SUCCESS)
+            reading(&db.db()?, async |store| {
+                let summary = views::suite_summary(store, suite).await?;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&summary)?);
+                } else {
+                    print!("{}", summary.render());
+                }
+                Ok(ExitCode::SUCCESS)
+            })
+            .await
         }
         SuiteCommand::Compare {
             a,
@@ -198,52 +213,59 @@ pub async fn dispatch(command: SuiteCommand) -> Result<ExitCode> {
             if k == 0 {
                 return Err(UsageError("-k: must be at least 1".into()).into());
             }
-            let store = open_existing(&db.db()?).await?;
-            let (sa, sb) = (
-                views::suite_summary(&store, a).await?,
-                views::suite_summary(&store, b).await?,
-            );
-            let compared = SuiteCompare::new(&sa, &sb, k)
-                .map_err(|e| UsageError(format!("suite compare {a} {b}: {e}")))?;
+            // The chart's file is checked before anything is read.
             if let Some(path) = &svg {
-                let d = &compared.comparison.difference;
-                write_svg(
-                    path,
-                    &assay::plot::suite_compare_svg(
-                        &format!("suite {a}"),
-                        &format!("suite {b}"),
-                        k,
-                        &compared.comparison.problems,
-                        (d.diff, d.low, d.high),
-                    )?,
-                )?;
+                assay::outputs::check_output_file("--svg", path)?;
             }
-            if json {
-                println!("{}", serde_json::to_string_pretty(&compared)?);
-            } else {
-                print!("{}", compared.render());
-            }
-            store.close().await;
-            Ok(ExitCode::SUCCESS)
+            reading(&db.db()?, async |store| {
+                let (sa, sb) = (
+                    views::suite_summary(store, a).await?,
+                    views::suite_summary(store, b).await?,
+                );
+                let compared = SuiteCompare::new(&sa, &sb, k)
+                    .map_err(|e| UsageError(format!("suite compare {a} {b} -k {k}: {e}")))?;
+                if let Some(path) = &svg {
+                    let d = &compared.comparison.difference;
+                    write_svg(
+                        path,
+                        &assay::plot::suite_compare_svg(
+                            &format!("suite {a}"),
+                            &format!("suite {b}"),
+                            k,
+                            &compared.comparison.problems,
+                            (d.diff, d.low, d.high),
+                        )?,
+                    )?;
+                }
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&compared)?);
+                } else {
+                    print!("{}", compared.render());
+                }
+                Ok(ExitCode::SUCCESS)
+            })
+            .await
         }
         SuiteCommand::Export { suite, db, format } => {
-            let store = open_existing(&db.db()?).await?;
-            // Refuses an unknown suite (exit 2) rather than exporting nothing.
-            store.suite(suite).await?;
-            print!("{}", views::suite_export(&store, suite, format).await?);
-            store.close().await;
-            Ok(ExitCode::SUCCESS)
+            reading(&db.db()?, async |store| {
+                // Refuses an unknown suite (exit 2) rather than exporting nothing.
+                store.suite(suite).await?;
+                print!("{}", views::suite_export(store, suite, format).await?);
+                Ok(ExitCode::SUCCESS)
+            })
+            .await
         }
         SuiteCommand::List { db, json } => {
-            let store = open_existing(&db.db()?).await?;
-            let suites = store.suites().await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&suites)?);
-            } else {
-                print!("{}", assay::suite_report::suite_table(&suites));
-            }
-            store.close().await;
-            Ok(ExitCode::SUCCESS)
+            reading(&db.db()?, async |store| {
+                let suites = store.suites().await?;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&suites)?);
+                } else {
+                    print!("{}", assay::suite_report::suite_table(&suites));
+                }
+                Ok(ExitCode::SUCCESS)
+            })
+            .await
         }
     }
 }
@@ -263,11 +285,6 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     )?
     .unwrap_or(assay::package::BUILD_TIMEOUT);
     let run_wall = run_wall.unwrap_or(SuiteLimits::default().run_wall);
-    let outputs = Outputs::resolve(
-        &args.db.db()?,
-        args.out.as_deref(),
-        args.work_dir.as_deref(),
-    )?;
     if args.chunk == Some(0) {
         return Err(UsageError("--chunk: at least 1 problem".into()).into());
     }
@@ -296,112 +313,114 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         (Some(problems), None) => Some(ProblemSet::read(problems)?),
         _ => None,
     };
-    // A resume reads its mode and n from the suite; the store must exist.
-    let store = match args.resume {
-        Some(_) => Some(assay::exit::opened_for(
-            args.work_item,
-            open_existing(&outputs.db).await,
-        )?),
-        None => None,
-    };
-    let draw = if args.pool.is_empty() {
-        None
-    } else {
-        let (n, mode, beside) = match (&store, args.resume) {
-            (Some(store), Some(suite)) => {
-                let row = store.suite(suite).await?;
-                let n = store
-                    .suite_problems(suite)
-                    .await?
-                    .iter()
-                    .map(|p| p.n)
-                    .max()
-                    .unwrap_or(1);
-                (n, row.mode, PathBuf::from(&row.problems_path))
-            }
-            _ => (
-                args.n.unwrap_or(1),
-                args.mode,
-                args.problems.clone().unwrap_or_default(),
-            ),
-        };
-        Some(draw_settings(&args, n, mode, &beside).await?)
-    };
-    if args.queue {
-        let store = open_store(&outputs.db).await?;
-        store.check_writable().await?;
-        let queued = match (&input, &set, &draw) {
-            (Some(input), _, _) => Queued {
-                suite: assay::suite_run::queue(input, &store).await?,
-                problems: input.set.problems.len(),
-                per_problem: input.completions.iter().map(Vec::len).max().unwrap_or(1),
-                draw: None,
-            },
-            (None, Some(set), Some(draw)) => Queued {
-                draw: Some(queued_draw(&args, set)?),
-                suite: assay::suite_run::queue_draw(set, draw, &store).await?,
-                problems: set.problems.len(),
-                per_problem: draw.n,
-            },
-            _ => unreachable!("a suite has completions or pools before this"),
-        };
-        return queue(&args, queued, (run_wall, build_timeout), &store).await;
-    };
-    outputs.prepare()?;
-    let store = match store {
-        Some(store) => store,
-        None => open_store(&outputs.db).await?,
-    };
-    store.check_writable().await?;
-    let cfg = SuiteConfig {
-        out_dir: outputs.out.clone(),
-        work_dir: outputs.work_dir.clone(),
-        limits: SuiteLimits {
-            run_wall,
-            ..SuiteLimits::default()
-        },
-        waves: assay::spec::WavePolicy::default(),
-        build_timeout,
-        build: args.build,
-        cases: args.cases,
-        work_item: args.work_item,
-    };
-    let progress = if args.json {
-        Progress::hidden()
-    } else {
-        Progress::stderr()
-    };
-    let interrupt = Interrupt::on_signals().context("cannot listen for Ctrl-C")?;
-    let suite = match (args.resume, &input, &set, &draw) {
-        (Some(suite), _, _, _) => {
-            let part = args.part.unwrap_or_else(assay::store::SuitePart::all);
-            assay::suite_run::resume(
-                &cfg,
-                &store,
-                &progress,
-                &interrupt,
-                suite,
-                part,
-                draw.as_ref(),
-            )
-            .await?
-        }
-        (None, Some(input), _, _) => {
-            assay::suite_run::run(&cfg, input, &store, &progress, &interrupt).await?
-        }
-        (None, None, Some(set), Some(draw)) => {
-            assay::suite_run::run_draw(&cfg, set, draw, &store, &progress, &interrupt).await?
-        }
-        _ => unreachable!("checked above: completions, or pools with a problem set"),
-    };
-    let summary = views::suite_summary(&store, suite).await?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
-    } else {
-        print!("{}", summary.render());
+    let db = args.db.db()?;
+    if args.resume.is_some() {
+        // A resume reads its mode and n from the suite: the store must
+        // exist, and is never created.
+        command_store::must_exist(&db)?;
     }
-    store.close().await;
-    Ok(ExitCode::SUCCESS)
+    // An existing store is opened first: a file that is not a database is
+    // found before anything is written.
+    let ran = command_store::running(&db, async |run_store| {
+        let draw = if args.pool.is_empty() {
+            None
+        } else {
+            let (n, mode, beside) = match args.resume {
+                Some(suite) => {
+                    let store = run_store.get().await?;
+                    let row = store.suite(suite).await?;
+                    let n = store
+                        .suite_problems(suite)
+                        .await?
+                        .iter()
+                        .map(|p| p.n)
+                        .max()
+                        .unwrap_or(1);
+                    (n, row.mode, PathBuf::from(&row.problems_path))
+                }
+                None => (
+                    args.n.unwrap_or(1),
+                    args.mode,
+                    args.problems.clone().unwrap_or_default(),
+                ),
+            };
+            Some(draw_settings(&args, n, mode, &beside).await?)
+        };
+        if args.queue {
+            let store = run_store.get().await?;
+            store.check_writable().await?;
+            let queued = match (&input, &set, &draw) {
+                (Some(input), _, _) => Queued {
+                    suite: assay::suite_run::queue(input, store).await?,
+                    problems: input.set.problems.len(),
+                    per_problem: input.completions.iter().map(Vec::len).max().unwrap_or(1),
+                    draw: None,
+                },
+                (None, Some(set), Some(draw)) => Queued {
+                    suite: assay::suite_run::queue_draw(set, draw, store).await?,
+                    problems: set.problems.len(),
+                    per_problem: draw.n,
+                    draw: Some(queued_draw(&args, set)?),
+                },
+                _ => unreachable!("a suite has completions or pools before this"),
+            };
+            return queue(&args, queued, (run_wall, build_timeout), store).await;
+        };
+        let outputs = Outputs::resolve(&db, args.out.as_deref(), args.work_dir.as_deref())?;
+        let _work = outputs.prepare()?;
+        let store = run_store.get().await?;
+        store.check_writable().await?;
+        let cfg = SuiteConfig {
+            out_dir: outputs.out.clone(),
+            work_dir: outputs.work.path.clone(),
+            limits: SuiteLimits {
+                run_wall,
+                ..SuiteLimits::default()
+            },
+            waves: assay::spec::WavePolicy::default(),
+            build_timeout,
+            build: args.build,
+            cases: args.cases,
+            work_item: args.work_item,
+        };
+        let progress = if args.json {
+            Progress::hidden()
+        } else {
+            Progress::stderr()
+        };
+        let interrupt = Interrupt::on_signals().context("cannot listen for Ctrl-C")?;
+        let suite = match (args.resume, &input, &set, &draw) {
+            (Some(suite), _, _, _) => {
+                let part = args.part.unwrap_or_else(assay::store::SuitePart::all);
+                assay::suite_run::resume(
+                    &cfg,
+                    store,
+                    &progress,
+                    &interrupt,
+                    suite,
+                    part,
+                    draw.as_ref(),
+                )
+                .await?
+            }
+            (None, Some(input), _, _) => {
+                assay::suite_run::run(&cfg, input, store, &progress, &interrupt).await?
+            }
+            (None, None, Some(set), Some(draw)) => {
+                assay::suite_run::run_draw(&cfg, set, draw, store, &progress, &interrupt).await?
+            }
+            _ => unreachable!("checked above: completions, or pools with a problem set"),
+        };
+        let summary = views::suite_summary(store, suite).await?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&summary)?);
+        } else {
+            print!("{}", summary.render());
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+    .await;
+    assay::exit::opened_for(args.work_item, ran)
 }
 
 /// A suite stored for lanes, before its items are queued.
@@ -473,7 +492,6 @@ async fn queue(
         };
         items.push(store.enqueue(item.kind(), &item.to_json()?).await?);
     }
-    store.close().await;
     if args.json {
         println!(
             "{}",

@@ -4,6 +4,12 @@
 
 use crate::store::StoreError;
 
+/// An error that is the user's input, not a failure of the run: a flag's
+/// value, or a combination of flags, refused with one line.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
 /// The classes of `assay`'s exit statuses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExitClass {
@@ -40,6 +46,20 @@ impl ExitClass {
         }
     }
 
+    /// The class of a command's error, by the causes in its chain: a stop
+    /// first, then a store that went away, then bad input; else a failure.
+    pub fn of(e: &anyhow::Error) -> ExitClass {
+        if e.chain().any(is_stop) {
+            ExitClass::Interrupted
+        } else if is_store_away(e) {
+            ExitClass::StoreAway
+        } else if e.chain().any(is_bad_input) {
+            ExitClass::BadInput
+        } else {
+            ExitClass::Failed
+        }
+    }
+
     /// The class of an exit status; `None` for one `assay` never exits
     /// with (a crash, a signal).
     pub fn of_code(code: i32) -> Option<ExitClass> {
@@ -73,11 +93,56 @@ pub fn is_store_away(e: &anyhow::Error) -> bool {
 /// is bad input.
 pub fn opened_for<T>(work_item: Option<i64>, opened: anyhow::Result<T>) -> anyhow::Result<T> {
     match (work_item, opened) {
-        (Some(_), Err(e)) if e.chain().any(|c| c.is::<StoreError>()) => {
+        (Some(_), Err(e))
+            if e.chain().any(|c| {
+                matches!(
+                    c.downcast_ref::<StoreError>(),
+                    Some(StoreError::Open { .. })
+                )
+            }) =>
+        {
             Err(e.context(LaneStoreAway))
         }
         (_, opened) => opened,
     }
+}
+
+fn is_stop(cause: &(dyn std::error::Error + 'static)) -> bool {
+    cause.is::<crate::interrupt::Interrupted>()
+        || cause.is::<crate::interrupt::Stopped>()
+        || cause.is::<crate::suite_run::SuiteInterrupted>()
+}
+
+fn is_bad_input(cause: &(dyn std::error::Error + 'static)) -> bool {
+    cause.is::<crate::spec::SpecError>()
+        || cause.is::<crate::draw::DrawError>()
+        || matches!(
+            cause.downcast_ref::<StoreError>(),
+            Some(
+                StoreError::Open { .. }
+                    | StoreError::Migrate { .. }
+                    | StoreError::NoBatch { .. }
+                    | StoreError::NoSuite { .. }
+                    | StoreError::TooNew { .. }
+                    | StoreError::ReadOnly { .. }
+                    | StoreError::NotResumable { .. }
+                    | StoreError::Missing { .. }
+            )
+        )
+        || cause.is::<UsageError>()
+        || cause.is::<crate::suite::SuiteError>()
+        || cause.is::<crate::outputs::PathError>()
+        || cause.is::<crate::views::SuiteBatch>()
+        || cause.is::<crate::package::BuildTimedOut>()
+        || cause.is::<crate::promote::PromoteError>()
+        || cause.is::<crate::task::TaskError>()
+        || matches!(
+            cause.downcast_ref::<crate::task::SkeletonError>(),
+            Some(
+                crate::task::SkeletonError::BadName { .. }
+                    | crate::task::SkeletonError::Exists { .. }
+            )
+        )
 }
 
 #[cfg(test)]
@@ -112,5 +177,22 @@ mod tests {
         // Not the store's: a lane's run keeps its error.
         let other = opened_for::<()>(Some(4), Err(anyhow::anyhow!("no spec"))).unwrap_err();
         assert!(!is_store_away(&other));
+    }
+
+    #[test]
+    fn a_cause_anywhere_in_the_chain_decides() {
+        let usage = anyhow::Error::new(UsageError("-n: must be at least 1".into()));
+        assert_eq!(ExitClass::of(&usage), ExitClass::BadInput);
+        assert_eq!(
+            ExitClass::of(&usage.context("while starting")),
+            ExitClass::BadInput
+        );
+        let stopped = anyhow::Error::new(crate::interrupt::Interrupted {
+            batch: 1,
+            signal: "SIGINT",
+        });
+        assert_eq!(ExitClass::of(&stopped).code(), 130);
+        let host = anyhow::anyhow!("disk full");
+        assert_eq!(ExitClass::of(&host).code(), 1);
     }
 }

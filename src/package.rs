@@ -560,7 +560,8 @@ fn main() {{}}
             .iter()
             .flat_map(|b| ["--bin".to_owned(), b.clone()])
             .collect();
-        self.run_cargo_limited(profile, &args, limits, |_, _| {}).await
+        self.run_cargo_limited(profile, &args, limits, |_, _| {})
+            .await
     }
 
     /// [`Package::build`] of binaries and unlinked targets (see
@@ -750,13 +751,9 @@ fn main() {{}}
             // Past the cap, a message is counted without being read. cargo
             // puts the target's name in the line; the cheap look for it
             // only decides whether to parse at all.
-            let full = report
-                .diagnostics
-                .iter_mut()
-                .find(|(name, d)| {
-                    d.messages.len() >= MAX_MESSAGES
-                        && line.contains(&format!("\"name\":\"{name}\""))
-                });
+            let full = report.diagnostics.iter_mut().find(|(name, d)| {
+                d.messages.len() >= MAX_MESSAGES && line.contains(&format!("\"name\":\"{name}\""))
+            });
             if let Some((_, diag)) = full {
                 diag.dropped += 1;
                 return;

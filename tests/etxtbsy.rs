@@ -54,14 +54,16 @@ fn image_sized_true(path: &Path) {
     std::fs::write(path, bytes).unwrap();
 }
 
-/// Runs `image` as a suite program's whole run; an error is the host's
+/// Runs `image` as a suite program's whole run (module `c0`); an error is the host's
 /// (it could not be started), with the image's path in it.
 async fn run(image: &Path, sandbox: &Sandbox) -> anyhow::Result<CaseEnd> {
     // A wall limit no loaded machine reaches: `true` exits at once.
     let limits = RunLimits::with_wall(Duration::from_secs(60));
-    Ok(run_program(image, "whole", false, &limits, sandbox)
-        .await?
-        .end)
+    Ok(
+        run_program(image, &["c0", "whole"], false, &limits, sandbox)
+            .await?
+            .end,
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

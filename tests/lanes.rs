@@ -110,17 +110,32 @@ fn wait_for_queue(db: &str, what: &str, ready: impl Fn(&[Value]) -> bool) -> Vec
     }
 }
 
-/// Processes whose command line names work item `item`.
-fn runs_of_item(item: i64) -> Vec<i32> {
-    let needle = format!("--work-item\0{item}\0");
+/// Processes whose command line names work item `item` of the store `db`
+/// (other tests' stores have an item 1 too), leaving out a run's own
+/// children forked from it that have not exec'd yet (the image placer's
+/// copying child, a spawn in progress): they carry their parent's command
+/// line.
+fn runs_of_item(db: &str, item: i64) -> Vec<i32> {
+    let (item, db) = (format!("--work-item\0{item}\0"), format!("--db\0{db}\0"));
+    let names_item = |pid: i32| {
+        std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+            let c = String::from_utf8_lossy(&c);
+            c.contains(&item) && c.contains(&db)
+        })
+    };
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
-        })
+        .filter(|&pid| names_item(pid) && !parent_of(pid).is_some_and(names_item))
         .collect()
+}
+
+/// A process's parent, from `/proc/PID/stat` (the field after the command,
+/// which is in parentheses and may hold spaces).
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_comm = &stat[stat.rfind(')')? + 1..];
+    after_comm.split_whitespace().nth(1)?.parse().ok()
 }
 
 #[test]
@@ -146,12 +161,12 @@ fn lanes_drain_a_queue_and_a_killed_lane_s_item_is_resumed_not_redone() {
         assert!(start.elapsed() < Duration::from_secs(900), "never probed");
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert_eq!(runs_of_item(1).len(), 1, "lane a runs item 1");
+    assert_eq!(runs_of_item(db, 1).len(), 1, "lane a runs item 1");
     a.kill().unwrap();
     a.wait().unwrap();
     // Its run dies with it.
     let start = Instant::now();
-    while !runs_of_item(1).is_empty() {
+    while !runs_of_item(db, 1).is_empty() {
         assert!(
             start.elapsed() < Duration::from_secs(60),
             "a killed lane's run still runs"

@@ -298,7 +298,8 @@ fn a_batch_probed_in_each_mode_matches_its_recorded_verdicts() {
     let out = Scratch::new().assay(&["run", &fixture.display().to_string(), "--probe", "wide"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("--probe: probe mode `wide` was replaced by `shared`"),
+        String::from_utf8_lossy(&out.stderr)
+            .contains("--probe: probe mode `wide` was replaced by `shared`"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

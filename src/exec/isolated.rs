@@ -45,7 +45,10 @@ pub async fn build(
     mut settled: impl FnMut(Settled),
 ) -> Result<()> {
     for key in units {
-        package.write_bin(&layout.isolated_target(key), &layout.root(std::slice::from_ref(key)))?;
+        package.write_bin(
+            &layout.isolated_target(key),
+            &layout.root(std::slice::from_ref(key)),
+        )?;
     }
     // Builds to do, with the retries each has had; the first is built first.
     let mut queue: Vec<(Vec<ModuleKey>, usize)> = chunks(units.len(), per_build)

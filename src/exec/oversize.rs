@@ -87,6 +87,8 @@ mod tests {
     fn an_image_that_maps_little_is_not_looked_into() {
         // This test's own binary maps far less than 64 GiB.
         let me = std::env::current_exe().unwrap();
-        assert!(oversized_units(&me, 64 << 30, module_owner).unwrap().is_empty());
+        assert!(oversized_units(&me, 64 << 30, module_owner)
+            .unwrap()
+            .is_empty());
     }
 }

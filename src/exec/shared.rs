@@ -190,8 +190,9 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
                     let gone: BTreeSet<&ModuleKey> = failing.keys().collect();
                     group.members.retain(|k| !gone.contains(k));
                     group.passes += 1;
-                    let (unsure, failing): (Vec<_>, Vec<_>) =
-                        failing.into_iter().partition(|(_, own)| own.may_be_a_mates());
+                    let (unsure, failing): (Vec<_>, Vec<_>) = failing
+                        .into_iter()
+                        .partition(|(_, own)| own.may_be_a_mates());
                     for (key, _) in unsure {
                         // Built alone, its verdict is its own either way.
                         stats.fallbacks += 1;
@@ -352,7 +353,9 @@ fn is_summary(msg: &CompilerDiag) -> bool {
         && (msg.message.starts_with("aborting due to")
             || msg.message.ends_with("emitted")
             || msg.message.starts_with("For more information")
-            || msg.message.starts_with("Some errors have detailed explanations"))
+            || msg
+                .message
+                .starts_with("Some errors have detailed explanations"))
 }
 
 /// The units still in one crate.
@@ -505,7 +508,10 @@ mod tests {
 
     #[test]
     fn files_name_their_unit() {
-        assert_eq!(owner_of_file("cands/c12.rs"), Some(ModuleKey::Candidate(12)));
+        assert_eq!(
+            owner_of_file("cands/c12.rs"),
+            Some(ModuleKey::Candidate(12))
+        );
         assert_eq!(
             owner_of_file("cands/c3.tests.rs"),
             Some(ModuleKey::Candidate(3))

@@ -45,8 +45,8 @@ use anyhow::Result;
 
 use crate::exec::{Image, Settled, SharedBuild};
 use crate::package::{BuildReport, ModuleKey, Package};
-use crate::score::TaskLayout;
 use crate::sandbox::compile::LimitHit;
+use crate::score::TaskLayout;
 use crate::spec::Rule;
 use crate::testpoint;
 
@@ -443,7 +443,10 @@ impl ProbeStats {
 
 /// The verdict, diagnostics and warning count one target of `report` gets
 /// as the only unit in it.
-pub(crate) fn verdict_of_target(report: &BuildReport, target: &str) -> (ProbeVerdict, String, usize) {
+pub(crate) fn verdict_of_target(
+    report: &BuildReport,
+    target: &str,
+) -> (ProbeVerdict, String, usize) {
     let diag = report.diagnostics.get(target).cloned().unwrap_or_default();
     let limit = report.limit_hits.get(target).copied();
     let (verdict, diagnostics) =

@@ -86,7 +86,10 @@ mod tests {
         let layout = TaskLayout::new("h", "t");
         let root = layout.root(&[ModuleKey::Candidate(3), ModuleKey::Committed]);
         assert!(root.contains("#[path = \"c3.rs\"]\nmod c3;"), "{root}");
-        assert!(root.contains("#[path = \"committed.rs\"]\nmod committed;"), "{root}");
+        assert!(
+            root.contains("#[path = \"committed.rs\"]\nmod committed;"),
+            "{root}"
+        );
         assert!(
             root.contains("\"c3\" => |line| h::run_input(c3::__ASSAY_ENTRY, line),"),
             "{root}"

@@ -272,7 +272,7 @@ impl Store {
                     claims: r.get("claims"),
                     batch_id: r.get("batch_id"),
                     failure: r.get("failure"),
-                    lease_expired: super::flag(r, "expired"),
+                    lease_expired: super::flag(r.get("expired")),
                     queued_at: r.get("queued_at"),
                     finished_at: r.get("finished_at"),
                 })

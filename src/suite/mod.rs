@@ -14,9 +14,9 @@
 //! belongs to the probe and the scorer. docs/suites.md has the rules.
 
 pub mod cases;
-pub mod module;
 pub mod completions;
 pub mod error;
+pub mod module;
 pub mod passk;
 pub mod problem;
 pub mod program;

@@ -119,8 +119,13 @@ pub struct SuiteComparison {
 pub enum CompareError {
     #[error("the runs are over different problems (first difference: `{0}`)")]
     DifferentProblems(String),
-    #[error("problem `{0}` has fewer than k completions in one of the runs")]
-    TooFewSamples(String),
+    #[error("problem `{problem}` has {n_a} completions in the first run and {n_b} in the second; pass@{k} needs at least {k} in each")]
+    TooFewSamples {
+        problem: String,
+        k: usize,
+        n_a: usize,
+        n_b: usize,
+    },
     #[error("the runs have no problem")]
     Empty,
 }
@@ -147,7 +152,12 @@ impl SuiteComparison {
             if pa.name != pb.name {
                 return Err(CompareError::DifferentProblems(pa.name.clone()));
             }
-            let too_few = || CompareError::TooFewSamples(pa.name.clone());
+            let too_few = || CompareError::TooFewSamples {
+                problem: pa.name.clone(),
+                k,
+                n_a: pa.n,
+                n_b: pb.n,
+            };
             rows.push((
                 pa.name.clone(),
                 pa.pass_at(k).ok_or_else(too_few)?,
@@ -270,7 +280,12 @@ mod tests {
         assert_eq!(SuiteComparison::new(&a, &b, 1, 1000, 3).unwrap(), c);
         assert_eq!(
             SuiteComparison::new(&a, &b, 3, 1000, 3),
-            Err(CompareError::TooFewSamples("x".into()))
+            Err(CompareError::TooFewSamples {
+                problem: "x".into(),
+                k: 3,
+                n_a: 2,
+                n_b: 2
+            })
         );
         let other = SuiteReport::new([("x", &[ok()][..]), ("q", &[ok()][..]), ("z", &[ok()][..])]);
         assert_eq!(

@@ -234,9 +234,7 @@ pub async fn run(
                 continue;
             };
             match groups[p][i] {
-                None => {
-                    ids[i] = Some(programs.add(Work::new(batches[p], p, problem, i, program)))
-                }
+                None => ids[i] = Some(programs.add(Work::new(batches[p], p, problem, i, program))),
                 Some(rep) => {
                     let id = ids[rep].expect("a representative comes before its duplicates");
                     programs.share(id, i);
@@ -246,7 +244,16 @@ pub async fn run(
     }
     let producer = async { Ok(None) };
     drive(
-        cfg, store, progress, interrupt, suite, &programs, rx, producer, guard,
+        cfg,
+        store,
+        progress,
+        interrupt,
+        suite,
+        SuitePart::all(),
+        &programs,
+        rx,
+        producer,
+        guard,
     )
     .await
 }
@@ -420,7 +427,16 @@ pub async fn run_draw(
     };
     let producer = async { draw.run(jobs).await.map(Some) };
     drive(
-        cfg, store, progress, interrupt, suite, &programs, rx, producer, guard,
+        cfg,
+        store,
+        progress,
+        interrupt,
+        suite,
+        SuitePart::all(),
+        &programs,
+        rx,
+        producer,
+        guard,
     )
     .await
 }
@@ -545,14 +561,14 @@ pub async fn resume(
             };
             let producer = async { draw.run(jobs).await.map(Some) };
             drive(
-                cfg, store, progress, interrupt, suite, &programs, rx, producer, guard,
+                cfg, store, progress, interrupt, suite, part, &programs, rx, producer, guard,
             )
             .await
         }
         _ => {
             let producer = async { Ok(None) };
             drive(
-                cfg, store, progress, interrupt, suite, &programs, rx, producer, guard,
+                cfg, store, progress, interrupt, suite, part, &programs, rx, producer, guard,
             )
             .await
         }
@@ -607,6 +623,7 @@ async fn drive(
     progress: &Progress,
     interrupt: &Interrupt,
     suite: SuiteId,
+    part: SuitePart,
     programs: &Programs,
     rx: tokio::sync::mpsc::UnboundedReceiver<crate::probe::stream::StreamCandidate>,
     producer: impl std::future::Future<Output = Result<Option<PhaseGuard>>>,
@@ -617,6 +634,7 @@ async fn drive(
         store,
         progress,
         suite,
+        part,
     };
     // Dropping the run's future kills cargo and every program's process
     // group, and cancels the draw; each outcome stored so far is whole (one

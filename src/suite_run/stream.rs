@@ -22,16 +22,16 @@ use tokio::sync::{mpsc, Semaphore};
 
 use super::SuiteConfig;
 use crate::account::{Phase, PhaseGuard};
+use crate::exec::isolated::TARGETS_PER_BUILD;
 use crate::exec::{BuildMode, Layout, Settled, SharedBuild};
 use crate::package::{ModuleKey, Package, Profile};
-use crate::exec::isolated::TARGETS_PER_BUILD;
 use crate::probe::stream::{StreamCandidate, Waves};
 use crate::probe::{ProbeFailure, ProbeStats, ProbeVerdict, Probed};
 use crate::progress::Progress;
 use crate::sandbox::Sandbox;
 use crate::score::{run_program, ProgramRun, RunLimits};
 use crate::spec::CompileLimits;
-use crate::store::{BatchId, Store, SuiteId, SuiteOutcomeRow};
+use crate::store::{BatchId, Store, SuiteId, SuiteOutcomeRow, SuitePart};
 use crate::suite::module::{image_root, lay_out, ProgramModule, Unlaid};
 use crate::suite::{CaseEnd, CompletionOutcome, Problem, Split};
 
@@ -222,6 +222,9 @@ pub(super) struct Stream<'a> {
     pub store: &'a Store,
     pub progress: &'a Progress,
     pub suite: SuiteId,
+    /// The part this process runs (every problem unless a lane's part):
+    /// its phases are recorded as the part's.
+    pub part: SuitePart,
 }
 
 /// A built program, handed from the builds to the runs.
@@ -308,7 +311,7 @@ impl Stream<'_> {
         producer: impl std::future::Future<Output = Result<Option<PhaseGuard>>>,
         prepare: PhaseGuard,
     ) -> Result<()> {
-        let (cfg, store, suite) = (self.cfg, self.store, self.suite);
+        let (cfg, store, suite, part) = (self.cfg, self.store, self.suite, self.part);
         let suite_dir = crate::outputs::new_suite_dir(&cfg.out_dir, suite).with_context(|| {
             format!("cannot create a suite folder in {}", cfg.out_dir.display())
         })?;
@@ -342,7 +345,9 @@ impl Stream<'_> {
             .context("the package task panicked")??
         };
         package.set_build_timeout(cfg.build_timeout);
-        store.record_suite_phase(suite, &prepare.finish()).await?;
+        store
+            .record_suite_phase(suite, &part, &prepare.finish())
+            .await?;
 
         let bar = self.progress.bar("programs", 0);
         let (built_tx, mut built_rx) = mpsc::unbounded_channel::<Built>();
@@ -354,7 +359,9 @@ impl Stream<'_> {
 
         let producing = async {
             if let Some(draw) = producer.await? {
-                store.record_suite_phase(suite, &draw.finish()).await?;
+                store
+                    .record_suite_phase(suite, &part, &draw.finish())
+                    .await?;
             }
             programs.close();
             anyhow::Ok(())
@@ -367,8 +374,8 @@ impl Stream<'_> {
                 bar.inc_length(wave.len() as u64);
                 for chunk in wave.chunks(TARGETS_PER_BUILD) {
                     let ids: Vec<usize> = chunk.iter().map(|c| c.idx).collect();
-                    let end = build_wave(&package, &shared, cfg.build, programs, &ids, &built_tx)
-                        .await?;
+                    let end =
+                        build_wave(&package, &shared, cfg.build, programs, &ids, &built_tx).await?;
                     for (id, probed, unlaid) in end.failed {
                         let w = programs.work(id);
                         let mut outcome = not_built(&probed.verdict, &probed.diagnostics)?;
@@ -400,7 +407,9 @@ impl Stream<'_> {
                 }
             }
             drop(built_tx);
-            store.record_suite_phase(suite, &guard.finish()).await?;
+            store
+                .record_suite_phase(suite, &part, &guard.finish())
+                .await?;
             anyhow::Ok(PhaseGuard::start(Phase::ScoreRun))
         };
         let running = async {
@@ -426,7 +435,9 @@ impl Stream<'_> {
             anyhow::Ok(())
         };
         let ((), tail, ()) = tokio::try_join!(producing, building, running)?;
-        store.record_suite_phase(suite, &tail.finish()).await?;
+        store
+            .record_suite_phase(suite, &part, &tail.finish())
+            .await?;
         bar.finish();
         Ok(())
     }
@@ -470,8 +481,10 @@ async fn build_wave(
     for (id, program) in allowed {
         match programs.work(id).lay_out(id) {
             Ok(module) => {
-                package.write_cands_file(&format!("{}.rs", program_target(id)), &module.solution)?;
-                package.write_cands_file(&format!("{}.tests.rs", program_target(id)), &module.tests)?;
+                package
+                    .write_cands_file(&format!("{}.rs", program_target(id)), &module.solution)?;
+                package
+                    .write_cands_file(&format!("{}.tests.rs", program_target(id)), &module.tests)?;
                 programs.set_split(id, module.split);
                 modules.push(id);
             }
@@ -585,8 +598,14 @@ async fn run_cases(
                 .expect("the semaphore is never closed");
             match built.how {
                 Runs::Module => {
-                    run_program(image, &[module.as_str(), which.as_str()], true, limits, sandbox)
-                        .await
+                    run_program(
+                        image,
+                        &[module.as_str(), which.as_str()],
+                        true,
+                        limits,
+                        sandbox,
+                    )
+                    .await
                 }
                 Runs::Unchanged(_) => run_program(image, &[], false, limits, sandbox).await,
             }
@@ -605,10 +624,9 @@ async fn run_cases(
         (Runs::Module, Some(Split::Cases { cases, .. })) => {
             let alone = case_runs == CaseRuns::All || whole.end != CaseEnd::Passed;
             let ends = if alone {
-                let each = futures::future::try_join_all(
-                    (0..cases.len()).map(|i| run(i.to_string())),
-                )
-                .await?;
+                let each =
+                    futures::future::try_join_all((0..cases.len()).map(|i| run(i.to_string())))
+                        .await?;
                 runs.extend(each.iter().copied());
                 each.iter().map(|r| r.end).collect()
             } else {

@@ -25,7 +25,11 @@ fn the_solution_keeps_its_lines_and_the_tests_come_first() {
     // Line for line the solution (prompt, the completion cut at its stop
     // token, the tests' brace), glue only on line 1.
     let lines: Vec<&str> = m.solution.lines().collect();
-    assert!(lines[0].starts_with("#![forbid(unsafe_code)]  #[allow("), "{}", lines[0]);
+    assert!(
+        lines[0].starts_with("#![forbid(unsafe_code)]  #[allow("),
+        "{}",
+        lines[0]
+    );
     assert!(
         lines[0].contains("pub(crate) mod __assay_tests { include!(\"c7.tests.rs\"); }"),
         "{}",
@@ -39,11 +43,18 @@ fn the_solution_keeps_its_lines_and_the_tests_come_first() {
     assert!(m.tests.contains("use super::{double};"), "{}", m.tests);
     assert!(!m.tests.contains("helper"), "{}", m.tests);
     assert!(m.tests.contains("fn __assay_main()"), "{}", m.tests);
-    assert!(m.tests.contains("pub(crate) fn __assay_dispatch(which: &str) -> bool"));
-    assert!(m.tests.contains("\"1\" => __assay_case_1(),"), "{}", m.tests);
+    assert!(m
+        .tests
+        .contains("pub(crate) fn __assay_dispatch(which: &str) -> bool"));
     assert!(
+        m.tests.contains("\"1\" => __assay_case_1(),"),
+        "{}",
         m.tests
-            .contains("fn __assay_signature(__assay_a0: i32) -> i32  {\n    super::double(__assay_a0)\n}"),
+    );
+    assert!(
+        m.tests.contains(
+            "fn __assay_signature(__assay_a0: i32) -> i32  {\n    super::double(__assay_a0)\n}"
+        ),
         "{}",
         m.tests
     );
@@ -88,8 +99,16 @@ fn prompt_names_the_tests_use_are_imported_and_their_own_are_not() {
     let tests = "}\n\nuse std::collections::HashSet;\nfn main() {\n    let candidate = count;\n    \
                  let _: HashSet<i32> = HashSet::new();\n    assert_eq!(candidate(vec![1]), HashMap::from([(1, 1)]));\n}\n";
     let m = laid(prompt, "    let mut m = HashMap::new();\n    for x in v { *m.entry(x).or_insert(0) += 1; }\n    m\n}\n", tests).unwrap();
-    assert!(m.tests.contains("use super::{HashMap, count};"), "{}", m.tests);
-    assert!(m.tests.contains("-> HashMap < i32 , usize >"), "{}", m.tests);
+    assert!(
+        m.tests.contains("use super::{HashMap, count};"),
+        "{}",
+        m.tests
+    );
+    assert!(
+        m.tests.contains("-> HashMap < i32 , usize >"),
+        "{}",
+        m.tests
+    );
     // Whole: a binding that runs code keeps `main` one case.
     assert!(matches!(m.split, Split::Whole { .. }), "{:?}", m.split);
 }
@@ -97,7 +116,12 @@ fn prompt_names_the_tests_use_are_imported_and_their_own_are_not() {
 #[test]
 fn functions_of_the_tests_are_declared_beside_the_solution() {
     let m = laid(PROMPT, "    x * 2\n}\n", TESTS).unwrap();
-    assert!(m.solution.lines().next().unwrap().contains(" #[allow(dead_code)] fn main() {} "));
+    assert!(m
+        .solution
+        .lines()
+        .next()
+        .unwrap()
+        .contains(" #[allow(dead_code)] fn main() {} "));
 }
 
 #[test]
@@ -107,10 +131,19 @@ fn what_cannot_be_laid_out() {
     assert_eq!(laid("#!/bin/sh\n", "", TESTS), Err(Unlaid::Unparsed));
     // A program that does not end with the problem's tests.
     let p = problem(PROMPT, TESTS);
-    assert_eq!(lay_out(&p, "fn main() {}", "c0", true), Err(Unlaid::Unparsed));
+    assert_eq!(
+        lay_out(&p, "fn main() {}", "c0", true),
+        Err(Unlaid::Unparsed)
+    );
     // Tests with no main, or that do not parse.
-    assert_eq!(laid(PROMPT, "    x\n}\n", "}\nfn mian() {}\n"), Err(Unlaid::BrokenTests));
-    assert_eq!(laid(PROMPT, "    x\n}\n", "}\nfn main() {"), Err(Unlaid::BrokenTests));
+    assert_eq!(
+        laid(PROMPT, "    x\n}\n", "}\nfn mian() {}\n"),
+        Err(Unlaid::BrokenTests)
+    );
+    assert_eq!(
+        laid(PROMPT, "    x\n}\n", "}\nfn main() {"),
+        Err(Unlaid::BrokenTests)
+    );
     assert_eq!(Unlaid::Unparsed.as_str(), "unparsed");
 }
 
@@ -128,7 +161,11 @@ fn the_root_dispatches_to_each_program_and_marks_a_return() {
 
 #[test]
 fn no_pin_without_a_plain_signature() {
-    let m = laid("fn f(&self) -> i32 {\n", "    1\n}\n", "}\nfn main() { assert!(true); }\n");
+    let m = laid(
+        "fn f(&self) -> i32 {\n",
+        "    1\n}\n",
+        "}\nfn main() { assert!(true); }\n",
+    );
     assert!(!m.unwrap().tests.contains("__assay_signature"));
     let m = laid("// no function\n", "", "fn main() { assert!(true); }\n").unwrap();
     assert!(!m.tests.contains("__assay_signature"));
@@ -142,6 +179,10 @@ fn crate_paths_name_the_programs_own_module() {
         "fn double(x: i32) -> i32 { crate::helper(x) }\nfn helper(x: i32) -> i32 { x * 2 }",
     );
     let m = lay_out(&p, &program, "c4", true).unwrap();
-    assert!(m.solution.contains("crate::c4::helper(x)"), "{}", m.solution);
+    assert!(
+        m.solution.contains("crate::c4::helper(x)"),
+        "{}",
+        m.solution
+    );
     assert_eq!(m.solution.lines().count(), 2);
 }

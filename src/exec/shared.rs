@@ -32,6 +32,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
+use super::oversize::Oversize;
 use crate::package::{BuildReport, CompilerDiag, DiagLevel, ModuleKey, Package, Profile};
 use crate::probe::{verdict_of_target, ProbeFailure, ProbeStats, ProbeVerdict, MAX_RETRIES};
 use crate::spec::CompileLimits;
@@ -133,25 +134,37 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
             let report = self.build_group(&target, &group.members, stats).await?;
             match self.judge(&target, &group, &report) {
                 Judged::Built { image, warnings } => {
-                    let oversized = if group.members.len() > 1 {
-                        super::oversize::oversized_units(
+                    let size = if group.members.len() > 1 {
+                        super::oversize::check_image(
                             &image,
                             self.run_address_space,
                             super::oversize::module_owner,
                         )?
                     } else {
-                        Vec::new()
+                        Oversize::Fits
                     };
-                    if !oversized.is_empty() {
-                        tracing::info!(
-                            units = ?oversized,
-                            "units whose statics would make a shared image unrunnable; built alone"
-                        );
-                        stats.fallbacks += oversized.len();
-                        group.members.retain(|k| !oversized.contains(k));
-                        groups.push(group);
-                        groups.extend(oversized.into_iter().map(|k| Group::new(vec![k])));
-                        continue;
+                    match size {
+                        Oversize::Fits => {}
+                        Oversize::TakeOut(oversized) => {
+                            tracing::info!(
+                                units = ?oversized,
+                                "units whose statics would make a shared image unrunnable; built alone"
+                            );
+                            stats.fallbacks += oversized.len();
+                            group.members.retain(|k| !oversized.contains(k));
+                            groups.push(group);
+                            groups.extend(oversized.into_iter().map(|k| Group::new(vec![k])));
+                            continue;
+                        }
+                        Oversize::Halve => {
+                            tracing::info!(
+                                units = group.members.len(),
+                                "an image too large to run that no unit's symbols account for; halved"
+                            );
+                            stats.fallbacks += 1;
+                            groups.extend(group.halves());
+                            continue;
+                        }
                     }
                     let image = Arc::new(Image {
                         path: image,

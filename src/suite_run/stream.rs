@@ -517,9 +517,13 @@ async fn build_wave(
             )),
         }
     };
+    // A relaxed policy lets a program reach its image-mates: one image each
+    // then, as a task's probe does.
     match mode {
-        BuildMode::Shared => shared.build(&keys, &mut stats, &mut hand_on).await?,
-        BuildMode::Isolated => {
+        BuildMode::Shared if package.policy().shares_an_image() => {
+            shared.build(&keys, &mut stats, &mut hand_on).await?
+        }
+        BuildMode::Shared | BuildMode::Isolated => {
             crate::exec::isolated::build(
                 package,
                 &SuiteLayout,

@@ -27,9 +27,9 @@ use super::{checked, draw_options, write_svg, DbArg};
 
 #[derive(Subcommand)]
 pub enum SuiteCommand {
-    /// Run a problem set's completions: build every program in one wide
-    /// scheme, run each case in its own sandboxed process, store it all and
-    /// report pass@k.
+    /// Run a problem set's completions: build the programs as modules of
+    /// shared images (--build), run each in its own sandboxed process, store
+    /// it all and report pass@k.
     Run(RunArgs),
     /// Show a stored suite: pass@k, and per problem n, compiled, passed and
     /// every completion's status.
@@ -167,7 +167,7 @@ pub struct RunArgs {
     #[arg(long, conflicts_with = "resume")]
     queue: bool,
     /// With --queue: problems per queue item [default: as many as make
-    /// about 100 programs, one wide build].
+    /// about 100 programs, one shared build].
     #[arg(long, value_name = "PROBLEMS", requires = "queue")]
     chunk: Option<usize>,
     /// With --resume: only the problems at these positions (from 0), as

@@ -162,8 +162,6 @@ pub struct TargetDiagnostics {
     pub warnings: usize,
     /// Internal compiler errors: the compiler's fault, not the candidate's.
     pub ices: usize,
-    /// Module files that errors point into (`cands/c3.rs`), for blame.
-    pub error_files: Vec<String>,
     /// Every message, in order, for callers that attribute them to modules
     /// (a shared build holds many units in one target), up to
     /// [`MAX_MESSAGES`].
@@ -289,8 +287,9 @@ impl Package {
 
     /// Opens (creating if needed) the package that builds suites'
     /// programs, `WORK/suite`, and locks it: one suite at a time writes
-    /// programs into it. Every program is a binary target of its own,
-    /// written whole ([`Package::write_program`]); there is no harness.
+    /// programs into it. Programs are modules of shared images, or targets
+    /// of their own (`exec`), written with [`Package::write_cands_file`];
+    /// there is no harness.
     pub fn open_suite(
         work_dir: &Path,
         target_dir: &Path,
@@ -696,8 +695,6 @@ fn main() {{}}
         for diag in report.diagnostics.values_mut() {
             diag.error_codes.sort();
             diag.error_codes.dedup();
-            diag.error_files.sort();
-            diag.error_files.dedup();
         }
         Ok(report)
     }
@@ -818,7 +815,6 @@ fn main() {{}}
                             if let Some(code) = &diag.code {
                                 entry.error_codes.push(code.clone());
                             }
-                            entry.error_files.extend(diag.files.iter().cloned());
                         }
                         DiagLevel::Warning => entry.warnings += 1,
                         DiagLevel::Other => {}

@@ -655,7 +655,7 @@ mod tests {
     fn run_row() -> ProbeRunRow {
         ProbeRunRow {
             id: 1,
-            mode: "wide".into(),
+            mode: "shared".into(),
             origin: "batch".into(),
             work_dir: None,
             started_at: "T".into(),
@@ -694,7 +694,7 @@ mod tests {
     fn a_probe_run_shows_its_retries_and_toolchain() {
         assert_eq!(
             probe_run_lines(&run_row()),
-            "probe: wide, 1 wave, 3 builds, 2 retries (c0 after killed, c2 after cargo_failed)\n\
+            "probe: shared, 1 wave, 3 builds, 2 retries (c0 after killed, c2 after cargo_failed)\n\
              toolchain: rustc 1.95.0 (59807616e 2026-04-14) x86_64-unknown-linux-gnu, \
              cargo 1.95.0 (f2d3ce0bd 2026-03-21)\n"
         );
@@ -702,9 +702,13 @@ mod tests {
             retries: Some(vec![]),
             ..run_row()
         };
-        assert!(probe_run_lines(&quiet).starts_with("probe: wide, 1 wave, 3 builds, no retries\n"));
-        // Recorded before migration 0006 (retries, toolchain) and 0003 (the rest).
+        assert!(
+            probe_run_lines(&quiet).starts_with("probe: shared, 1 wave, 3 builds, no retries\n")
+        );
+        // Recorded before migration 0006 (retries, toolchain) and 0003 (the
+        // rest), by a mode since removed.
         let old = ProbeRunRow {
+            mode: "wide".into(),
             waves: None,
             builds: None,
             retries: None,

@@ -335,9 +335,10 @@ mod tests {
             own_files("run_2235c47c_committed").unwrap(),
             ["committed.rs", "run_2235c47c_committed.main.rs"]
         );
+        // A suite's program built alone: its solution, its tests' module.
         assert_eq!(
             own_files("c3").unwrap(),
-            ["c3.rs", "c3.main.rs", "c3.lib.rs"]
+            ["c3.rs", "c3.tests.rs", "c3.main.rs", "c3.lib.rs"]
         );
         for none in [
             "assay_judge_2235c47c",

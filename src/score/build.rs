@@ -1,14 +1,14 @@
-//! Scoring images: one executable per candidate, linking the harness, the
-//! runner (`runner_lib.rs`) and that one candidate, and nothing else; and
-//! the judge, linking the harness alone (`judge_main.rs`). The runner is the
-//! package's `assay-runner` crate (`runner_lib.rs`), built once per task.
+//! The score build: the judge, linking the harness alone (`judge_main.rs`),
+//! and the committed candidate's image. The runner is the package's
+//! `assay-runner` crate (`runner_lib.rs`), built once per task.
 //!
-//! No candidate's code is in another's process, so nothing one candidate
-//! does before or outside its entry (a static constructor, an interposed
-//! libc symbol, a symbol clash) reaches another's run, and the committed
-//! candidate is built exactly as the others. All images are targets of one
-//! `cargo build --keep-going` in the probe's profile; a target that fails
-//! is its own candidate's failure alone, since nothing else is in it.
+//! The candidates' scoring images are the probe's (`exec`, laid out by
+//! [`super::image::TaskLayout`]): a shared image holds many candidates'
+//! modules, each run selecting its own by argument, and the policy keeps
+//! every module's code to itself (docs/sandbox.md, "One shared image").
+//! What a candidate does outside its entry happens in its own process,
+//! and a build that fails is narrowed down to the candidate whose failure
+//! it is, in the same profile (release) the scorer runs.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

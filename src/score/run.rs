@@ -1,5 +1,5 @@
-//! Running candidates: each in its own child process, from its own image,
-//! under limits and the confinement of [`crate::sandbox`]. The child gets
+//! Running candidates: each in its own child process, from the image that
+//! holds its module (selected by argument), under limits and the confinement of [`crate::sandbox`]. The child gets
 //! the cases' inputs and hands back outputs; the [`Oracle`]'s judge says
 //! which are right once the run is over.
 
@@ -32,7 +32,7 @@ const OOM_WATCH_PERIOD: Duration = Duration::from_millis(50);
 /// What a run keeps of its stderr (for the error file).
 const RUN_STDERR_CAP: usize = 64 * 1024;
 
-/// Candidates' runs, each from its own image, on `parallel` slots: started
+/// Candidates' runs, each from the image that holds it, on `parallel` slots: started
 /// as images arrive, collected as they finish.
 pub struct Runs {
     set: JoinSet<Result<Scored>>,

@@ -333,7 +333,7 @@ mod tests {
             )
             .await
             .unwrap();
-        let run = store.begin_probe_run(batch, "wide").await.unwrap();
+        let run = store.begin_probe_run(batch, "shared").await.unwrap();
         let probed = Probed {
             idx: 0,
             verdict: ProbeVerdict::CompileError {

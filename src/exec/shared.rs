@@ -190,12 +190,18 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
                             continue;
                         }
                     }
+                    let image = verdict.image.map(|path| {
+                        Arc::new(Image {
+                            path,
+                            members: vec![key.clone()],
+                        })
+                    });
                     settled(Settled {
                         key,
                         verdict: verdict.verdict,
                         diagnostics: verdict.diagnostics,
                         warnings: verdict.warnings,
-                        image: None,
+                        image,
                     });
                 }
                 Judged::Failing(failing) => {
@@ -267,10 +273,16 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
         if group.members.len() == 1 {
             // Alone, the verdict is the isolated build's, whatever happened.
             let (verdict, diagnostics, warnings) = verdict_of_target(report, target);
+            let image = report
+                .built
+                .get(target)
+                .filter(|_| verdict.compiled())
+                .cloned();
             return Judged::Alone(Alone {
                 verdict,
                 diagnostics,
                 warnings,
+                image,
             });
         }
         let diags = report.diagnostics.get(target).cloned().unwrap_or_default();
@@ -325,36 +337,37 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
         for own in out.by_unit.values_mut() {
             own.codes.sort();
             own.codes.dedup();
-            own.rendered.push_str(&summary(own.errors, own.warnings));
+            own.rendered
+                .push_str(&summary(own.errors, own.warnings, &own.codes));
         }
         out
     }
 }
 
-/// What rustc would close a build of this unit alone with: `error:
-/// aborting due to N previous errors; M warnings emitted`, or for warnings
-/// only `warning: M warnings emitted`. The shared build's own closing line
-/// counts every unit, so each unit's is written as rustc writes it.
-fn summary(errors: usize, warnings: usize) -> String {
-    let plural = |n: usize, one: &str, many: &str| {
-        if n == 1 {
-            format!("1 {one}")
-        } else {
-            format!("{n} {many}")
+/// What a build of this unit alone would close with, as cargo hands it
+/// on: the pointers to `rustc --explain` for its error codes (`codes`,
+/// sorted and unique), as rustc writes them (rustc_errors'
+/// `print_error_count`). cargo drops rustc's own count lines (`aborting
+/// due to N previous errors`, `N warnings emitted`) and prints its own. The
+/// shared build's pointers name every unit's codes, so each unit's are
+/// written here.
+fn summary(errors: usize, codes: &[String]) -> String {
+    match codes {
+        _ if errors == 0 => String::new(),
+        [] => String::new(),
+        [one] => format!("For more information about this error, try `rustc --explain {one}`.\n"),
+        [first, ..] => {
+            let (listed, end) = if codes.len() > 9 {
+                (&codes[..9], "...")
+            } else {
+                (codes, ".")
+            };
+            format!(
+                "Some errors have detailed explanations: {}{end}\n\
+                 For more information about an error, try `rustc --explain {first}`.\n",
+                listed.join(", ")
+            )
         }
-    };
-    let warned = plural(warnings, "warning emitted", "warnings emitted");
-    match (errors, warnings) {
-        (0, 0) => String::new(),
-        (0, _) => format!("warning: {warned}\n\n"),
-        (_, 0) => format!(
-            "error: aborting due to {}\n\n",
-            plural(errors, "previous error", "previous errors")
-        ),
-        _ => format!(
-            "error: aborting due to {}; {warned}\n\n",
-            plural(errors, "previous error", "previous errors")
-        ),
     }
 }
 
@@ -442,6 +455,8 @@ struct Alone {
     verdict: ProbeVerdict,
     diagnostics: String,
     warnings: usize,
+    /// The image, when it compiled.
+    image: Option<PathBuf>,
 }
 
 /// Messages attributed to units.
@@ -563,14 +578,24 @@ mod tests {
     }
 
     #[test]
-    fn summaries_read_as_rustc_writes_them() {
-        assert_eq!(summary(0, 0), "");
-        assert_eq!(summary(1, 0), "error: aborting due to 1 previous error\n\n");
+    fn summaries_read_as_cargo_hands_them_on() {
+        let codes = |c: &[&str]| c.iter().map(|c| c.to_string()).collect::<Vec<_>>();
+        assert_eq!(summary(0, &[]), "");
+        assert_eq!(summary(1, &[]), "");
         assert_eq!(
-            summary(2, 1),
-            "error: aborting due to 2 previous errors; 1 warning emitted\n\n"
+            summary(1, &codes(&["E0308"])),
+            "For more information about this error, try `rustc --explain E0308`.\n"
         );
-        assert_eq!(summary(0, 3), "warning: 3 warnings emitted\n\n");
+        assert_eq!(
+            summary(2, &codes(&["E0308", "E0425"])),
+            "Some errors have detailed explanations: E0308, E0425.\n\
+             For more information about an error, try `rustc --explain E0308`.\n"
+        );
+        let ten: Vec<String> = (0..10).map(|n| format!("E00{n:02}")).collect();
+        assert!(summary(10, &ten).starts_with(
+            "Some errors have detailed explanations: E0000, E0001, E0002, E0003, E0004, \
+             E0005, E0006, E0007, E0008...\n"
+        ));
     }
 
     #[test]

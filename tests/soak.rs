@@ -8,7 +8,9 @@
 //! every batch and suite must finish and come to what its reference came
 //! to (verdicts, counts, statuses; never a timing), leave nothing
 //! `running` in any store and no scratch directory in the soak's own
-//! temporary directory, and log no error or panic.
+//! temporary directory, and log no error or panic. (A lane's runs' logs
+//! cannot be read: a lane keeps only the last line of a run's stderr, as
+//! a failed run's reason; the queue's record of each item stands for them.)
 //!
 //! `cargo test --release --test soak` runs the smaller form that CI runs;
 //! `ASSAY_SOAK_FULL=1` runs the whole load. docs/testing.md gives

@@ -30,6 +30,7 @@ pub mod policy;
 pub mod probe;
 pub mod progress;
 pub mod promote;
+pub mod repair;
 pub mod replay;
 pub mod report;
 pub mod resume;

@@ -1,7 +1,7 @@
 //! Store: a SQLite file or a PostgreSQL database, through sqlx's `Any`
 //! driver (`backend`). The only module that runs SQL; one file per group
 //! of tables (`batches`, `draws`, `candidates`, `probe`, `scores`,
-//! `suites`), and here the one place that maps a statement's error.
+//! `suites`, `repair`), and here the one place that maps a statement's error.
 //!
 //! The schemas are in `migrations/sqlite` and `migrations/postgres`,
 //! embedded and applied on open. Every write
@@ -23,6 +23,7 @@ mod draws;
 mod pg_test;
 mod probe;
 mod queue;
+mod repair;
 mod scores;
 mod suites;
 
@@ -32,6 +33,7 @@ pub use batches::{BatchRow, BatchStatus, Claim, Kept, NewBatch, ResumeRow, Runni
 pub use candidates::CandidateRow;
 pub use probe::{ProbeRunRow, ProbeRunStats, ProbeVerdictRow};
 pub use queue::{Claimed, WorkItemRow, WorkKind, WorkState};
+pub use repair::{Lineage, PlannedParent, RoundRow};
 pub use scores::PromotionRow;
 pub use suites::{
     NewCompletion, NewProblem, NewSuite, SuiteCompletionRow, SuiteId, SuiteOrigin, SuiteOutcomeRow,
@@ -200,13 +202,13 @@ mod tests {
     use crate::score::ScoreVerdict;
     use crate::score::Scored;
 
-    async fn sqlite_store() -> (tempfile::TempDir, Store) {
+    pub(super) async fn sqlite_store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("t.db")).await.unwrap();
         (dir, store)
     }
 
-    async fn pg_store() -> (pg_test::PgSchema, Store) {
+    pub(super) async fn pg_store() -> (pg_test::PgSchema, Store) {
         let schema = pg_test::PgSchema::new();
         let store = Store::open(schema.url.parse::<Db>().unwrap())
             .await
@@ -235,6 +237,8 @@ mod tests {
             }
         )*};
     }
+    // For the store's other files' tests.
+    pub(super) use on_both_backends;
 
     on_both_backends!(
         a_batch_round_trips,

@@ -1,8 +1,8 @@
 //! Repair rounds (issue 28): a round's failures go back to the pools as
 //! the next round's prompts.
 //!
-//! Pure, no IO: what the store holds of a round comes in as [`Attempt`]s,
-//! prompts and figures go out. The wiring (which rows, which pools, when to
+//! Pure, no IO: what the store holds of a round comes in (its rows, read by
+//! the caller) and is seen as [`Attempt`]s; prompts and figures go out. The wiring (which rows, which pools, when to
 //! stop) is the pipeline's.
 //!
 //! - `parents.rs`: which failing candidates are repaired next, and how a
@@ -13,6 +13,8 @@
 //! - `budget.rs`: output tokens spent against `--max-tokens`, and the
 //!   equal-budget comparison of runs.
 //! - `chart.rs`: that comparison as an SVG chart.
+//! - `rounds.rs`: a batch's stored rows as attempts, and each round's
+//!   figures.
 //!
 //! Invariant: hidden cases never reach a prompt. The only case text this
 //! module is ever given is [`ShownCase`]s, which [`ShownCase::visible`]
@@ -24,6 +26,7 @@ mod chart;
 mod feedback;
 mod parents;
 mod prompt;
+mod rounds;
 
 use std::collections::BTreeMap;
 
@@ -35,6 +38,7 @@ pub use chart::budget_svg;
 pub use feedback::{compiler_errors, Feedback};
 pub use parents::{choose_parents, spread, Parent};
 pub use prompt::{repair_prompt, PromptContext};
+pub use rounds::{attempts, RoundFigures, RoundsTable};
 
 /// One stored candidate of a batch as repair sees it: a representative of
 /// its dedup group, with code.

@@ -245,7 +245,7 @@ pub fn compiler_errors(rendered: &str) -> Vec<&str> {
 
 /// `text` cut to at most `max` characters, on a character boundary, with
 /// a note of what was cut.
-fn cap(text: &str, max: usize) -> String {
+pub(super) fn cap(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         None => text.to_owned(),
         Some((at, _)) => {
@@ -255,7 +255,7 @@ fn cap(text: &str, max: usize) -> String {
     }
 }
 
-fn fenced(title: &str, body: &str) -> String {
+pub(super) fn fenced(title: &str, body: &str) -> String {
     format!("\n{title}\n\n```text\n{body}\n```\n")
 }
 

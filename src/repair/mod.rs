@@ -15,6 +15,8 @@
 //! - `chart.rs`: that comparison as an SVG chart.
 //! - `rounds.rs`: a batch's stored rows as attempts, and each round's
 //!   figures.
+//! - `suite.rs`: a suite program's feedback (compiler errors, or the failed
+//!   assert's line and panic; `errors_only`: no test text).
 //!
 //! Invariant: hidden cases never reach a prompt. The only case text this
 //! module is ever given is [`ShownCase`]s, which [`ShownCase::visible`]
@@ -27,6 +29,7 @@ mod feedback;
 mod parents;
 mod prompt;
 mod rounds;
+mod suite;
 
 use std::collections::BTreeMap;
 
@@ -37,8 +40,9 @@ pub use budget::{best_within, Budget, BudgetRow, BudgetTable, Curve, CurvePoint,
 pub use chart::budget_svg;
 pub use feedback::{compiler_errors, Feedback};
 pub use parents::{choose_parents, spread, Parent};
-pub use prompt::{repair_prompt, PromptContext};
+pub use prompt::{fill, repair_prompt, PromptContext};
 pub use rounds::{attempts, RoundFigures, RoundsTable};
+pub use suite::{FailedAssert, ProgramState};
 
 /// One stored candidate of a batch as repair sees it: a representative of
 /// its dedup group, with code.

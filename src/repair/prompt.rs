@@ -36,13 +36,19 @@ impl<'a> PromptContext<'a> {
 /// The prompt that asks for a repair of `parent`.
 pub fn repair_prompt(ctx: &PromptContext, parent: &Attempt) -> String {
     let feedback = Feedback::of(parent, ctx.shown, ctx.mode, ctx.limits);
+    fill(ctx.template, ctx.task_prompt, &parent.source, &feedback)
+}
+
+/// `template` filled in: the task's prompt, the parent's code and what
+/// went wrong with it.
+pub fn fill(template: &Template, task_prompt: &str, code: &str, feedback: &Feedback) -> String {
     let mut out = String::new();
-    for piece in ctx.template.pieces() {
+    for piece in template.pieces() {
         match piece {
             Piece::Text(text) => out.push_str(text),
             Piece::Slot(slot) => out.push_str(match slot {
-                Slot::Prompt => ctx.task_prompt.trim_end(),
-                Slot::Code => parent.source.trim_end(),
+                Slot::Prompt => task_prompt.trim_end(),
+                Slot::Code => code.trim_end(),
                 Slot::Summary => &feedback.summary,
                 Slot::Errors => &feedback.errors,
                 Slot::Cases => &feedback.cases,

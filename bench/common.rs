@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use assay::draw::http::HttpPool;
 use assay::draw::pools::PoolConfig;
-use assay::draw::{DrawEvent, Plan};
+use assay::draw::{DrawEvent, EarlyStop, Plan};
 use assay::progress::Progress;
 use assay::store::{NewBatch, Store};
 
@@ -15,7 +15,7 @@ pub fn pool(name: &str, base_url: &str, model: &str, in_flight: usize) -> HttpPo
          sampling = {{ temperature = 0.6 }}\n"
     ))
     .unwrap();
-    HttpPool::new(name, cfg, None, "write double", false).unwrap()
+    HttpPool::new(name, cfg, None, "write double", EarlyStop::Never).unwrap()
 }
 
 pub struct Drew {

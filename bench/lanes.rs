@@ -125,7 +125,7 @@ async fn measure(
     let store = Store::open(db.clone()).await.unwrap();
     for i in 0..items {
         store
-            .enqueue(WorkKind::Batch, &[format!("item-{i}")])
+            .enqueue(WorkKind::Batch, &serde_json::json!({ "item": i }))
             .await
             .unwrap();
     }
@@ -205,7 +205,7 @@ async fn lane(
         let item = store.claim_work(&name, &owner, 60_000).await.unwrap();
         claim += t.elapsed();
         let Some(item) = item else { break };
-        let number = item.args[0]["item-".len()..].parse().expect("item-N");
+        let number = item.item["item"].as_u64().expect("an item's number") as usize;
         let slice = waits.of(number) / (renewals + 1);
         for _ in 0..renewals {
             tokio::time::sleep(slice).await;

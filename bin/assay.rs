@@ -7,9 +7,12 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
+use assay::command_store::{self, reading};
 use assay::draw::DrawOptions;
-use assay::interrupt::{Interrupt, Interrupted};
-use assay::outputs::Outputs;
+use assay::exit::{ExitClass, UsageError};
+use assay::hint::{CommandLine, Reach};
+use assay::interrupt::{Interrupt, Interrupted, Stopped};
+use assay::outputs::{Outputs, WorkDir};
 use assay::owner::Owner;
 use assay::pipeline::{self, RunConfig};
 use assay::probe::ProbeMode;
@@ -17,7 +20,7 @@ use assay::progress::Progress;
 use assay::replay::ReplayConfig;
 use assay::report::{self, CandidateLine};
 use assay::spec::WavePolicy;
-use assay::store::{BatchId, Db, Store, StoreError, WorkKind};
+use assay::store::{BatchId, Db};
 use assay::{sweep, views};
 
 mod suite_cmd;
@@ -123,15 +126,9 @@ enum TaskCommand {
     Check {
         /// The task: a spec.toml or the folder holding one.
         spec: PathBuf,
-        /// The database whose output folder holds the default work
-        /// directory (nothing is written to it).
-        #[arg(long, env = "ASSAY_DB", default_value = "assay.db")]
-        db: String,
-        /// Output folder; the work directory defaults to OUT/work.
-        #[arg(long, env = "ASSAY_OUT")]
-        out: Option<PathBuf>,
         /// Where the check's package and the cargo target directory live,
-        /// shared with `run` (so its passing check is not done again).
+        /// shared with `run` (so its passing check is not done again)
+        /// [default: the toolchain's folder in ~/.cache/assay/work].
         #[arg(long, env = "ASSAY_WORK_DIR")]
         work_dir: Option<PathBuf>,
         /// Seconds the check's cargo build may run [default: the spec's
@@ -218,7 +215,9 @@ struct SweepArgs {
     /// database's name with -out, beside it: assay.db -> assay-out].
     #[arg(long, env = "ASSAY_OUT")]
     out: Option<PathBuf>,
-    /// Where the generated packages and their cargo target directory live.
+    /// Where the generated packages and their cargo target directory live
+    /// [default: the toolchain's folder in ~/.cache/assay/work, shared by
+    /// every database].
     #[arg(long, env = "ASSAY_WORK_DIR")]
     work_dir: Option<PathBuf>,
 }
@@ -243,11 +242,8 @@ struct ReplayArgs {
     /// untimed) instead of the warm one.
     #[arg(long)]
     fresh: bool,
-    /// Output folder; the warm work directory defaults to OUT/work
-    /// [default: the database's name with -out, beside it].
-    #[arg(long, env = "ASSAY_OUT")]
-    out: Option<PathBuf>,
-    /// The warm work directory.
+    /// The warm work directory [default: the toolchain's folder in
+    /// ~/.cache/assay/work, where `run` builds].
     #[arg(long, env = "ASSAY_WORK_DIR")]
     work_dir: Option<PathBuf>,
     /// Seconds one cargo build may run before it is killed and its
@@ -275,12 +271,15 @@ struct DbArg {
 
 impl DbArg {
     fn db(&self) -> Result<Db, UsageError> {
-        parse_db(&self.raw)
+        self.raw
+            .parse()
+            .map_err(|e| UsageError(format!("--db: {e}")))
     }
-}
 
-fn parse_db(raw: &str) -> Result<Db, UsageError> {
-    raw.parse().map_err(|e| UsageError(format!("--db: {e}")))
+    /// The flags a printed command needs to reach this store.
+    fn reach(&self) -> Reach {
+        Reach::db(&self.raw)
+    }
 }
 
 #[derive(Args)]
@@ -330,7 +329,8 @@ struct RunArgs {
     #[arg(long, env = "ASSAY_OUT")]
     out: Option<PathBuf>,
     /// Where the generated packages and their cargo target directory live;
-    /// kept warm across batches (default: OUT/work).
+    /// kept warm across batches and databases [default: the toolchain's
+    /// folder in ~/.cache/assay/work].
     #[arg(long, env = "ASSAY_WORK_DIR")]
     work_dir: Option<PathBuf>,
     /// Write the best admitted candidate over the task's committed file when
@@ -382,48 +382,11 @@ struct LaneArgs {
     /// Output folder of the lane's batches [default: ./assay-out].
     #[arg(long, env = "ASSAY_OUT")]
     out: Option<PathBuf>,
-    /// The lane's warm work directory [default: OUT/work].
+    /// The lane's warm work directory [default: the toolchain's folder in
+    /// ~/.cache/assay/work].
     #[arg(long, env = "ASSAY_WORK_DIR")]
     work_dir: Option<PathBuf>,
 }
-
-/// An error that is the user's input, not a failure of the run.
-fn is_bad_input(e: &anyhow::Error) -> bool {
-    e.chain().any(|cause| {
-        cause.is::<assay::spec::SpecError>()
-            || cause.is::<assay::draw::DrawError>()
-            || matches!(
-                cause.downcast_ref::<StoreError>(),
-                Some(
-                    StoreError::Open { .. }
-                        | StoreError::Migrate { .. }
-                        | StoreError::NoBatch { .. }
-                        | StoreError::NoSuite { .. }
-                        | StoreError::TooNew { .. }
-                        | StoreError::ReadOnly { .. }
-                        | StoreError::NotResumable { .. }
-                        | StoreError::Missing { .. }
-                )
-            )
-            || cause.is::<UsageError>()
-            || cause.is::<assay::suite::SuiteError>()
-            || cause.is::<assay::outputs::PathError>()
-            || cause.is::<assay::package::BuildTimedOut>()
-            || cause.is::<assay::promote::PromoteError>()
-            || cause.is::<assay::task::TaskError>()
-            || matches!(
-                cause.downcast_ref::<assay::task::SkeletonError>(),
-                Some(
-                    assay::task::SkeletonError::BadName { .. }
-                        | assay::task::SkeletonError::Exists { .. }
-                )
-            )
-    })
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-struct UsageError(String);
 
 fn main() -> ExitCode {
     // Started by a confined cargo as its RUSTC_WORKSPACE_WRAPPER: limit and
@@ -459,21 +422,14 @@ fn main() -> ExitCode {
     match outcome {
         Ok(code) => code,
         Err(e) => {
-            if let Some(stopped) = e.downcast_ref::<Interrupted>() {
+            let class = ExitClass::of(&e);
+            if class == ExitClass::Interrupted {
                 // Not an error: the user asked for it, and nothing was lost.
-                eprintln!("assay: {stopped}");
-                return ExitCode::from(130);
-            }
-            if let Some(stopped) = e.downcast_ref::<assay::suite_run::SuiteInterrupted>() {
-                eprintln!("assay: {stopped}");
-                return ExitCode::from(130);
-            }
-            eprintln!("error: {e:#}");
-            if is_bad_input(&e) {
-                ExitCode::from(2)
+                eprintln!("assay: {e:#}");
             } else {
-                ExitCode::FAILURE
+                eprintln!("error: {e:#}");
             }
+            ExitCode::from(class.code())
         }
     }
 }
@@ -483,38 +439,41 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Run(args) => run(args).await,
         Command::Lane(args) => lane(args).await,
         Command::Queue { db, json } => {
-            let store = open_existing(&db.db()?).await?;
-            let items = store.work_items().await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&items)?);
-            } else {
-                print!("{}", assay::lane::queue_table(&items));
-            }
-            store.close().await;
-            Ok(ExitCode::SUCCESS)
+            reading(&db.db()?, async |store| {
+                let items = store.work_items().await?;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&items)?);
+                } else {
+                    print!("{}", assay::lane::queue_table(&items));
+                }
+                Ok(ExitCode::SUCCESS)
+            })
+            .await
         }
         Command::Replay(args) => replay(args).await,
         Command::Suite { command } => suite_cmd::dispatch(command).await,
         Command::Batches { db, json } => {
-            let store = open_existing(&db.db()?).await?;
-            let batches = store.batches().await?;
-            if json {
-                let rows: Vec<_> = batches
-                    .iter()
-                    .map(|b| {
-                        serde_json::json!({
-                            "batch_id": b.id, "task": b.task, "pool": b.pool, "n": b.n,
-                            "status": b.status.as_str(), "started_at": b.started_at,
-                            "finished_at": b.finished_at, "failure": b.failure,
-                            "lane": b.lane, "lease_lapsed": b.lease_lapsed,
+            reading(&db.db()?, async |store| {
+                let batches = store.batches().await?;
+                if json {
+                    let rows: Vec<_> = batches
+                        .iter()
+                        .map(|b| {
+                            serde_json::json!({
+                                "batch_id": b.id, "task": b.task, "pool": b.pool, "n": b.n,
+                                "status": b.status.as_str(), "started_at": b.started_at,
+                                "finished_at": b.finished_at, "failure": b.failure,
+                                "lane": b.lane, "lease_lapsed": b.lease_lapsed,
+                            })
                         })
-                    })
-                    .collect();
-                println!("{}", serde_json::to_string_pretty(&rows)?);
-            } else {
-                print!("{}", report::batch_table(&batches));
-            }
-            Ok(ExitCode::SUCCESS)
+                        .collect();
+                    println!("{}", serde_json::to_string_pretty(&rows)?);
+                } else {
+                    print!("{}", report::batch_table(&batches));
+                }
+                Ok(ExitCode::SUCCESS)
+            })
+            .await
         }
         Command::Promote {
             batch,
@@ -522,56 +481,61 @@ async fn dispatch(command: Command) -> Result<ExitCode> {
             db,
             yes,
         } => {
-            let store = open_existing(&db.db()?).await?;
-            let plan = assay::promote::plan(&store, batch, candidate).await?;
-            print!("{}", plan.diff());
-            if !yes && !confirm(&format!("write {}?", plan.path.display()))? {
-                println!("not written");
-                store.close().await;
-                return Ok(ExitCode::SUCCESS);
-            }
-            let p = assay::promote::apply(&store, plan).await?;
-            println!(
-                "promoted candidate {} of batch {} over {} ({}/{} against {}/{})",
-                p.idx, p.batch_id, p.path, p.passed, p.total, p.reference_passed, p.total
-            );
-            store.close().await;
-            Ok(ExitCode::SUCCESS)
+            reading(&db.db()?, async |store| {
+                views::refuse_suite_batch(store, batch, &db.reach()).await?;
+                let plan = assay::promote::plan(store, batch, candidate).await?;
+                print!("{}", plan.diff());
+                if !yes && !confirm(&format!("write {}?", plan.path.display()))? {
+                    println!("not written");
+                    return Ok(ExitCode::SUCCESS);
+                }
+                let p = assay::promote::apply(store, plan).await?;
+                println!(
+                    "promoted candidate {} of batch {} over {} ({}/{} against {}/{})",
+                    p.idx, p.batch_id, p.path, p.passed, p.total, p.reference_passed, p.total
+                );
+                Ok(ExitCode::SUCCESS)
+            })
+            .await
         }
         Command::Show { batch, db, json } => {
-            let store = open_existing(&db.db()?).await?;
-            if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&views::batch_json(&store, batch).await?)?
-                );
-                return Ok(ExitCode::SUCCESS);
-            }
-            let summary = views::summary(&store, batch).await?;
-            let lines: Vec<CandidateLine> = store
-                .candidates(batch)
-                .await?
-                .iter()
-                .map(CandidateLine::new)
-                .collect();
-            let (figures, _) = views::pool_figures(&store, batch).await?;
-            {
+            reading(&db.db()?, async |store| {
+                views::refuse_suite_batch(store, batch, &db.reach()).await?;
+                if json {
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&views::batch_json(store, batch).await?)?
+                    );
+                    return Ok(ExitCode::SUCCESS);
+                }
+                let summary = views::summary(store, batch).await?;
+                let lines: Vec<CandidateLine> = store
+                    .candidates(batch)
+                    .await?
+                    .iter()
+                    .map(CandidateLine::new)
+                    .collect();
+                let (figures, _) = views::pool_figures(store, batch).await?;
                 print!(
                     "{}{}\n{}",
                     summary.render(),
                     figures.draw_line(),
                     report::candidate_table(&lines)
                 );
-            }
-            Ok(ExitCode::SUCCESS)
+                Ok(ExitCode::SUCCESS)
+            })
+            .await
         }
         Command::Compare(args) => compare(args).await,
         Command::Task(command) => task(command).await,
         Command::Ladder(args) => ladder(args).await,
         Command::Export { batch, db, format } => {
-            let store = open_existing(&db.db()?).await?;
-            print!("{}", views::export(&store, batch, format).await?);
-            Ok(ExitCode::SUCCESS)
+            reading(&db.db()?, async |store| {
+                views::refuse_suite_batch(store, batch, &db.reach()).await?;
+                print!("{}", views::export(store, batch, format).await?);
+                Ok(ExitCode::SUCCESS)
+            })
+            .await
         }
     }
 }
@@ -590,30 +554,6 @@ fn confirm(question: &str) -> Result<bool> {
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
     Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
-}
-
-/// Opens an existing database for a command that reads (never creating
-/// one), as `open_store` does.
-async fn open_existing(db: &Db) -> Result<Store> {
-    let store = Store::open_existing(db).await?;
-    mark_dead_batches(&store).await;
-    Ok(store)
-}
-
-/// Opens the database and marks batches whose process died as interrupted,
-/// so every command sees the truth.
-async fn open_store(db: &Db) -> Result<Store> {
-    let store = Store::open(db).await?;
-    mark_dead_batches(&store).await;
-    Ok(store)
-}
-
-/// The marking is best effort: a database that cannot be written is still
-/// readable.
-async fn mark_dead_batches(store: &Store) {
-    if let Err(e) = assay::resume::interrupt_dead_batches(store).await {
-        tracing::warn!("cannot mark dead batches interrupted: {e}");
-    }
 }
 
 /// A flag's value checked by the library's rule, or a usage error naming
@@ -636,7 +576,23 @@ pub(crate) fn draw_options(flags: assay::draw::DrawFlags) -> Result<DrawOptions,
     flags.check().map_err(|e| UsageError(e.to_string()))
 }
 
+/// A batch stopped by a signal names the command that finishes it, with
+/// the flags that reach its store.
+fn with_resume_hint(e: anyhow::Error, reach: &Reach) -> anyhow::Error {
+    match e.downcast_ref::<Interrupted>() {
+        Some(i) => Stopped::batch(i.batch, i.signal, reach).into(),
+        None => e,
+    }
+}
+
 async fn run(args: RunArgs) -> Result<ExitCode> {
+    let reach = Reach::new(&args.db.raw, args.out.as_deref());
+    run_batch(args)
+        .await
+        .map_err(|e| with_resume_hint(e, &reach))
+}
+
+async fn run_batch(args: RunArgs) -> Result<ExitCode> {
     let wave_size = checked("--wave-size", args.wave_size, WavePolicy::check_size)?;
     let wave_wait = checked("--wave-wait", args.wave_wait, WavePolicy::check_wait)?;
     let build_timeout = checked(
@@ -644,23 +600,29 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         args.build_timeout,
         assay::spec::check_build_timeout,
     )?;
+    let db = args.db.db()?;
     // A resumed batch says which spec, how many and where its outputs are.
     let resumed = match args.resume {
-        Some(batch) => {
-            let store = open_existing(&args.db.db()?).await?;
-            let row = store.batch(batch).await?;
-            store.close().await;
-            Some(row)
-        }
+        Some(batch) => Some(assay::exit::opened_for(
+            args.work_item,
+            reading(&db, async |store| {
+                views::refuse_suite_batch(store, batch, &args.db.reach()).await?;
+                Ok(store.batch(batch).await?)
+            })
+            .await,
+        )?),
         None => None,
     };
     let spec = match (&args.spec, &resumed) {
         (Some(path), _) => assay::task::load(path)?,
         (None, Some(row)) => {
             assay::task::load(std::path::Path::new(&row.spec_path)).map_err(|e| {
+                let with_spec = CommandLine::assay(["run", "SPEC", "--resume"])
+                    .arg(row.id.to_string())
+                    .reaching(&args.db.reach());
                 UsageError(format!(
-                    "batch {}: {e}; pass the task's spec: assay run SPEC --resume {}",
-                    row.id, row.id
+                    "batch {}: {e}; pass the task's spec: {with_spec}",
+                    row.id
                 ))
             })?
         }
@@ -671,19 +633,6 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         None => args.n.unwrap_or(spec.draw.n),
     };
     assay::spec::check_candidates(n).map_err(|e| UsageError(format!("-n: {e}")))?;
-    if args.queue {
-        return queue_run(&args, &spec).await;
-    }
-    // errors_dir is OUT/batch-N/errors: a resumed batch keeps its folder.
-    let resumed_out = resumed.as_ref().and_then(|row| {
-        let dir = std::path::Path::new(row.errors_dir.as_deref()?);
-        Some(dir.parent()?.parent()?.to_path_buf())
-    });
-    let outputs = Outputs::resolve(
-        &args.db.db()?,
-        args.out.as_deref().or(resumed_out.as_deref()),
-        args.work_dir.as_deref(),
-    )?;
     let mode: ProbeMode = args
         .probe
         .parse()
@@ -693,15 +642,6 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     probe.waves.size = wave_size.unwrap_or(probe.waves.size);
     probe.waves.wait = wave_wait.unwrap_or(probe.waves.wait);
     probe.build_timeout = build_timeout.unwrap_or(probe.build_timeout);
-    let cfg = RunConfig {
-        probe,
-        n,
-        target_dir: outputs.work_dir.join("target"),
-        work_dir: outputs.work_dir.clone(),
-        out_dir: outputs.out.clone(),
-        spec,
-        work_item: args.work_item,
-    };
     let draw = draw_options(assay::draw::DrawFlags {
         pools_file: args.pools,
         pools: args.pool,
@@ -709,71 +649,97 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         max_in_flight: args.max_in_flight,
         max_completion_tokens: args.max_completion_tokens,
     })?;
+    if args.queue {
+        return queue_run(&args.db.db()?, args.json, &spec, n, probe, &draw).await;
+    }
+    // errors_dir is OUT/batch-N/errors: a resumed batch keeps its folder.
+    let resumed_out = resumed.as_ref().and_then(|row| {
+        let dir = std::path::Path::new(row.errors_dir.as_deref()?);
+        Some(dir.parent()?.parent()?.to_path_buf())
+    });
+    let outputs = Outputs::resolve(
+        &db,
+        args.out.as_deref().or(resumed_out.as_deref()),
+        args.work_dir.as_deref(),
+    )?;
+    let cfg = RunConfig {
+        probe,
+        n,
+        target_dir: outputs.work.target_dir(),
+        work_dir: outputs.work.path.clone(),
+        out_dir: outputs.out.clone(),
+        spec,
+        work_item: args.work_item,
+    };
     let (plan, warnings) = pipeline::prepare(&cfg, &draw)?;
     for w in warnings {
         eprintln!("warning: {w}");
     }
     plan.check_reachable().await?;
-    // Every path checked before anything is written: the work directory
-    // before the cases' check builds there, the rest once the task is known
-    // to be good (a refused task leaves no output folder).
-    outputs.prepare_work_dir()?;
-    let checked = pipeline::check_task(&cfg).await?;
-    outputs.prepare()?;
-    let store = open_store(&outputs.db).await?;
-    store.check_writable().await?;
-    let progress = if args.json {
-        Progress::hidden()
-    } else {
-        Progress::stderr()
-    };
-    let interrupt = Interrupt::on_signals().context("cannot listen for Ctrl-C")?;
-    let batch = match resumed {
-        Some(row) => {
-            pipeline::resume(&cfg, plan, checked, &store, &progress, &interrupt, row.id).await?
+    // Every path is checked, and an existing database opened, before
+    // anything is written; the work directory is made before the task's
+    // check builds there, the output folder and a new database once the
+    // task is known to be good (a refused task leaves neither).
+    outputs.check()?;
+    let ran = command_store::running(&outputs.db, async |run_store| {
+        let _work = outputs.prepare_work_dir()?;
+        let checked = pipeline::check_task(&cfg).await?;
+        outputs.prepare_out()?;
+        let store = run_store.get().await?;
+        store.check_writable().await?;
+        let progress = if args.json {
+            Progress::hidden()
+        } else {
+            Progress::stderr()
+        };
+        let interrupt = Interrupt::on_signals().context("cannot listen for Ctrl-C")?;
+        let batch = match resumed {
+            Some(row) => {
+                pipeline::resume(&cfg, plan, checked, store, &progress, &interrupt, row.id).await?
+            }
+            None => pipeline::run(&cfg, plan, checked, store, &progress, &interrupt).await?,
+        };
+        if args.promote {
+            assay::promote::promote_best(store, batch).await?;
         }
-        None => pipeline::run(&cfg, plan, checked, &store, &progress, &interrupt).await?,
-    };
-    if args.promote {
-        assay::promote::promote_best(&store, batch).await?;
-    }
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&views::batch_json(&store, batch).await?)?
-        );
-    } else {
-        print!("{}", views::summary(&store, batch).await?.render());
-    }
-    store.close().await;
-    Ok(ExitCode::SUCCESS)
+        if args.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&views::batch_json(store, batch).await?)?
+            );
+        } else {
+            print!("{}", views::summary(store, batch).await?.render());
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+    .await;
+    assay::exit::opened_for(args.work_item, ran)
 }
 
-/// `run --queue`: the run's own arguments become a queue item, the spec
-/// made absolute; the store, output and work folders are the lane's.
-async fn queue_run(args: &RunArgs, spec: &assay::spec::Spec) -> Result<ExitCode> {
-    let given = args.spec.as_ref().expect("--queue excludes --resume");
-    let spec_path = std::path::absolute(&spec.path).unwrap_or_else(|_| spec.path.clone());
-    let mut item = vec![spec_path.display().to_string()];
-    let mut argv = std::env::args().skip_while(|a| a != "run").skip(1);
-    let mut spec_seen = false;
-    while let Some(arg) = argv.next() {
-        let flag = arg.split('=').next().unwrap_or("");
-        match flag {
-            "--queue" | "--json" => {}
-            "--db" | "--out" | "--work-dir" => {
-                if !arg.contains('=') {
-                    argv.next();
-                }
-            }
-            _ if !spec_seen && std::path::Path::new(&arg) == given.as_path() => spec_seen = true,
-            _ => item.push(arg),
-        }
-    }
-    let store = open_store(&args.db.db()?).await?;
-    let id = store.enqueue(WorkKind::Batch, &item).await?;
-    store.close().await;
-    if args.json {
+/// `run --queue`: the run as resolved here (flags, their variables, the
+/// spec's defaults, the pools file found from here) becomes a queue item;
+/// the store, output and work folders are the lane's.
+async fn queue_run(
+    db: &Db,
+    json: bool,
+    spec: &assay::spec::Spec,
+    n: usize,
+    probe: pipeline::ProbeSettings,
+    draw: &DrawOptions,
+) -> Result<ExitCode> {
+    let item = assay::work::WorkItem::Batch(assay::work::BatchRun::resolved(
+        spec,
+        n,
+        probe.mode,
+        probe.waves,
+        probe.build_timeout,
+        draw,
+    ));
+    let id = command_store::writing(db, async |store| {
+        Ok(store.enqueue(item.kind(), &item.to_json()?).await?)
+    })
+    .await?;
+    if json {
         println!("{}", serde_json::json!({ "work_item": id }));
     } else {
         println!("queued as item {id}: `assay lane` runs it");
@@ -790,20 +756,19 @@ async fn lane(args: LaneArgs) -> Result<ExitCode> {
     }
     let db = args.db.db()?;
     let outputs = Outputs::resolve(&db, args.out.as_deref(), args.work_dir.as_deref())?;
-    outputs.prepare()?;
-    let store = open_store(&db).await?;
+    let _work = outputs.prepare()?;
     let cfg = assay::lane::LaneConfig {
-        db,
+        db: db.clone(),
         name: args.lane.unwrap_or_else(|| Owner::current().host),
         jobs: args.jobs,
         lease: std::time::Duration::from_secs_f64(args.lease),
         out: outputs.out,
-        work_dir: outputs.work_dir,
+        work_dir: outputs.work.path,
         until_empty: args.until_empty,
         exe: std::env::current_exe().context("cannot find this binary")?,
     };
-    let summary = assay::lane::run(&cfg, &store).await?;
-    store.close().await;
+    let summary =
+        command_store::writing(&db, async |store| assay::lane::run(&cfg, store).await).await?;
     eprintln!(
         "lane {}: {} done, {} failed, {} handed on",
         cfg.name, summary.done, summary.failed, summary.lost
@@ -811,9 +776,12 @@ async fn lane(args: LaneArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A batch as `run --json` and `show --json` print it: the summary, the
-/// draw figures and every candidate's verdicts (docs/reports.md).
 async fn compare(args: CompareArgs) -> Result<ExitCode> {
+    // The chart's file is checked before any batch runs or is read.
+    if let Some(path) = &args.svg {
+        assay::outputs::check_output_file("--svg", path)?;
+    }
+    let db = args.db.db()?;
     let batches = match &args.spec {
         Some(spec) => {
             if !args.batches.is_empty() {
@@ -825,12 +793,13 @@ async fn compare(args: CompareArgs) -> Result<ExitCode> {
             if args.pool.len() < 2 {
                 return Err(UsageError("compare --spec: name at least two --pool".into()).into());
             }
-            let cfg = sweep_config(spec, args.n, &args.sweep, &args.db.db()?)?;
+            let (cfg, outputs) = sweep_config(spec, args.n, &args.sweep, &db)?;
             let prepared =
                 sweep::prepare_per_pool(&cfg, &sweep_draw_options(&args.sweep)?, &args.pool)?;
             for w in &prepared.warnings {
                 eprintln!("warning: {w}");
             }
+            let _work = outputs.prepare()?;
             let schedule = if args.sequential {
                 sweep::Schedule::Sequential
             } else {
@@ -841,7 +810,7 @@ async fn compare(args: CompareArgs) -> Result<ExitCode> {
             } else {
                 Progress::stderr()
             };
-            sweep::run_per_pool(&cfg, prepared, schedule, &args.db.db()?, &progress).await?
+            sweep::run_per_pool(&cfg, prepared, schedule, &db, &progress).await?
         }
         None if args.batches.len() < 2 => {
             return Err(UsageError(
@@ -851,25 +820,33 @@ async fn compare(args: CompareArgs) -> Result<ExitCode> {
         }
         None => args.batches.clone(),
     };
-    let store = open_existing(&args.db.db()?).await?;
-    let (comparison, samples) = views::comparison(&store, &batches).await?;
-    if let Some(path) = &args.svg {
-        write_svg(path, &assay::plot::compare_svg(&samples)?)?;
-    }
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&comparison)?);
-    } else {
-        print!("{}", comparison.render());
-        if args.spec.is_some() && !args.sequential {
-            println!("(the batches ran at once: CPU-s of overlapping phases include each other's work; --sequential for separate figures)");
+    reading(&db, async |store| {
+        for &batch in &batches {
+            views::refuse_suite_batch(store, batch, &args.db.reach()).await?;
         }
-    }
-    store.close().await;
-    Ok(ExitCode::SUCCESS)
+        let (comparison, samples) = views::comparison(store, &batches).await?;
+        if let Some(path) = &args.svg {
+            write_svg(path, &assay::plot::compare_svg(&samples)?)?;
+        }
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&comparison)?);
+        } else {
+            print!("{}", comparison.render());
+            if args.spec.is_some() && !args.sequential {
+                println!("(the batches ran at once: CPU-s of overlapping phases include each other's work; --sequential for separate figures)");
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+    .await
 }
 
 async fn ladder(args: LadderArgs) -> Result<ExitCode> {
-    let cfg = sweep_config(&args.spec, None, &args.sweep, &args.db.db()?)?;
+    if let Some(path) = &args.svg {
+        assay::outputs::check_output_file("--svg", path)?;
+    }
+    let db = args.db.db()?;
+    let (cfg, outputs) = sweep_config(&args.spec, None, &args.sweep, &db)?;
     let prepared = sweep::prepare_ladder(
         &cfg,
         &sweep_draw_options(&args.sweep)?,
@@ -881,55 +858,60 @@ async fn ladder(args: LadderArgs) -> Result<ExitCode> {
             eprintln!("warning: {w}");
         }
     }
-    let store = open_store(&args.db.db()?).await?;
-    let progress = if args.json {
-        Progress::hidden()
-    } else {
-        Progress::stderr()
-    };
-    let levels = sweep::run_ladder(prepared, &store, &progress).await?;
-    let ladder = views::ladder(&store, &cfg.spec.name, &args.pool.name, &levels).await?;
-    if let Some(path) = &args.svg {
-        let svg = assay::plot::ladder_svg(
-            &ladder.pool,
-            ladder.ranking.as_str(),
-            &ladder.points(),
-            ladder.peak_level,
-        )?;
-        write_svg(path, &svg)?;
-    }
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&ladder)?);
-    } else {
-        print!("{}", ladder.render());
-    }
-    store.close().await;
-    Ok(ExitCode::SUCCESS)
+    // Written only once every level's plan is known to be good.
+    let _work = outputs.prepare()?;
+    command_store::writing(&db, async |store| {
+        let progress = if args.json {
+            Progress::hidden()
+        } else {
+            Progress::stderr()
+        };
+        let levels = sweep::run_ladder(prepared, store, &progress).await?;
+        let ladder = views::ladder(store, &cfg.spec.name, &args.pool.name, &levels).await?;
+        if let Some(path) = &args.svg {
+            let svg = assay::plot::ladder_svg(
+                &ladder.pool,
+                ladder.ranking.as_str(),
+                &ladder.points(),
+                ladder.peak_level,
+            )?;
+            write_svg(path, &svg)?;
+        }
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&ladder)?);
+        } else {
+            print!("{}", ladder.render());
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+    .await
 }
 
 /// The run configuration of a command that runs new batches (as `run`
-/// builds it).
+/// builds it), and its outputs, resolved but not yet made: the sweep's
+/// plans are checked first.
 fn sweep_config(
     spec: &std::path::Path,
     n: Option<usize>,
     args: &SweepArgs,
     db: &Db,
-) -> Result<RunConfig> {
+) -> Result<(RunConfig, Outputs)> {
     let spec = assay::task::load(spec)?;
     let n = n.unwrap_or(spec.draw.n);
     assay::spec::check_candidates(n).map_err(|e| UsageError(format!("-n: {e}")))?;
     sweep_draw_options(args)?;
     let outputs = Outputs::resolve(db, args.out.as_deref(), args.work_dir.as_deref())?;
-    outputs.prepare()?;
-    Ok(RunConfig {
+    outputs.check()?;
+    let cfg = RunConfig {
         probe: pipeline::ProbeSettings::for_spec(&spec),
         n,
-        target_dir: outputs.work_dir.join("target"),
-        work_dir: outputs.work_dir,
-        out_dir: outputs.out,
+        target_dir: outputs.work.target_dir(),
+        work_dir: outputs.work.path.clone(),
+        out_dir: outputs.out.clone(),
         spec,
         work_item: None,
-    })
+    };
+    Ok((cfg, outputs))
 }
 
 /// The draw options of a sweep; pools, split and in-flight are the sweep's.
@@ -949,8 +931,6 @@ async fn task(command: TaskCommand) -> Result<ExitCode> {
     match command {
         TaskCommand::Check {
             spec,
-            db,
-            out,
             work_dir,
             build_timeout,
         } => {
@@ -960,13 +940,14 @@ async fn task(command: TaskCommand) -> Result<ExitCode> {
                 assay::spec::check_build_timeout,
             )?;
             let spec = assay::task::load(&spec)?;
-            let outputs = Outputs::resolve(&parse_db(&db)?, out.as_deref(), work_dir.as_deref())?;
-            outputs.prepare_work_dir_alone()?;
+            let work = WorkDir::resolve(work_dir.as_deref())?;
+            work.check()?;
+            let _work = work.prepare()?;
             let settings = pipeline::ProbeSettings::for_spec(&spec);
             let outcome = assay::task::check(
                 &spec,
-                &outputs.work_dir,
-                &outputs.work_dir.join("target"),
+                &work.path,
+                &work.target_dir(),
                 build_timeout.unwrap_or(settings.build_timeout),
                 assay::task::CacheUse::Refresh,
             )
@@ -986,11 +967,10 @@ async fn task(command: TaskCommand) -> Result<ExitCode> {
             println!(
                 "wrote task `{name}` in {}: spec.toml, prompt.md, harness/, cases.jsonl, \
                  committed.rs, replies.jsonl, ORACLE.md\n\
-                 next: make the example yours (docs/tasks.md), then `assay task check {}` \
-                 and `assay run {}`",
+                 next: make the example yours (docs/tasks.md), then `{}` and `{}`",
                 dir.display(),
-                dir.display(),
-                dir.display()
+                CommandLine::assay(["task", "check"]).arg(&dir),
+                CommandLine::assay(["run"]).arg(&dir),
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -1016,25 +996,23 @@ async fn replay(args: ReplayArgs) -> Result<ExitCode> {
         args.build_timeout,
         assay::spec::check_build_timeout,
     )?;
-    let store = open_existing(&args.db.db()?).await?;
-    store.check_writable().await?;
-    let outputs = Outputs::resolve(
-        &args.db.db()?,
-        args.out.as_deref(),
-        args.work_dir.as_deref(),
-    )?;
-    outputs.prepare()?;
-    let work_dir = outputs.work_dir;
-    let cfg = ReplayConfig {
-        build_timeout,
-        batch: args.batch,
-        modes,
-        runs: args.runs,
-        work_dir,
-        fresh: args.fresh,
-    };
-    let report = assay::replay::replay(&store, &cfg).await?;
-    store.close().await;
+    let work = WorkDir::resolve(args.work_dir.as_deref())?;
+    work.check()?;
+    let report = reading(&args.db.db()?, async |store| {
+        views::refuse_suite_batch(store, args.batch, &args.db.reach()).await?;
+        store.check_writable().await?;
+        let _work = work.prepare()?;
+        let cfg = ReplayConfig {
+            build_timeout,
+            batch: args.batch,
+            modes,
+            runs: args.runs,
+            work_dir: work.path.clone(),
+            fresh: args.fresh,
+        };
+        assay::replay::replay(store, &cfg).await
+    })
+    .await?;
     if args.json {
         let mut value = serde_json::to_value(&report)?;
         value["identical"] = report.identical().into();

@@ -4,19 +4,26 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 
-use assay::interrupt::Interrupt;
+use assay::command_store::{self, reading};
+use assay::exit::UsageError;
+use assay::hint::Reach;
+use assay::interrupt::{Interrupt, Stopped};
 use assay::outputs::Outputs;
 use assay::progress::Progress;
-use assay::store::{Store, SuiteId, WorkKind};
+use assay::store::{Store, SuiteId};
 use assay::suite_report::SuiteCompare;
-use assay::suite_run::{DrawSettings, ProblemSet, SuiteConfig, SuiteInput, SuiteLimits};
+use assay::suite_run::{
+    DrawSettings, ProblemSet, SuiteConfig, SuiteInput, SuiteInterrupted, SuiteLimits,
+};
 use assay::views;
+use assay::work::{DrawChoice, LiveSuitePart, SuitePartRun, WorkItem};
 
-use super::{checked, draw_options, open_existing, open_store, write_svg, DbArg, UsageError};
+use super::{checked, draw_options, write_svg, DbArg};
 
 #[derive(Subcommand)]
 pub enum SuiteCommand {
@@ -134,7 +141,8 @@ pub struct RunArgs {
     #[arg(long, env = "ASSAY_OUT")]
     out: Option<PathBuf>,
     /// Where the suite package and its cargo target directory live; kept
-    /// warm across suites (default: OUT/work).
+    /// warm across suites and databases [default: the toolchain's folder
+    /// in ~/.cache/assay/work].
     #[arg(long, env = "ASSAY_WORK_DIR")]
     work_dir: Option<PathBuf>,
     /// Seconds one run of a program (its whole `main`, or one case) may
@@ -163,17 +171,26 @@ pub struct RunArgs {
 
 pub async fn dispatch(command: SuiteCommand) -> Result<ExitCode> {
     match command {
-        SuiteCommand::Run(args) => run(args).await,
+        SuiteCommand::Run(args) => {
+            let reach = Reach::new(&args.db.raw, args.out.as_deref());
+            run(args)
+                .await
+                .map_err(|e| match e.downcast_ref::<SuiteInterrupted>() {
+                    Some(i) => Stopped::suite(i.suite, i.signal, &reach).into(),
+                    None => e,
+                })
+        }
         SuiteCommand::Show { suite, db, json } => {
-            let store = open_existing(&db.db()?).await?;
-            let summary = views::suite_summary(&store, suite).await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&summary)?);
-            } else {
-                print!("{}", summary.render());
-            }
-            store.close().await;
-            Ok(ExitCode::SUCCESS)
+            reading(&db.db()?, async |store| {
+                let summary = views::suite_summary(store, suite).await?;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&summary)?);
+                } else {
+                    print!("{}", summary.render());
+                }
+                Ok(ExitCode::SUCCESS)
+            })
+            .await
         }
         SuiteCommand::Compare {
             a,
@@ -186,52 +203,59 @@ pub async fn dispatch(command: SuiteCommand) -> Result<ExitCode> {
             if k == 0 {
                 return Err(UsageError("-k: must be at least 1".into()).into());
             }
-            let store = open_existing(&db.db()?).await?;
-            let (sa, sb) = (
-                views::suite_summary(&store, a).await?,
-                views::suite_summary(&store, b).await?,
-            );
-            let compared = SuiteCompare::new(&sa, &sb, k)
-                .map_err(|e| UsageError(format!("suite compare {a} {b}: {e}")))?;
+            // The chart's file is checked before anything is read.
             if let Some(path) = &svg {
-                let d = &compared.comparison.difference;
-                write_svg(
-                    path,
-                    &assay::plot::suite_compare_svg(
-                        &format!("suite {a}"),
-                        &format!("suite {b}"),
-                        k,
-                        &compared.comparison.problems,
-                        (d.diff, d.low, d.high),
-                    )?,
-                )?;
+                assay::outputs::check_output_file("--svg", path)?;
             }
-            if json {
-                println!("{}", serde_json::to_string_pretty(&compared)?);
-            } else {
-                print!("{}", compared.render());
-            }
-            store.close().await;
-            Ok(ExitCode::SUCCESS)
+            reading(&db.db()?, async |store| {
+                let (sa, sb) = (
+                    views::suite_summary(store, a).await?,
+                    views::suite_summary(store, b).await?,
+                );
+                let compared = SuiteCompare::new(&sa, &sb, k)
+                    .map_err(|e| UsageError(format!("suite compare {a} {b} -k {k}: {e}")))?;
+                if let Some(path) = &svg {
+                    let d = &compared.comparison.difference;
+                    write_svg(
+                        path,
+                        &assay::plot::suite_compare_svg(
+                            &format!("suite {a}"),
+                            &format!("suite {b}"),
+                            k,
+                            &compared.comparison.problems,
+                            (d.diff, d.low, d.high),
+                        )?,
+                    )?;
+                }
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&compared)?);
+                } else {
+                    print!("{}", compared.render());
+                }
+                Ok(ExitCode::SUCCESS)
+            })
+            .await
         }
         SuiteCommand::Export { suite, db, format } => {
-            let store = open_existing(&db.db()?).await?;
-            // Refuses an unknown suite (exit 2) rather than exporting nothing.
-            store.suite(suite).await?;
-            print!("{}", views::suite_export(&store, suite, format).await?);
-            store.close().await;
-            Ok(ExitCode::SUCCESS)
+            reading(&db.db()?, async |store| {
+                // Refuses an unknown suite (exit 2) rather than exporting nothing.
+                store.suite(suite).await?;
+                print!("{}", views::suite_export(store, suite, format).await?);
+                Ok(ExitCode::SUCCESS)
+            })
+            .await
         }
         SuiteCommand::List { db, json } => {
-            let store = open_existing(&db.db()?).await?;
-            let suites = store.suites().await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&suites)?);
-            } else {
-                print!("{}", assay::suite_report::suite_table(&suites));
-            }
-            store.close().await;
-            Ok(ExitCode::SUCCESS)
+            reading(&db.db()?, async |store| {
+                let suites = store.suites().await?;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&suites)?);
+                } else {
+                    print!("{}", assay::suite_report::suite_table(&suites));
+                }
+                Ok(ExitCode::SUCCESS)
+            })
+            .await
         }
     }
 }
@@ -248,12 +272,9 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         "--build-timeout",
         args.build_timeout,
         assay::spec::check_build_timeout,
-    )?;
-    let outputs = Outputs::resolve(
-        &args.db.db()?,
-        args.out.as_deref(),
-        args.work_dir.as_deref(),
-    )?;
+    )?
+    .unwrap_or(assay::package::BUILD_TIMEOUT);
+    let run_wall = run_wall.unwrap_or(SuiteLimits::default().run_wall);
     if args.chunk == Some(0) {
         return Err(UsageError("--chunk: at least 1 problem".into()).into());
     }
@@ -282,107 +303,112 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
         (Some(problems), None) => Some(ProblemSet::read(problems)?),
         _ => None,
     };
-    // A resume reads its mode and n from the suite; the store must exist.
-    let store = match args.resume {
-        Some(_) => Some(open_existing(&outputs.db).await?),
-        None => None,
-    };
-    let draw = if args.pool.is_empty() {
-        None
-    } else {
-        let (n, mode, beside) = match (&store, args.resume) {
-            (Some(store), Some(suite)) => {
-                let row = store.suite(suite).await?;
-                let n = store
-                    .suite_problems(suite)
-                    .await?
-                    .iter()
-                    .map(|p| p.n)
-                    .max()
-                    .unwrap_or(1);
-                (n, row.mode, PathBuf::from(&row.problems_path))
-            }
-            _ => (
-                args.n.unwrap_or(1),
-                args.mode,
-                args.problems.clone().unwrap_or_default(),
-            ),
-        };
-        Some(draw_settings(&args, n, mode, &beside).await?)
-    };
-    if args.queue {
-        let store = open_store(&outputs.db).await?;
-        store.check_writable().await?;
-        let queued = match (&input, &set, &draw) {
-            (Some(input), _, _) => Queued {
-                suite: assay::suite_run::queue(input, &store).await?,
-                problems: input.set.problems.len(),
-                per_problem: input.completions.iter().map(Vec::len).max().unwrap_or(1),
-                draw_flags: Vec::new(),
-            },
-            (None, Some(set), Some(draw)) => Queued {
-                suite: assay::suite_run::queue_draw(set, draw, &store).await?,
-                problems: set.problems.len(),
-                per_problem: draw.n,
-                draw_flags: draw_flags(&args, set)?,
-            },
-            _ => unreachable!("a suite has completions or pools before this"),
-        };
-        return queue(&args, queued, &store).await;
-    };
-    outputs.prepare()?;
-    let store = match store {
-        Some(store) => store,
-        None => open_store(&outputs.db).await?,
-    };
-    store.check_writable().await?;
-    let cfg = SuiteConfig {
-        out_dir: outputs.out.clone(),
-        work_dir: outputs.work_dir.clone(),
-        limits: SuiteLimits {
-            run_wall: run_wall.unwrap_or(SuiteLimits::default().run_wall),
-            ..SuiteLimits::default()
-        },
-        waves: assay::spec::WavePolicy::default(),
-        build_timeout: build_timeout.unwrap_or(assay::package::BUILD_TIMEOUT),
-        work_item: args.work_item,
-    };
-    let progress = if args.json {
-        Progress::hidden()
-    } else {
-        Progress::stderr()
-    };
-    let interrupt = Interrupt::on_signals().context("cannot listen for Ctrl-C")?;
-    let suite = match (args.resume, &input, &set, &draw) {
-        (Some(suite), _, _, _) => {
-            let part = args.part.unwrap_or_else(assay::store::SuitePart::all);
-            assay::suite_run::resume(
-                &cfg,
-                &store,
-                &progress,
-                &interrupt,
-                suite,
-                part,
-                draw.as_ref(),
-            )
-            .await?
-        }
-        (None, Some(input), _, _) => {
-            assay::suite_run::run(&cfg, input, &store, &progress, &interrupt).await?
-        }
-        (None, None, Some(set), Some(draw)) => {
-            assay::suite_run::run_draw(&cfg, set, draw, &store, &progress, &interrupt).await?
-        }
-        _ => unreachable!("checked above: completions, or pools with a problem set"),
-    };
-    let summary = views::suite_summary(&store, suite).await?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
-    } else {
-        print!("{}", summary.render());
+    let db = args.db.db()?;
+    if args.resume.is_some() {
+        // A resume reads its mode and n from the suite: the store must
+        // exist, and is never created.
+        command_store::must_exist(&db)?;
     }
-    store.close().await;
-    Ok(ExitCode::SUCCESS)
+    // An existing store is opened first: a file that is not a database is
+    // found before anything is written.
+    let ran = command_store::running(&db, async |run_store| {
+        let draw = if args.pool.is_empty() {
+            None
+        } else {
+            let (n, mode, beside) = match args.resume {
+                Some(suite) => {
+                    let store = run_store.get().await?;
+                    let row = store.suite(suite).await?;
+                    let n = store
+                        .suite_problems(suite)
+                        .await?
+                        .iter()
+                        .map(|p| p.n)
+                        .max()
+                        .unwrap_or(1);
+                    (n, row.mode, PathBuf::from(&row.problems_path))
+                }
+                None => (
+                    args.n.unwrap_or(1),
+                    args.mode,
+                    args.problems.clone().unwrap_or_default(),
+                ),
+            };
+            Some(draw_settings(&args, n, mode, &beside).await?)
+        };
+        if args.queue {
+            let store = run_store.get().await?;
+            store.check_writable().await?;
+            let queued = match (&input, &set, &draw) {
+                (Some(input), _, _) => Queued {
+                    suite: assay::suite_run::queue(input, store).await?,
+                    problems: input.set.problems.len(),
+                    per_problem: input.completions.iter().map(Vec::len).max().unwrap_or(1),
+                    draw: None,
+                },
+                (None, Some(set), Some(draw)) => Queued {
+                    suite: assay::suite_run::queue_draw(set, draw, store).await?,
+                    problems: set.problems.len(),
+                    per_problem: draw.n,
+                    draw: Some(queued_draw(&args, set)?),
+                },
+                _ => unreachable!("a suite has completions or pools before this"),
+            };
+            return queue(&args, queued, (run_wall, build_timeout), store).await;
+        };
+        let outputs = Outputs::resolve(&db, args.out.as_deref(), args.work_dir.as_deref())?;
+        let _work = outputs.prepare()?;
+        let store = run_store.get().await?;
+        store.check_writable().await?;
+        let cfg = SuiteConfig {
+            out_dir: outputs.out.clone(),
+            work_dir: outputs.work.path.clone(),
+            limits: SuiteLimits {
+                run_wall,
+                ..SuiteLimits::default()
+            },
+            waves: assay::spec::WavePolicy::default(),
+            build_timeout,
+            work_item: args.work_item,
+        };
+        let progress = if args.json {
+            Progress::hidden()
+        } else {
+            Progress::stderr()
+        };
+        let interrupt = Interrupt::on_signals().context("cannot listen for Ctrl-C")?;
+        let suite = match (args.resume, &input, &set, &draw) {
+            (Some(suite), _, _, _) => {
+                let part = args.part.unwrap_or_else(assay::store::SuitePart::all);
+                assay::suite_run::resume(
+                    &cfg,
+                    store,
+                    &progress,
+                    &interrupt,
+                    suite,
+                    part,
+                    draw.as_ref(),
+                )
+                .await?
+            }
+            (None, Some(input), _, _) => {
+                assay::suite_run::run(&cfg, input, store, &progress, &interrupt).await?
+            }
+            (None, None, Some(set), Some(draw)) => {
+                assay::suite_run::run_draw(&cfg, set, draw, store, &progress, &interrupt).await?
+            }
+            _ => unreachable!("checked above: completions, or pools with a problem set"),
+        };
+        let summary = views::suite_summary(store, suite).await?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&summary)?);
+        } else {
+            print!("{}", summary.render());
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+    .await;
+    assay::exit::opened_for(args.work_item, ran)
 }
 
 /// A suite stored for lanes, before its items are queued.
@@ -392,70 +418,66 @@ struct Queued {
     /// The most completions of one problem: a part's programs are about
     /// its problems times this.
     per_problem: usize,
-    /// A live draw's flags, for every part (`--pool`, `--pools`, ...).
-    draw_flags: Vec<String>,
+    /// A live draw's pools file and choices, for every part.
+    draw: Option<(PathBuf, DrawChoice)>,
 }
 
-/// The draw flags a lane's part repeats: the pools, the pools file (made
-/// absolute, as a lane runs elsewhere) and the overrides. The key is never
-/// among them: each lane has its own `NEV_MODEL_API_KEY`.
-fn draw_flags(args: &RunArgs, set: &ProblemSet) -> Result<Vec<String>> {
+/// The draw a lane's part repeats: the pools file (made absolute, as a
+/// lane runs elsewhere), the pools and the overrides, as resolved from
+/// flags and their variables. The key is never among them: each lane has
+/// its own `NEV_MODEL_API_KEY`.
+fn queued_draw(args: &RunArgs, set: &ProblemSet) -> Result<(PathBuf, DrawChoice)> {
     let beside = set.path.parent().unwrap_or(std::path::Path::new("."));
     let pools = pools_file(args, beside)?;
     let pools =
         std::path::absolute(&pools).with_context(|| format!("--pools {}", pools.display()))?;
-    let mut flags = Vec::new();
-    for pool in &args.pool {
-        flags.extend(["--pool".to_owned(), pool.to_string()]);
-    }
-    flags.extend(["--pools".to_owned(), pools.display().to_string()]);
-    if let Some(split) = args.split {
-        flags.extend(["--split".to_owned(), split.to_string()]);
-    }
-    if let Some(v) = args.max_in_flight {
-        flags.extend(["--max-in-flight".to_owned(), v.to_string()]);
-    }
-    if let Some(v) = args.max_completion_tokens {
-        flags.extend(["--max-completion-tokens".to_owned(), v.to_string()]);
-    }
-    Ok(flags)
+    let choice = DrawChoice {
+        pools: args.pool.clone(),
+        split: args.split,
+        max_in_flight: args.max_in_flight,
+        max_completion_tokens: args.max_completion_tokens,
+    };
+    Ok((pools, choice))
 }
 
 /// `suite run --queue`: one queue item per part of `--chunk` problems of
-/// the stored suite, each a `suite run --resume SUITE --part A..B` with the
-/// run's limits (and a live draw's flags); the lane picks the store and
-/// the folders.
-async fn queue(args: &RunArgs, queued: Queued, store: &Store) -> Result<ExitCode> {
+/// the stored suite, each the part with the run's limits as resolved
+/// (`limits`: a run's wall time, a build's), and a live draw's choices;
+/// the lane picks the store and the folders.
+async fn queue(
+    args: &RunArgs,
+    queued: Queued,
+    (run_timeout, build_timeout): (Duration, Duration),
+    store: &Store,
+) -> Result<ExitCode> {
     let Queued {
         suite,
         problems,
         per_problem,
-        draw_flags,
+        draw,
     } = queued;
     let chunk = args.chunk.unwrap_or((100 / per_problem.max(1)).max(1));
     let mut items = Vec::new();
     for start in (0..problems).step_by(chunk) {
-        let part = assay::store::SuitePart {
-            start,
-            end: (start + chunk).min(problems),
+        let part = SuitePartRun {
+            suite,
+            part: assay::store::SuitePart {
+                start,
+                end: (start + chunk).min(problems),
+            },
+            run_timeout,
+            build_timeout,
         };
-        let mut item: Vec<String> = ["suite", "run", "--resume"]
-            .iter()
-            .map(|s| s.to_string())
-            .chain([suite.to_string(), "--part".into(), part.to_string()])
-            .collect();
-        for (flag, value) in [
-            ("--run-timeout", args.run_timeout),
-            ("--build-timeout", args.build_timeout),
-        ] {
-            if let Some(v) = value {
-                item.extend([flag.to_owned(), v.to_string()]);
-            }
-        }
-        item.extend(draw_flags.iter().cloned());
-        items.push(store.enqueue(WorkKind::Suite, &item).await?);
+        let item = match &draw {
+            None => WorkItem::SuitePart(part),
+            Some((pools_file, choice)) => WorkItem::LiveSuitePart(LiveSuitePart {
+                part,
+                pools_file: pools_file.clone(),
+                draw: choice.clone(),
+            }),
+        };
+        items.push(store.enqueue(item.kind(), &item.to_json()?).await?);
     }
-    store.close().await;
     if args.json {
         println!(
             "{}",

@@ -4,11 +4,16 @@
 //! A candidate is admitted when its run finished within every limit
 //! (verdict `scored`), its score reaches `min_score`, and it passes every
 //! guard case that the committed candidate (the reference, scored in the
-//! same run) passes. Admitted candidates are ranked by cases passed, then by
-//! the CPU time of their scoring run, then by position in the batch.
+//! same run) passes. Admitted candidates are ranked by cases passed; among
+//! equals, a cheaper scoring run goes first only when its CPU time is
+//! cheaper by more than [`CPU_NOISE`] (what two runs of one candidate
+//! differ by), and otherwise the shorter source, then the earlier
+//! candidate. So the same batch scored twice ranks the same candidate
+//! first, and `--promote` writes the same file.
 
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
 use crate::score::{CaseOutcome, ScoreVerdict, Scored};
 use crate::spec::AdmitRule;
@@ -39,35 +44,101 @@ impl Admission {
     }
 }
 
+/// One scored candidate as admission sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Contender<'a> {
+    /// Its index in the batch: the last tie-break.
+    pub idx: usize,
+    /// Bytes of its extracted source: the tie-break after CPU time.
+    pub source_len: usize,
+    pub scored: &'a Scored,
+}
+
+/// How much two scoring runs' CPU times may differ and still count as
+/// equal: the larger of an absolute and a relative margin. Runs of one
+/// candidate on one machine differ by this much (docs/reports.md gives
+/// the measurement), so a smaller difference says nothing about the
+/// candidates.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CpuNoise {
+    pub absolute: Duration,
+    /// A fraction of the cheaper run's CPU time.
+    pub relative: f64,
+}
+
+/// The margin admission ranks with.
+pub const CPU_NOISE: CpuNoise = CpuNoise {
+    absolute: Duration::from_millis(5),
+    relative: 0.5,
+};
+
+impl CpuNoise {
+    /// Whether `other` (no cheaper than `cheaper`) is within the noise of it.
+    pub fn within(&self, cheaper: Duration, other: Duration) -> bool {
+        let margin = self.absolute.max(cheaper.mul_f64(self.relative));
+        other <= cheaper + margin
+    }
+}
+
 /// Decides admission for every candidate of a batch against the reference.
-/// `candidates` pairs each candidate's batch index with its result; the
-/// answer is in the same order.
+/// The answer is in the order of `candidates`.
 pub fn admit(
     rule: &AdmitRule,
     reference: Option<&Scored>,
-    candidates: &[(usize, &Scored)],
+    candidates: &[Contender<'_>],
 ) -> Vec<Admission> {
     let mut decisions: Vec<Admission> = candidates
         .iter()
-        .map(|(_, scored)| {
-            refusal(rule, reference, scored).unwrap_or(Admission::Admitted { rank: 0 })
-        })
+        .map(|c| refusal(rule, reference, c.scored).unwrap_or(Admission::Admitted { rank: 0 }))
         .collect();
-    let mut admitted: Vec<usize> = (0..candidates.len())
+    let admitted: Vec<usize> = (0..candidates.len())
         .filter(|&i| decisions[i].admitted())
         .collect();
-    admitted.sort_by(|&a, &b| {
-        let (ia, sa) = candidates[a];
-        let (ib, sb) = candidates[b];
-        sb.passed
-            .cmp(&sa.passed)
-            .then(sa.cpu.cmp(&sb.cpu))
-            .then(ia.cmp(&ib))
-    });
-    for (rank, i) in admitted.into_iter().enumerate() {
+    for (rank, i) in ranked(candidates, admitted, CPU_NOISE)
+        .into_iter()
+        .enumerate()
+    {
         decisions[i] = Admission::Admitted { rank: rank + 1 };
     }
     decisions
+}
+
+/// `admitted` (positions in `candidates`) best first. Among candidates that
+/// passed as many cases, the cheapest run and every run within `noise` of
+/// it form a tier, ordered by source length and then index; the next tier
+/// starts at the cheapest run left. Tiers are anchored at a run, never
+/// chained (a, b and c 4 ms apart each are two tiers, not one), so the
+/// order is a total one whatever the figures.
+fn ranked(candidates: &[Contender<'_>], mut admitted: Vec<usize>, noise: CpuNoise) -> Vec<usize> {
+    let key = |i: usize| {
+        let c = &candidates[i];
+        (c.source_len, c.idx)
+    };
+    admitted.sort_by(|&a, &b| {
+        let (ca, cb) = (&candidates[a], &candidates[b]);
+        cb.scored
+            .passed
+            .cmp(&ca.scored.passed)
+            .then(ca.scored.cpu.cmp(&cb.scored.cpu))
+            .then(key(a).cmp(&key(b)))
+    });
+    let mut order = Vec::with_capacity(admitted.len());
+    let mut rest = admitted.as_slice();
+    while let Some(&anchor) = rest.first() {
+        let anchor = candidates[anchor].scored;
+        let tier = rest
+            .iter()
+            .take_while(|&&i| {
+                let s = candidates[i].scored;
+                s.passed == anchor.passed && noise.within(anchor.cpu, s.cpu)
+            })
+            .count();
+        let mut members = rest[..tier].to_vec();
+        members.sort_by_key(|&i| key(i));
+        order.extend(members);
+        rest = &rest[tier..];
+    }
+    order
 }
 
 /// Why `scored` is refused, or `None` when it is admitted.
@@ -180,12 +251,34 @@ mod tests {
         }
     }
 
-    /// (verdict, cases, cpu ms) per candidate, and the expected decisions.
+    /// (verdict, cases, cpu ms) per candidate, and the expected decisions;
+    /// every source as long as every other.
     fn check(rule: AdmitRule, reference: &str, runs: &[(&str, &str, u64)], want: &[&str]) {
+        let runs: Vec<(&str, &str, u64, usize)> =
+            runs.iter().map(|&(v, c, t)| (v, c, t, 100)).collect();
+        check_sized(rule, reference, &runs, want);
+    }
+
+    /// The same with each candidate's source length.
+    fn check_sized(
+        rule: AdmitRule,
+        reference: &str,
+        runs: &[(&str, &str, u64, usize)],
+        want: &[&str],
+    ) {
         let reference = scored("scored(0/4)", reference, 0);
-        let runs: Vec<Scored> = runs.iter().map(|(v, c, t)| scored(v, c, *t)).collect();
-        let pairs: Vec<(usize, &Scored)> = runs.iter().enumerate().collect();
-        let got: Vec<String> = admit(&rule, Some(&reference), &pairs)
+        let scored_runs: Vec<Scored> = runs.iter().map(|(v, c, t, _)| scored(v, c, *t)).collect();
+        let contenders: Vec<Contender<'_>> = scored_runs
+            .iter()
+            .zip(runs)
+            .enumerate()
+            .map(|(idx, (scored, run))| Contender {
+                idx,
+                source_len: run.3,
+                scored,
+            })
+            .collect();
+        let got: Vec<String> = admit(&rule, Some(&reference), &contenders)
             .iter()
             .map(ToString::to_string)
             .collect();
@@ -228,24 +321,68 @@ mod tests {
         );
     }
 
+    /// Issue 30: CPU times a few milliseconds apart are one run's noise
+    /// and decide nothing; a run cheaper by more than the noise goes first.
     #[test]
-    fn ties_on_score_go_to_the_cheaper_run_then_the_earlier() {
-        check(
+    fn ties_on_score_go_to_a_clearly_cheaper_run_then_the_shorter_source_then_the_earlier() {
+        check_sized(
             rule(0.0, &[]),
             "ffff",
             &[
-                ("scored(2/4)", "ppff", 30),
-                ("scored(2/4)", "ppff", 10),
-                ("scored(4/4)", "pppp", 99),
-                ("scored(2/4)", "ppff", 10),
+                // Within 5 ms of the cheapest 2/4 run: one tier, by length
+                // and index.
+                ("scored(2/4)", "ppff", 13, 120),
+                ("scored(2/4)", "ppff", 10, 120),
+                ("scored(4/4)", "pppp", 99, 500),
+                ("scored(2/4)", "ppff", 12, 80),
+                // 40 ms is no noise: after the tier, whatever its length.
+                ("scored(2/4)", "ppff", 50, 10),
             ],
             &[
-                "admitted(rank 4)",
-                "admitted(rank 2)",
-                "admitted(rank 1)",
                 "admitted(rank 3)",
+                "admitted(rank 4)",
+                "admitted(rank 1)",
+                "admitted(rank 2)",
+                "admitted(rank 5)",
             ],
         );
+    }
+
+    /// The order is built from tiers anchored at their cheapest run, so a
+    /// chain of small steps never merges runs far apart, and the result is
+    /// the same whatever the candidates' order in the input.
+    #[test]
+    fn tiers_are_anchored_not_chained() {
+        let noise = CpuNoise {
+            absolute: Duration::from_millis(5),
+            relative: 0.0,
+        };
+        let runs: Vec<Scored> = [10, 14, 18, 22]
+            .iter()
+            .map(|&ms| scored("scored(1/1)", "p", ms))
+            .collect();
+        // Longest source first, so length alone would reverse the order.
+        let contenders: Vec<Contender<'_>> = runs
+            .iter()
+            .enumerate()
+            .map(|(idx, scored)| Contender {
+                idx,
+                source_len: 100 - idx,
+                scored,
+            })
+            .collect();
+        // {10, 14} and {18, 22}: each tier by length.
+        assert_eq!(ranked(&contenders, vec![0, 1, 2, 3], noise), [1, 0, 3, 2]);
+        assert_eq!(ranked(&contenders, vec![3, 1, 2, 0], noise), [1, 0, 3, 2]);
+    }
+
+    #[test]
+    fn the_noise_margin_is_the_larger_of_absolute_and_relative() {
+        let ms = Duration::from_millis;
+        assert!(CPU_NOISE.within(ms(2), ms(7)));
+        assert!(!CPU_NOISE.within(ms(2), ms(8)));
+        assert!(CPU_NOISE.within(ms(100), ms(150)));
+        assert!(!CPU_NOISE.within(ms(100), ms(151)));
     }
 
     #[test]

@@ -1,13 +1,20 @@
 //! Extract: reply text to candidate source.
 //!
-//! Pure: no IO, no allocation beyond the result. Reasoning is dropped first
-//! (`<think>` blocks; a server's `reasoning_content` never reaches this
-//! stage), then the first Rust fence whose text parses as a Rust file is
-//! taken, preferring one that defines the entry function. When nothing can be
-//! taken, the reason is a [`NoCode`] with a stable string form.
+//! Pure: no IO. Reasoning is dropped first (`<think>` blocks, as
+//! [`crate::markdown`] reads them; a server's `reasoning_content` never
+//! reaches this stage), then the first Rust (or untagged) fence whose text
+//! parses as a Rust file is taken, preferring one that defines the entry
+//! function. When nothing can be taken, the reason is a [`NoCode`] with a
+//! stable string form.
+//!
+//! [`Watch`] is the same rule read while a reply streams in: it says when
+//! the text so far already holds what [`extract`] takes from it and from
+//! anything that may follow, which is when the draw may close the stream.
 
 use std::fmt;
 use std::str::FromStr;
+
+use crate::markdown::{self, Fence, FenceScan, Reasoning};
 
 /// Why a reply yielded no candidate.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,19 +112,93 @@ pub fn extract(content: Option<&str>, finish_reason: Option<&str>, entry: &str) 
     }
 }
 
+/// [`extract`]'s rule read while a reply streams in, for the draw's early
+/// stop: [`Watch::read`] says when the content so far already holds the
+/// candidate `extract` takes from it and from any text that may follow it.
+///
+/// That is the first closed fence of the answer that is Rust (or
+/// untagged), parses and defines the entry: `extract` takes the first fence
+/// that does, every fence before it is closed and does not, and a closed
+/// fence's lines and everything before them are final (a later `<think>`
+/// hides only what follows it, a stray `</think>` is dropped). A fence that
+/// parses without the entry settles nothing, since a later one may define
+/// the entry, and neither does a fence still open: the stop may come later
+/// than it could, never before extraction's answer is complete.
+///
+/// The one exception, which no reader of a stream can avoid: text before
+/// any think tag is read as answer, though a later `</think>` would make it
+/// reasoning (a chat template that sent the opening tag in the prompt, on a
+/// server that does not split reasoning off). Such a reply whose reasoning
+/// holds a fence defining the entry is closed there, and extraction agrees
+/// with the stop on that fence.
+///
+/// A call's work is bounded by the text added since the one before (and
+/// one `syn` parse per closed Rust or untagged fence), so
+/// watching a stream is linear in its length.
+#[derive(Debug)]
+pub struct Watch {
+    entry: String,
+    reasoning: Reasoning,
+    /// The answer so far, reasoning removed: the text `extract` reads.
+    answer: String,
+    fences: FenceScan,
+    settled: bool,
+}
+
+impl Watch {
+    pub fn new(entry: &str) -> Watch {
+        Watch {
+            entry: entry.to_owned(),
+            reasoning: Reasoning::default(),
+            answer: String::new(),
+            fences: FenceScan::default(),
+            settled: false,
+        }
+    }
+
+    /// Reads `content`, the reply's content so far (it only grows from one
+    /// call to the next); true once extraction's answer is settled.
+    pub fn read(&mut self, content: &str) -> bool {
+        if self.settled {
+            return true;
+        }
+        let answer = &mut self.answer;
+        let mut retracted = false;
+        self.reasoning.advance(content, |event| match event {
+            markdown::Event::Answer(range) => answer.push_str(&content[range]),
+            markdown::Event::Reasoning(_) => {}
+            markdown::Event::Retract => {
+                answer.clear();
+                retracted = true;
+            }
+        });
+        if retracted {
+            self.fences = FenceScan::default();
+        }
+        let (answer, entry) = (&self.answer, &self.entry);
+        let mut settled = false;
+        self.fences.advance(answer, |span| {
+            settled = settled
+                || (span.closed && takes_at_once(&answer[span.info], &answer[span.body], entry));
+        });
+        self.settled = settled;
+        settled
+    }
+}
+
 fn extract_source(
     content: Option<&str>,
     finish_reason: Option<&str>,
     entry: &str,
 ) -> Result<String, NoCode> {
     let content = content.ok_or(NoCode::NullContent)?;
-    let answer = strip_reasoning(content);
+    let answer = markdown::answer(content);
     if answer.trim().is_empty() {
         return Err(NoCode::EmptyReply);
     }
     let hit_cap = finish_reason == Some("length");
-    let fences = fences(&answer);
-    let rust: Vec<&Fence> = fences.iter().filter(|f| is_rust_info(f.info)).collect();
+    let fences = markdown::fences(&answer);
+    let rust: Vec<&Fence> = fences.iter().filter(|f| is_rust(f.info)).collect();
 
     let mut first_parsed = None;
     let mut first_error = None;
@@ -158,95 +239,18 @@ fn extract_source(
     })
 }
 
-/// Removes `<think>…</think>` blocks. An unclosed `<think>` hides the rest of
-/// the reply; a `</think>` with no opening (templates that open the block in
-/// the prompt) hides everything before it.
-fn strip_reasoning(content: &str) -> String {
-    let mut rest = content;
-    if let Some(close) = rest.find("</think>") {
-        if !rest[..close].contains("<think>") {
-            rest = &rest[close + "</think>".len()..];
-        }
-    }
-    let mut out = String::with_capacity(rest.len());
-    while let Some(open) = rest.find("<think>") {
-        out.push_str(&rest[..open]);
-        match rest[open..].find("</think>") {
-            Some(close) => rest = &rest[open + close + "</think>".len()..],
-            None => return out,
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-/// One fenced code block of a markdown reply.
-#[derive(Debug, PartialEq)]
-struct Fence<'a> {
-    info: &'a str,
-    body: &'a str,
-    /// False when the reply ended inside the fence.
-    closed: bool,
-}
-
-/// Finds the fenced blocks (``` or ~~~, three or more, indented at most
-/// three spaces, as CommonMark has them).
-fn fences(text: &str) -> Vec<Fence<'_>> {
-    let mut out = Vec::new();
-    let mut lines = LineOffsets::new(text);
-    while let Some((_, line_end, line)) = lines.next() {
-        let Some((marker, len, info)) = fence_open(line) else {
-            continue;
-        };
-        let body_start = line_end;
-        let mut closed = None;
-        for (start, _, inner) in lines.by_ref() {
-            if fence_close(inner, marker, len) {
-                closed = Some(start);
-                break;
-            }
-        }
-        let body_end = closed.unwrap_or(text.len());
-        out.push(Fence {
-            info,
-            body: &text[body_start.min(body_end)..body_end],
-            closed: closed.is_some(),
-        });
-    }
-    out
-}
-
-fn fence_open(line: &str) -> Option<(char, usize, &str)> {
-    let trimmed = line.trim_start_matches(' ');
-    if line.len() - trimmed.len() > 3 {
-        return None;
-    }
-    let marker = trimmed.chars().next().filter(|c| *c == '`' || *c == '~')?;
-    let len = trimmed.chars().take_while(|c| *c == marker).count();
-    if len < 3 {
-        return None;
-    }
-    let info = trimmed[len..].trim();
-    if marker == '`' && info.contains('`') {
-        return None;
-    }
-    Some((marker, len, info))
-}
-
-fn fence_close(line: &str, marker: char, len: usize) -> bool {
-    let trimmed = line.trim_start_matches(' ');
-    line.len() - trimmed.len() <= 3
-        && trimmed.chars().take_while(|c| *c == marker).count() >= len
-        && trimmed.trim_start_matches(marker).trim().is_empty()
-}
-
 /// Rust, or no language at all (many models leave it off).
-fn is_rust_info(info: &str) -> bool {
-    let lang = info
-        .split(|c: char| c.is_whitespace() || c == ',' || c == '{')
-        .next()
-        .unwrap_or("");
-    matches!(lang.to_ascii_lowercase().as_str(), "" | "rust" | "rs")
+fn is_rust(info: &str) -> bool {
+    matches!(
+        markdown::language(info).to_ascii_lowercase().as_str(),
+        "" | "rust" | "rs"
+    )
+}
+
+/// The fence [`extract`] takes before looking further: Rust (or untagged),
+/// parses, defines the entry.
+fn takes_at_once(info: &str, body: &str, entry: &str) -> bool {
+    is_rust(info) && syn::parse_file(body).is_ok_and(|file| defines_fn(&file, entry))
 }
 
 fn defines_fn(file: &syn::File, entry: &str) -> bool {
@@ -258,34 +262,6 @@ fn defines_fn(file: &syn::File, entry: &str) -> bool {
 fn describe(e: &syn::Error) -> String {
     let at = e.span().start();
     format!("line {}: {e}", at.line)
-}
-
-/// Iterates lines with their byte offsets: (start, end including newline, text).
-struct LineOffsets<'a> {
-    text: &'a str,
-    pos: usize,
-}
-
-impl<'a> LineOffsets<'a> {
-    fn new(text: &'a str) -> Self {
-        LineOffsets { text, pos: 0 }
-    }
-}
-
-impl<'a> Iterator for LineOffsets<'a> {
-    type Item = (usize, usize, &'a str);
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.pos >= self.text.len() {
-            return None;
-        }
-        let start = self.pos;
-        let end = self.text[start..]
-            .find('\n')
-            .map_or(self.text.len(), |i| start + i + 1);
-        self.pos = end;
-        let line = self.text[start..end].trim_end_matches(['\n', '\r']);
-        Some((start, end, line))
-    }
 }
 
 #[cfg(test)]
@@ -339,6 +315,58 @@ mod tests {
             None,
             Err("empty_reply"),
         );
+        // Every block, not only a leading one.
+        let reply = format!(
+            "<think>a</think>\nCheck:\n<think>\n```rust\nfn solve() {{}}\n```\n</think>\n~~~\n{SOLVE}\n~~~"
+        );
+        check(Some(&reply), None, Ok(SOLVE));
+        // A stray closing tag after the first one hides nothing.
+        let reply = format!("<think>a</think>\n```rust\n{SOLVE}\n```\n</think>\nDone.");
+        check(Some(&reply), None, Ok(SOLVE));
+    }
+
+    /// The draw stores a reply's answer, reasoning removed; extracting it
+    /// gives what extracting the raw content gives.
+    #[test]
+    fn the_stored_answer_extracts_as_the_raw_content() {
+        for raw in [
+            format!("<think>a</think>\n```rust\n{SOLVE}\n```"),
+            format!("a</think>```rust\nfn x() {{}}\n```\n```rust\n{SOLVE}\n```"),
+            format!("x<think>y</think>z</think>\n```\n{SOLVE}\n```"),
+            "<think>never closed ```rust\nfn solve() {}\n```".to_owned(),
+        ] {
+            let stored = markdown::answer(&raw);
+            assert_eq!(
+                extract(Some(&stored), None, "solve"),
+                extract(Some(&raw), None, "solve"),
+                "{raw:?}"
+            );
+        }
+    }
+
+    /// Fed any way, the watch settles at the first closed fence that
+    /// defines the entry, and never on one that does not.
+    #[test]
+    fn the_watch_settles_on_the_fence_extraction_takes() {
+        let reply = format!("```rust\nfn helper() {{}}\n```\n```\n{SOLVE}\n```\nDone.");
+        let settled_at = reply.find("```\nDone").unwrap() + 4;
+        for size in [1, 3, 10] {
+            let mut watch = Watch::new("solve");
+            let mut at = 0;
+            let first = loop {
+                at = (at + size).min(reply.len());
+                if watch.read(&reply[..at]) || at == reply.len() {
+                    break at;
+                }
+            };
+            assert!(
+                (settled_at..settled_at + size).contains(&first),
+                "{size}: {first} for {settled_at}"
+            );
+            assert!(watch.read(&reply), "settled stays settled");
+        }
+        let mut other = Watch::new("other");
+        assert!(!other.read(&reply), "no fence defines `other`");
     }
 
     #[test]
@@ -414,6 +442,21 @@ mod tests {
     fn bare_code_that_defines_the_entry() {
         check(Some(SOLVE), None, Ok(SOLVE));
         check(Some("fn other() {}"), None, Err("no_fence"));
+    }
+
+    /// The one case a stream cannot tell: reasoning whose opening tag the
+    /// chat template sent looks like an answer until its `</think>`
+    /// arrives. A draft fence there that defines the entry settles the
+    /// watch, and the reply stored at that cut extracts the draft.
+    #[test]
+    fn reasoning_opened_by_the_template_is_answer_until_its_tag() {
+        let draft = "pub fn solve(x: u32) -> u32 { x }";
+        let reply = format!("Plan:\n```rust\n{draft}\n```\n</think>\n```rust\n{SOLVE}\n```\n");
+        let cut = reply.find("</think>").unwrap();
+        let mut watch = Watch::new("solve");
+        assert!(watch.read(&reply[..cut]));
+        check(Some(&reply[..cut]), None, Ok(draft));
+        check(Some(&reply), None, Ok(SOLVE));
     }
 
     #[test]

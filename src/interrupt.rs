@@ -10,6 +10,8 @@
 
 use tokio::sync::watch;
 
+use crate::hint::{CommandLine, Reach};
+
 /// A request to stop, shared by whoever needs to notice it.
 #[derive(Debug, Clone)]
 pub struct Interrupt {
@@ -18,12 +20,43 @@ pub struct Interrupt {
     _tx: Option<std::sync::Arc<watch::Sender<Option<&'static str>>>>,
 }
 
-/// The batch was stopped by a signal; what it had is stored.
+/// The batch was stopped by a signal; what it had is stored. The command
+/// that finishes it needs the caller's flags: [`Stopped`] names it.
 #[derive(Debug, thiserror::Error)]
-#[error("batch {batch} interrupted by {signal}; what it had is kept; finish it with `assay run --resume {batch}`")]
+#[error("batch {batch} interrupted by {signal}; what it had is kept")]
 pub struct Interrupted {
     pub batch: i64,
     pub signal: &'static str,
+}
+
+/// A batch or suite stopped by a signal, with the command that finishes
+/// it: `--resume` and the flags that reach the same store.
+#[derive(Debug, thiserror::Error)]
+#[error("{what} interrupted by {signal}; what it had is kept; finish it with `{resume}`")]
+pub struct Stopped {
+    /// `batch 3`, `suite 2`.
+    pub what: String,
+    pub signal: &'static str,
+    pub resume: CommandLine,
+}
+
+impl Stopped {
+    pub fn batch(batch: i64, signal: &'static str, reach: &Reach) -> Stopped {
+        Stopped {
+            what: format!("batch {batch}"),
+            signal,
+            resume: CommandLine::assay(["run", "--resume", &batch.to_string()]).reaching(reach),
+        }
+    }
+
+    pub fn suite(suite: i64, signal: &'static str, reach: &Reach) -> Stopped {
+        Stopped {
+            what: format!("suite {suite}"),
+            signal,
+            resume: CommandLine::assay(["suite", "run", "--resume", &suite.to_string()])
+                .reaching(reach),
+        }
+    }
 }
 
 impl Interrupt {

@@ -1,14 +1,17 @@
 //! A lane: one build machine draining the queue of a shared store.
 //!
 //! A lane claims an item (`Store::claim_work`), runs it exactly as a local
-//! `assay run` would, by running this binary's `run` with the item's
-//! arguments, and renews the item's lease while the run goes on. An item
-//! an earlier claim had begun (its lane died, so its lease ran out) is
-//! resumed, never begun again: `run --resume BATCH` keeps every reply,
-//! verdict and score stored and does only the rest, so nothing is drawn or
-//! scored twice. The run dies with the lane (`PR_SET_PDEATHSIG`), and a
-//! lane that loses its lease (the store unreachable for a whole lease, or
-//! the item taken over) stops the run, so two lanes never work one item.
+//! `assay run` would, by running this binary with the arguments of the
+//! item (`work::WorkItem::args`: every setting it was queued with, none of
+//! the lane's environment), and renews the item's lease while the run goes
+//! on. An item an earlier claim had begun (its lane died, so its lease ran
+//! out) is resumed, never begun again: `run --resume BATCH` keeps every
+//! reply, verdict and score stored and does only the rest, so nothing is
+//! drawn or scored twice. The run dies with the lane (`PR_SET_PDEATHSIG`),
+//! and a lane that loses its lease (the store unreachable for a whole
+//! lease, or the item taken over) stops the run, so two lanes never work
+//! one item. How the run ended is read from its exit status
+//! (`exit::ExitClass`) and its `--json` result, never from its words.
 
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -16,11 +19,13 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 use tokio::task::JoinSet;
 
+use crate::exit::ExitClass;
 use crate::owner::Owner;
-use crate::store::{BatchStatus, Claimed, Db, Store, WorkKind};
+use crate::store::{BatchId, BatchStatus, Claimed, Db, Store, WorkItemRow};
+use crate::work::{LiveSuitePart, WorkItem, FLAG_VARIABLES};
 
 /// How a lane runs.
 #[derive(Debug, Clone)]
@@ -121,58 +126,36 @@ pub async fn run(cfg: &LaneConfig, store: &Store) -> Result<LaneSummary> {
 async fn work(
     cfg: &LaneConfig,
     store: &Store,
-    item: Claimed,
+    claimed: Claimed,
     claimed_at: tokio::time::Instant,
 ) -> Result<Ending> {
-    let mut args = match (item.kind, item.batch) {
-        // A part of a suite: always a resume of that part, which does only
-        // the programs without a stored outcome.
-        (WorkKind::Suite, _) => {
-            take_over_suite_part(store, &item.args).await?;
-            item.args.clone()
-        }
-        (WorkKind::Batch, Some(batch)) => {
-            take_over(store, batch).await?;
-            vec!["run".to_owned(), "--resume".to_owned(), batch.to_string()]
-        }
-        (WorkKind::Batch, None) => std::iter::once("run".to_owned())
-            .chain(item.args.iter().cloned())
-            .collect(),
+    let item = match WorkItem::from_json(&claimed.item) {
+        Ok(item) => item,
+        // Claimed again, it would be refused again: failed, saying why.
+        Err(e) => return end(cfg, store, &claimed, RunOutcome::Failed(e.to_string())).await,
     };
-    args.extend(["--work-item".to_owned(), item.id.to_string()]);
-    let mut cmd = tokio::process::Command::new(&cfg.exe);
-    cmd.args(&args)
-        .arg("--db")
-        .arg(cfg.db.to_string())
-        .arg("--out")
-        .arg(&cfg.out)
-        .arg("--work-dir")
-        .arg(&cfg.work_dir)
-        .arg("--json")
-        .env_remove("ASSAY_DB")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    // SAFETY: prctl is async-signal-safe; it only asks the kernel to kill
-    // the run when this lane's thread that spawned it dies.
-    unsafe {
-        cmd.as_std_mut().pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd
+    let begun = match (&item, claimed.batch) {
+        (WorkItem::Batch(_), Some(batch)) => match take_over(store, batch).await? {
+            // An earlier claim's run stored everything; only the item's
+            // end was lost.
+            Left::Nothing => return end(cfg, store, &claimed, RunOutcome::Done).await,
+            Left::Rest => Some(batch),
+        },
+        (WorkItem::Batch(_), None) => None,
+        (WorkItem::SuitePart(part) | WorkItem::LiveSuitePart(LiveSuitePart { part, .. }), _) => {
+            // Always a resume of the part, which does only the programs
+            // without a stored outcome.
+            store
+                .interrupt_suite_part(part.suite, &part.part, "its lane's lease ran out")
+                .await?;
+            None
+        }
+    };
+    let mut child = command(cfg, &item, begun, claimed.id)
         .spawn()
         .with_context(|| format!("cannot start {}", cfg.exe.display()))?;
-    let mut stderr = child.stderr.take().expect("piped");
-    let errors = tokio::spawn(async move {
-        let mut text = String::new();
-        let _ = stderr.read_to_string(&mut text).await;
-        text
-    });
+    let result = read_all(child.stdout.take().expect("piped"));
+    let last_words = last_line(child.stderr.take().expect("piped"));
     let renew_every = cfg.lease / 3;
     let lease_ms = cfg.lease.as_millis() as i64;
     // Taken before each request that extended the lease: the store's
@@ -183,10 +166,10 @@ async fn work(
             status = child.wait() => break status?,
             _ = tokio::time::sleep(renew_every) => {
                 let sent = tokio::time::Instant::now();
-                match store.renew_lease(&item, lease_ms).await {
+                match store.renew_lease(&claimed, lease_ms).await {
                     Ok(true) => held_from = sent,
                     Ok(false) => {
-                        tracing::warn!(item = item.id, "lease lost: another lane has the item");
+                        tracing::warn!(item = claimed.id, "lease lost: another lane has the item");
                         let _ = child.kill().await;
                         return Ok(Ending::Lost);
                     }
@@ -194,7 +177,7 @@ async fn work(
                     // lease holds, and stop the run before it can run out,
                     // so no other lane's resume ever runs beside it.
                     Err(e) => {
-                        tracing::warn!(item = item.id, "cannot renew the lease: {e}");
+                        tracing::warn!(item = claimed.id, "cannot renew the lease: {e}");
                         if !lease_outlives_next_try(held_from.elapsed(), renew_every, cfg.lease) {
                             let _ = child.kill().await;
                             return Ok(Ending::Lost);
@@ -204,42 +187,161 @@ async fn work(
             }
         }
     };
-    let errors = errors.await.unwrap_or_default();
-    let last = errors
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("");
-    let failure = (!status.success()).then(|| format!("assay run exited with {status}: {last}"));
-    // A run that failed on the store (its error names it) failed for the
-    // store, not for the item: given back, for a resume once it is back.
-    let store_failed = failure.is_some() && last.contains(&cfg.db.to_string());
+    let result = result.await.unwrap_or_default();
+    let last_words = last_words.await.unwrap_or_default();
+    let outcome = RunOutcome::of(status, &result, &last_words);
+    if let RunOutcome::Done = outcome {
+        tracing::info!(
+            item = claimed.id,
+            "lane {} did {}",
+            cfg.name,
+            item.describe()
+        );
+    }
+    end(cfg, store, &claimed, outcome).await
+}
+
+/// How an item's run ended, for the queue.
+#[derive(Debug, PartialEq)]
+enum RunOutcome {
+    Done,
+    /// Failed, with the run's last words.
+    Failed(String),
+    /// The run's store went away, or it was interrupted: the item is not
+    /// at fault, and a resume finishes it.
+    GiveBack,
+}
+
+/// What a lane reads of a run's `--json` result: that there is one, and
+/// its status (of the batch, or of the suite a part belongs to).
+#[derive(Debug, serde::Deserialize)]
+struct RunResult {
+    status: String,
+    /// A batch's own; a suite's result has none.
+    batch_id: Option<BatchId>,
+}
+
+impl RunOutcome {
+    /// From the run's exit status (its class, `exit::ExitClass`), its
+    /// `--json` result on stdout and the last line of its stderr.
+    fn of(status: std::process::ExitStatus, result: &[u8], last_words: &str) -> RunOutcome {
+        match status.code().and_then(ExitClass::of_code) {
+            Some(ExitClass::Done) => match serde_json::from_slice::<RunResult>(result) {
+                // A batch's run ends with it finished; a part's, with its
+                // suite finished or still running on other lanes.
+                Ok(r) if r.batch_id.is_none() || r.status == "finished" => RunOutcome::Done,
+                Ok(r) => RunOutcome::Failed(format!(
+                    "assay exited 0 with batch {} {}",
+                    r.batch_id.unwrap_or_default(),
+                    r.status
+                )),
+                Err(e) => {
+                    RunOutcome::Failed(format!("assay exited 0 without its --json result ({e})"))
+                }
+            },
+            Some(ExitClass::StoreAway | ExitClass::Interrupted) => RunOutcome::GiveBack,
+            _ => RunOutcome::Failed(format!("assay exited with {status}: {last_words}")),
+        }
+    }
+}
+
+/// Ends a claim as `outcome` says, retrying while the store is away.
+async fn end(
+    cfg: &LaneConfig,
+    store: &Store,
+    claimed: &Claimed,
+    outcome: RunOutcome,
+) -> Result<Ending> {
     let mut backoff = Backoff::default();
     let started = tokio::time::Instant::now();
     loop {
-        let ended = if store_failed {
-            store.release_work(&item).await.map(|()| true)
-        } else {
-            store.finish_work(&item, failure.as_deref()).await
+        let ended = match &outcome {
+            RunOutcome::GiveBack => store.release_work(claimed).await.map(|()| true),
+            RunOutcome::Done => store.finish_work(claimed, None).await,
+            RunOutcome::Failed(why) => store.finish_work(claimed, Some(why)).await,
         };
-        match ended {
-            Ok(true) if store_failed => return Ok(Ending::Lost),
-            Ok(true) if failure.is_some() => return Ok(Ending::Failed),
-            Ok(true) => return Ok(Ending::Done),
-            Ok(false) => return Ok(Ending::Lost),
+        match (ended, &outcome) {
+            (Ok(true), RunOutcome::Done) => return Ok(Ending::Done),
+            (Ok(true), RunOutcome::Failed(_)) => return Ok(Ending::Failed),
+            (Ok(_), _) => return Ok(Ending::Lost),
             // Everything is stored; only the item's end is not. Past the
             // lease another lane resumes it and finds nothing left to do.
-            Err(e) if started.elapsed() < cfg.lease => {
+            (Err(e), _) if started.elapsed() < cfg.lease => {
                 let wait = backoff.next();
                 tracing::warn!(
-                    item = item.id,
+                    item = claimed.id,
                     "cannot end the item (again in {wait:?}): {e}"
                 );
                 tokio::time::sleep(wait).await;
             }
-            Err(_) => return Ok(Ending::Lost),
+            (Err(_), _) => return Ok(Ending::Lost),
         }
     }
+}
+
+/// The run of an item: this binary with the item's arguments, the lane's
+/// store and folders, and none of the lane's variables that a flag reads
+/// (`work::FLAG_VARIABLES`): the item's settings are the run's.
+fn command(
+    cfg: &LaneConfig,
+    item: &WorkItem,
+    begun: Option<BatchId>,
+    id: i64,
+) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(&cfg.exe);
+    cmd.args(item.args(begun))
+        .arg("--work-item")
+        .arg(id.to_string())
+        .arg("--db")
+        .arg(cfg.db.to_string())
+        .arg("--out")
+        .arg(&cfg.out)
+        .arg("--work-dir")
+        .arg(&cfg.work_dir)
+        .arg("--json")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    for var in FLAG_VARIABLES {
+        cmd.env_remove(var);
+    }
+    // SAFETY: prctl is async-signal-safe; it only asks the kernel to kill
+    // the run when this lane's thread that spawned it dies.
+    unsafe {
+        cmd.as_std_mut().pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// Everything a run prints on stdout: its `--json` result.
+fn read_all(mut out: tokio::process::ChildStdout) -> tokio::task::JoinHandle<Vec<u8>> {
+    tokio::spawn(async move {
+        let mut bytes = Vec::new();
+        let _ = out.read_to_end(&mut bytes).await;
+        bytes
+    })
+}
+
+/// The last line a run prints on stderr that is not blank: its last words
+/// (the error, when it failed). Read as it comes, so a chatty run costs no
+/// memory.
+fn last_line(err: tokio::process::ChildStderr) -> tokio::task::JoinHandle<String> {
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(err).lines();
+        let mut last = String::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if !line.trim().is_empty() {
+                last = line;
+            }
+        }
+        last
+    })
 }
 
 /// Whether a lease renewed `held` ago still holds when the next renewal
@@ -264,12 +366,21 @@ impl Backoff {
     }
 }
 
+/// What is left of a batch an earlier claim began.
+enum Left {
+    /// It is finished: the earlier run stored everything.
+    Nothing,
+    Rest,
+}
+
 /// A batch an earlier claim began: if the store still says it runs, its
 /// lane is gone (the lease ran out), so it is marked interrupted for
 /// `--resume` to take.
-async fn take_over(store: &Store, batch: i64) -> Result<()> {
-    if store.batch(batch).await?.status != BatchStatus::Running {
-        return Ok(());
+async fn take_over(store: &Store, batch: BatchId) -> Result<Left> {
+    match store.batch(batch).await?.status {
+        BatchStatus::Finished => return Ok(Left::Nothing),
+        BatchStatus::Running => {}
+        _ => return Ok(Left::Rest),
     }
     let owner = store
         .running_batches()
@@ -280,48 +391,23 @@ async fn take_over(store: &Store, batch: i64) -> Result<()> {
     store
         .interrupt_if_owned(batch, owner.as_ref(), "its lane's lease ran out")
         .await?;
-    Ok(())
+    Ok(Left::Rest)
 }
 
-/// A part of a suite an earlier claim may have begun: its batches still
-/// marked running belong to a lane that is gone.
-async fn take_over_suite_part(store: &Store, args: &[String]) -> Result<()> {
-    let (Some(suite), Some(part)) = (flag_value(args, "--resume"), flag_value(args, "--part"))
-    else {
-        return Ok(());
-    };
-    let suite: i64 = suite.parse().context("a queued suite item's --resume")?;
-    let part: crate::store::SuitePart = part
-        .parse()
-        .map_err(|e: String| anyhow::anyhow!("a queued suite item's --part: {e}"))?;
-    store
-        .interrupt_suite_part(suite, &part, "its lane's lease ran out")
-        .await?;
-    Ok(())
-}
-
-/// The value after `flag` in a stored command line.
-fn flag_value<'a>(args: &'a [String], flag: &str) -> Option<&'a String> {
-    args.iter()
-        .position(|a| a == flag)
-        .and_then(|i| args.get(i + 1))
-}
-
-/// What an item is, in a few words: the spec of a batch, the suite and
-/// part of a suite's item.
-fn task_of(item: &crate::store::WorkItemRow) -> String {
-    let args = &item.args;
-    match item.kind {
-        WorkKind::Batch => format!("batch {}", args.first().map_or("", String::as_str)),
-        WorkKind::Suite => match (flag_value(args, "--resume"), flag_value(args, "--part")) {
-            (Some(suite), Some(part)) => format!("suite {suite} part {part}"),
-            _ => "suite".to_owned(),
-        },
+/// What an item is, in a few words: a batch's spec and size, a suite's
+/// part; an item queued before migration 0011, its command line.
+fn task_of(row: &WorkItemRow) -> String {
+    if let Ok(item) = WorkItem::from_json(&row.item) {
+        return item.describe();
+    }
+    match serde_json::from_value::<Vec<String>>(row.item.clone()) {
+        Ok(args) => format!("queued as `{}` by an older assay", args.join(" ")),
+        Err(_) => format!("unreadable: {}", row.item),
     }
 }
 
 /// `assay queue`: one line per item, its state, lane and batch.
-pub fn queue_table(items: &[crate::store::WorkItemRow]) -> String {
+pub fn queue_table(items: &[WorkItemRow]) -> String {
     use std::fmt::Write;
     let mut out = String::from("item  state     lane             batch  claims  task\n");
     for w in items {
@@ -374,6 +460,59 @@ mod tests {
         }
         assert!(held < lease, "stopped {held:?} after, lease {lease:?}");
         assert_eq!(tries, 2, "one failed renewal is ridden out");
+    }
+
+    /// A run's end is read from its exit status and its `--json` result,
+    /// never its words: a failure whose last line names the store is a
+    /// failure, and a store away is given back whatever it said.
+    #[test]
+    fn a_run_s_end_is_its_exit_class_and_its_result() {
+        use std::os::unix::process::ExitStatusExt;
+        let exited = |code: i32| std::process::ExitStatus::from_raw(code << 8);
+        let batch = br#"{"batch_id": 4, "status": "finished", "candidates": []}"#;
+        let part = br#"{"suite_id": 2, "status": "running"}"#;
+        let store = "error: postgres://lane@db/rig: no batch 4";
+        let cases: [(std::process::ExitStatus, &[u8], &str, RunOutcome); 8] = [
+            (exited(0), batch, "", RunOutcome::Done),
+            // A part ends with its suite still running on other lanes.
+            (exited(0), part, "", RunOutcome::Done),
+            (exited(3), b"", "error: anything", RunOutcome::GiveBack),
+            (exited(130), b"", "assay: interrupted", RunOutcome::GiveBack),
+            (
+                exited(2),
+                b"",
+                store,
+                RunOutcome::Failed(format!("assay exited with exit status: 2: {store}")),
+            ),
+            (
+                exited(0),
+                b"",
+                "",
+                RunOutcome::Failed(
+                    "assay exited 0 without its --json result (EOF while parsing a value at line 1 column 0)"
+                        .into(),
+                ),
+            ),
+            (
+                exited(0),
+                br#"{"batch_id": 4, "status": "failed"}"#,
+                "",
+                RunOutcome::Failed("assay exited 0 with batch 4 failed".into()),
+            ),
+            (
+                std::process::ExitStatus::from_raw(libc::SIGKILL),
+                b"",
+                "",
+                RunOutcome::Failed("assay exited with signal: 9 (SIGKILL): ".into()),
+            ),
+        ];
+        for (status, result, last, want) in cases {
+            assert_eq!(
+                RunOutcome::of(status, result, last),
+                want,
+                "{status} {last}"
+            );
+        }
     }
 
     #[test]

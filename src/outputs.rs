@@ -1,21 +1,26 @@
 //! Outputs: where a command that runs batches writes, resolved and checked
 //! before anything is written.
 //!
-//! Two steps, as flags become a configuration: `Outputs::resolve` turns the
-//! flags into absolute paths (no IO), `Outputs::prepare` creates the output
-//! and work folders and proves that they and the database's folder can be
-//! written. A bad path is bad input (exit 2) naming the flag and the path;
-//! what `prepare` created before it failed is removed again, so a refused
-//! run leaves no empty folder and no empty database behind.
+//! Three steps, as flags become a configuration: `Outputs::resolve` turns
+//! the flags into absolute paths (no IO but asking the toolchain for the
+//! default work directory's key), `Outputs::check` proves, writing nothing,
+//! that the database, the output folder and the work directory can be
+//! made or written, and `prepare_work_dir` / `prepare_out` (or `prepare`,
+//! both) create them. A bad path is bad input (exit 2) naming the flag and
+//! the path; what a prepare created before it failed is removed again, so
+//! a refused run leaves no empty folder and no empty database behind.
 //!
 //! The default output folder is named after the database (`assay.db` ->
 //! `assay-out/` beside it, `my.db` -> `my-out/`), so two databases never
 //! share `batch-N` folders; and a batch folder is never reused
-//! (`new_batch_dir` takes `batch-N`, else `batch-N.2`, ...).
+//! (`new_batch_dir` takes `batch-N`, else `batch-N.2`, ...). The default
+//! work directory is shared by every database: one per toolchain in the
+//! user's cache folder (`work_dir`).
 
 use std::path::{Path, PathBuf};
 
 use crate::store::Db;
+use crate::work_dir::{self, WorkDirLock};
 
 /// A path the user gave (or defaulted) that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -35,11 +40,27 @@ pub struct Outputs {
     /// Each batch's outputs go to `out/batch-N/`.
     pub out: PathBuf,
     /// The generated packages and their cargo target directory.
-    pub work_dir: PathBuf,
-    /// The flag the work directory comes from: `--work-dir`, or `--out`
-    /// when it defaulted to `OUT/work` (what the user has to fix).
-    work_flag: &'static str,
+    pub work: WorkDir,
 }
+
+/// Where a command builds: the generated packages and their cargo target
+/// directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkDir {
+    /// Absolute.
+    pub path: PathBuf,
+    /// The default one in the user's cache folder (shared by every
+    /// database, pruned of other toolchains' folders), not the user's
+    /// choice.
+    default: bool,
+}
+
+/// How a refusal names the default work directory, which the user never
+/// typed.
+const DEFAULT_WORK: &str = "the default work directory";
+
+/// What a refusal of the default work directory tells the user to do.
+const CHOOSE_WORK: &str = "choose another with --work-dir or ASSAY_WORK_DIR";
 
 /// The output folder that belongs to a database: beside it, named after it.
 pub fn default_out(db: &Path) -> PathBuf {
@@ -52,9 +73,10 @@ pub fn default_out(db: &Path) -> PathBuf {
 impl Outputs {
     /// Step one: the paths, absolute (scoring runs each candidate in its own
     /// directory), from the flags; `out` defaults to the database's folder,
-    /// `work_dir` to `OUT/work`. No IO besides reading the current directory.
-    /// A PostgreSQL store has no folder: its output folder defaults to
-    /// `assay-out` in the current directory.
+    /// the work directory to the toolchain's in the user's cache folder
+    /// ([`WorkDir::resolve`]). No IO besides reading the current directory
+    /// and asking the toolchain its name. A PostgreSQL store has no folder:
+    /// its output folder defaults to `assay-out` in the current directory.
     pub fn resolve(
         db: &Db,
         out: Option<&Path>,
@@ -69,59 +91,132 @@ impl Outputs {
             (None, Db::Sqlite(path)) => default_out(path),
             (None, Db::Postgres(_)) => absolute("--out", Path::new("assay-out"))?,
         };
-        let (work_dir, work_flag) = match work_dir {
-            Some(w) => (absolute("--work-dir", w)?, "--work-dir"),
-            None => (out.join("work"), "--out"),
-        };
         Ok(Outputs {
             db,
             out,
-            work_dir,
-            work_flag,
+            work: WorkDir::resolve(work_dir)?,
         })
     }
 
-    /// The first part of step two, for what must build before the batch
-    /// may write anything else (the cases' check): checks the database's
-    /// path and creates the work directory only.
-    pub fn prepare_work_dir(&self) -> Result<(), PathError> {
-        let mut created = Vec::new();
-        let result = check_db(&self.db)
-            .and_then(|()| make_writable_dir(self.work_flag, &self.work_dir, &mut created));
-        if result.is_err() {
-            remove_created(&created);
-        }
-        result
-    }
-
-    /// For a command that only builds in the work directory (`task
-    /// check`): creates it, and nothing else.
-    pub fn prepare_work_dir_alone(&self) -> Result<(), PathError> {
-        let mut created = Vec::new();
-        let result = make_writable_dir(self.work_flag, &self.work_dir, &mut created);
-        if result.is_err() {
-            remove_created(&created);
-        }
-        result
-    }
-
-    /// Step two: creates the output and work folders, and checks that they
-    /// and the database (or, if it does not exist yet, its folder) can be
-    /// written. On failure, the folders it created are removed again.
-    pub fn prepare(&self) -> Result<(), PathError> {
-        let mut created = Vec::new();
-        let result = self.prepare_into(&mut created);
-        if result.is_err() {
-            remove_created(&created);
-        }
-        result
-    }
-
-    fn prepare_into(&self, created: &mut Vec<PathBuf>) -> Result<(), PathError> {
+    /// Step two, writing nothing: the database is a regular file or can be
+    /// created, and the output folder and the work directory are folders
+    /// that can be written or created. A run checks this before its first
+    /// write, so `--out afile` is refused before the task's check builds.
+    pub fn check(&self) -> Result<(), PathError> {
         check_db(&self.db)?;
-        make_writable_dir("--out", &self.out, created)?;
-        make_writable_dir(self.work_flag, &self.work_dir, created)?;
-        Ok(())
+        check_dir("--out", &self.out)?;
+        self.work.check()
+    }
+
+    /// Step three, for what must build before the batch may write anything
+    /// else (the task's check): the work directory ([`WorkDir::prepare`]).
+    pub fn prepare_work_dir(&self) -> Result<WorkDirLock, PathError> {
+        self.work.prepare()
+    }
+
+    /// Step four: creates the output folder and checks that it and the
+    /// database (or, if it does not exist yet, its folder) can be written.
+    /// On failure, the folders it created are removed again.
+    pub fn prepare_out(&self) -> Result<(), PathError> {
+        let mut created = Vec::new();
+        let result =
+            check_db(&self.db).and_then(|()| make_writable_dir("--out", &self.out, &mut created));
+        if result.is_err() {
+            remove_created(&created);
+        }
+        result
+    }
+
+    /// Steps two to four, for a command with nothing to do between them.
+    pub fn prepare(&self) -> Result<WorkDirLock, PathError> {
+        self.check()?;
+        let lock = self.prepare_work_dir()?;
+        self.prepare_out()?;
+        Ok(lock)
+    }
+}
+
+impl WorkDir {
+    /// `--work-dir` (or `ASSAY_WORK_DIR`) made absolute, else the current
+    /// toolchain's folder under the user's cache folder
+    /// (`work_dir::default_root`; one `rustc -vV` names the toolchain).
+    pub fn resolve(given: Option<&Path>) -> Result<WorkDir, PathError> {
+        if let Some(path) = given {
+            return Ok(WorkDir {
+                path: absolute("--work-dir", path)?,
+                default: false,
+            });
+        }
+        let root = work_dir::default_root().ok_or_else(|| PathError {
+            flag: DEFAULT_WORK,
+            path: PathBuf::from("~/.cache/assay/work"),
+            why: format!("neither XDG_CACHE_HOME nor HOME is set; {CHOOSE_WORK}"),
+        })?;
+        let key = work_dir::toolchain_key(&root).map_err(|why| PathError {
+            flag: DEFAULT_WORK,
+            path: root.clone(),
+            why: format!("cannot name the toolchain's folder: {why}; {CHOOSE_WORK}"),
+        })?;
+        Ok(WorkDir {
+            path: root.join(key),
+            default: true,
+        })
+    }
+
+    /// The cargo target directory inside it.
+    pub fn target_dir(&self) -> PathBuf {
+        self.path.join("target")
+    }
+
+    /// Writing nothing: it is a folder that can be written, or created.
+    pub fn check(&self) -> Result<(), PathError> {
+        check_dir(self.flag(), &self.path).map_err(|e| self.explained(e))
+    }
+
+    /// Creates it (removing what it created if that fails) and takes the
+    /// shared lock that keeps it from being pruned while this process uses
+    /// it, held until the returned lock is dropped. The default one's
+    /// parent is pruned of other toolchains' folders long unused.
+    pub fn prepare(&self) -> Result<WorkDirLock, PathError> {
+        let mut created = Vec::new();
+        let result = make_writable_dir(self.flag(), &self.path, &mut created)
+            .and_then(|()| {
+                work_dir::lock(&self.path).map_err(|e| PathError {
+                    flag: self.flag(),
+                    path: self.path.clone(),
+                    why: format!("cannot lock it: {e}"),
+                })
+            })
+            .map_err(|e| self.explained(e));
+        if result.is_err() {
+            remove_created(&created);
+        }
+        if let (Ok(_), true, Some(root)) = (&result, self.default, self.path.parent()) {
+            work_dir::prune(
+                root,
+                &self.path,
+                work_dir::PRUNE_AFTER,
+                std::time::SystemTime::now(),
+            );
+        }
+        result
+    }
+
+    /// How a refusal names it: the flag, or the default's own words.
+    fn flag(&self) -> &'static str {
+        if self.default {
+            DEFAULT_WORK
+        } else {
+            "--work-dir"
+        }
+    }
+
+    /// A refusal of the default work directory says how to choose another.
+    fn explained(&self, mut e: PathError) -> PathError {
+        if self.default {
+            e.why = format!("{}; {CHOOSE_WORK}", e.why);
+        }
+        e
     }
 }
 
@@ -228,6 +323,78 @@ fn check_db(db: &Db) -> Result<(), PathError> {
     })
 }
 
+/// For a command that reads: a `--db` path that exists but is no regular
+/// file (a folder, a device) is refused in the words a run uses; a
+/// missing one is the store's to name.
+pub fn check_db_file(db: &Db) -> Result<(), PathError> {
+    let Db::Sqlite(path) = db else {
+        return Ok(());
+    };
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => Err(PathError {
+            flag: "--db",
+            path: path.clone(),
+            why: "not a regular file".into(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// A file a command will write at its end (`--svg`), checked before the
+/// work: its folder exists and takes a new file, and the path is not a
+/// folder. Writes nothing that stays.
+pub fn check_output_file(flag: &'static str, path: &Path) -> Result<(), PathError> {
+    let bad = |why: String| PathError {
+        flag,
+        path: path.to_path_buf(),
+        why,
+    };
+    if path.is_dir() {
+        return Err(bad("is a folder".into()));
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(bad(format!("folder {} does not exist", parent.display())));
+    }
+    probe_write(parent).map_err(|e| bad(format!("cannot write in {}: {e}", parent.display())))
+}
+
+/// `dir` is a folder that can be written, or can be created: nothing on
+/// its way is a file, and the nearest existing folder takes a new entry.
+/// Writes nothing that stays.
+fn check_dir(flag: &'static str, dir: &Path) -> Result<(), PathError> {
+    let bad = |why: String| PathError {
+        flag,
+        path: dir.to_path_buf(),
+        why,
+    };
+    for at in dir.ancestors() {
+        match std::fs::metadata(at) {
+            Ok(m) if m.is_dir() => {
+                return probe_write(at).map_err(|e| {
+                    bad(if at == dir {
+                        format!("cannot write in it: {e}")
+                    } else {
+                        format!("cannot create it in {}: {e}", at.display())
+                    })
+                })
+            }
+            Ok(_) if at == dir => return Err(bad("not a folder".into())),
+            Ok(_) => return Err(bad(format!("{} is not a folder", at.display()))),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) => {}
+            Err(e) => return Err(bad(e.to_string())),
+        }
+    }
+    Err(bad("no folder above it exists".into()))
+}
+
 /// Creates `dir` (and missing parents, each recorded in `created`) and
 /// proves a file can be written in it.
 fn make_writable_dir(
@@ -309,9 +476,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!(o.out, PathBuf::from("/o"));
-        assert_eq!(o.work_dir, PathBuf::from("/w"));
+        assert_eq!(o.work.path, PathBuf::from("/w"));
+        // The default work directory is no database's: the toolchain's,
+        // in the user's cache folder.
         let o = Outputs::resolve(&Db::from(Path::new("/d/a.db")), None, None).unwrap();
-        assert_eq!(o.work_dir, PathBuf::from("/d/a-out/work"));
+        assert_eq!(o.out, PathBuf::from("/d/a-out"));
+        assert!(o.work.default);
+        let root = work_dir::default_root().unwrap();
+        let key = work_dir::toolchain_key(&root).unwrap();
+        assert_eq!(o.work.path, root.join(key));
+        assert!(o.work.path.parent().unwrap().ends_with("assay/work"));
         // A server's store has no folder: the output folder is here.
         let pg: Db = "postgres://assay@127.0.0.1/runs".parse().unwrap();
         let o = Outputs::resolve(&pg, None, None).unwrap();
@@ -338,9 +512,16 @@ mod tests {
         let o = Outputs {
             db: Db::from(dir.path().join("a.db")),
             out: dir.path().join("new/out"),
-            work_dir: file.join("work"),
-            work_flag: "--work-dir",
+            work: WorkDir {
+                path: file.join("work"),
+                default: false,
+            },
         };
+        // Found by the check, before anything is made.
+        let e = o.check().unwrap_err();
+        assert_eq!(e.flag, "--work-dir");
+        assert!(e.why.contains("is not a folder"), "{e}");
+        assert!(!dir.path().join("new").exists());
         let e = o.prepare().unwrap_err();
         assert_eq!(e.flag, "--work-dir");
         assert!(e.why.contains("is not a folder"), "{e}");
@@ -360,8 +541,10 @@ mod tests {
             let o = Outputs {
                 db: Db::from(dir.path().join("a.db")),
                 out: dir.path().join("a/b/out"),
-                work_dir: dir.path().join("a/b/work"),
-                work_flag: "--work-dir",
+                work: WorkDir {
+                    path: dir.path().join("a/b/work"),
+                    default: false,
+                },
             };
             let barrier = std::sync::Barrier::new(8);
             std::thread::scope(|s| {
@@ -369,7 +552,7 @@ mod tests {
                     .map(|_| {
                         s.spawn(|| {
                             barrier.wait();
-                            o.prepare()
+                            o.prepare().map(drop)
                         })
                     })
                     .collect();
@@ -377,8 +560,29 @@ mod tests {
                     run.join().unwrap().unwrap();
                 }
             });
-            assert!(o.work_dir.is_dir() && o.out.is_dir());
+            assert!(o.work.path.is_dir() && o.out.is_dir());
         }
+    }
+
+    /// `--out` naming a file is refused as the path the user typed, not
+    /// a folder below it.
+    #[test]
+    fn a_file_given_as_the_output_folder_is_named_as_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("afile");
+        std::fs::write(&file, "x").unwrap();
+        let o = Outputs::resolve(
+            &Db::from(dir.path().join("a.db")),
+            Some(&file),
+            Some(&dir.path().join("w")),
+        )
+        .unwrap();
+        let e = o.check().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("--out {}: not a folder", file.display())
+        );
+        assert!(!dir.path().join("w").exists());
     }
 
     #[test]
@@ -386,7 +590,7 @@ mod tests {
         let o = Outputs::resolve(
             &Db::from(Path::new("/dev/null")),
             Some(Path::new("/tmp")),
-            None,
+            Some(Path::new("/tmp")),
         )
         .unwrap();
         let e = o.prepare().unwrap_err();

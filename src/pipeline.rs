@@ -879,8 +879,9 @@ impl Scoring<'_> {
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
             let to = dir.join(name);
-            std::fs::copy(from, &to)
-                .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
+            // Runs start while later images are copied: placed so that no
+            // run's child can hold a copy open for writing when it is exec'd.
+            crate::sandbox::place_executable(from, &to)?;
             Ok(to)
         };
         let bar = self.progress.bar("score", 0);
@@ -948,17 +949,23 @@ async fn next_run(runs: &mut Option<score::Runs>) -> Option<Result<Scored>> {
 async fn admit_all(spec: &Spec, store: &Store, batch: BatchId) -> Result<()> {
     let reference = store.batch(batch).await?.committed;
     let rows = store.candidates(batch).await?;
-    let candidates: Vec<(usize, &Scored)> = rows
+    let candidates: Vec<admit::Contender<'_>> = rows
         .iter()
-        .filter_map(|c| Some((c.idx, c.score.as_ref()?)))
-        .filter(|(_, s)| s.verdict != ScoreVerdict::ScoreBuildFailed)
+        .filter_map(|c| {
+            let Extraction::Source(source) = &c.extraction else {
+                return None;
+            };
+            Some(admit::Contender {
+                idx: c.idx,
+                source_len: source.len(),
+                scored: c.score.as_ref()?,
+            })
+        })
+        .filter(|c| c.scored.verdict != ScoreVerdict::ScoreBuildFailed)
         .collect();
     let decisions = admit::admit(&spec.admit, reference.as_ref(), &candidates);
-    let rows: Vec<(usize, admit::Admission)> = candidates
-        .iter()
-        .map(|(idx, _)| *idx)
-        .zip(decisions)
-        .collect();
+    let rows: Vec<(usize, admit::Admission)> =
+        candidates.iter().map(|c| c.idx).zip(decisions).collect();
     store.record_admissions(batch, &rows).await?;
     Ok(())
 }

@@ -26,8 +26,9 @@ pub struct Summary {
     /// Unique candidates that compiled (out of `unique`).
     pub compiled: usize,
     pub admitted: usize,
-    /// The admitted candidate ranked first (score, then scoring CPU time):
-    /// the one `--promote` would write if it beats the committed one.
+    /// The admitted candidate ranked first (by score, then as
+    /// `admit::admit` breaks ties): the one `--promote` would write if it
+    /// beats the committed one.
     pub top_admitted: Option<usize>,
     /// The most cases passed, by any candidate, admitted or not (a tie goes
     /// to the earliest).
@@ -487,7 +488,9 @@ impl CandidateLine {
     }
 }
 
-/// The per-candidate table of `show`.
+/// The per-candidate table of `show`: each candidate's verdicts, the CPU
+/// time of its scoring run, and admission's decision with the rank (the
+/// order `--promote` goes by; docs/reports.md says how ties are broken).
 pub fn candidate_table(lines: &[CandidateLine]) -> String {
     let score = |l: &CandidateLine| {
         let mut s = l.score.clone().unwrap_or_else(|| "-".into());
@@ -496,7 +499,7 @@ pub fn candidate_table(lines: &[CandidateLine]) -> String {
         }
         s
     };
-    let rows: Vec<[String; 7]> = lines
+    let rows: Vec<[String; 9]> = lines
         .iter()
         .map(|l| {
             [
@@ -505,19 +508,32 @@ pub fn candidate_table(lines: &[CandidateLine]) -> String {
                 l.dup_of.map_or_else(|| "-".into(), |d| d.to_string()),
                 l.probe.clone().unwrap_or_else(|| "-".into()),
                 score(l),
-                if l.admitted { "yes" } else { "no" }.into(),
+                l.cpu_ms.map_or_else(|| "-".into(), |ms| format!("{ms:.1}")),
+                admit_cell(l),
+                l.rank.map_or_else(|| "-".into(), |r| r.to_string()),
                 l.error_file.clone().unwrap_or_default(),
             ]
         })
         .collect();
     let header = [
-        "cand", "extract", "dup of", "probe", "score", "admit", "errors",
+        "cand", "extract", "dup of", "probe", "score", "CPU ms", "admit", "rank", "errors",
     ];
     aligned(
         &header,
         &rows,
-        &[true, false, false, false, false, false, false],
+        &[true, false, false, false, false, true, false, true, false],
     )
+}
+
+/// `yes` for an admitted candidate (its rank has a column of its own), why
+/// not for a refused one (`below_min_score`, `regressed(3)`), `no` for one
+/// admission never saw.
+fn admit_cell(l: &CandidateLine) -> String {
+    match (&l.admission, l.admitted) {
+        (_, true) => "yes".into(),
+        (Some(why), false) => why.clone(),
+        (None, false) => "no".into(),
+    }
 }
 
 /// How a candidate's failed cases failed, where that is more than a wrong
@@ -556,7 +572,8 @@ pub fn batch_table(batches: &[BatchRow]) -> String {
 }
 
 /// Columns as wide as their widest cell, two spaces apart; numbers
-/// (`right`) aligned right, text left; the last column is not padded.
+/// (`right`) aligned right, text left; the last column is not padded, and
+/// no line ends in spaces (an empty last cell leaves none).
 fn aligned<const N: usize>(header: &[&str; N], rows: &[[String; N]], right: &[bool; N]) -> String {
     let mut widths = header.map(str::len);
     for row in rows {
@@ -581,6 +598,7 @@ fn aligned<const N: usize>(header: &[&str; N], rows: &[[String; N]], right: &[bo
                 l.push_str(&" ".repeat(pad));
             }
         }
+        l.truncate(l.trim_end().len());
         l.push('\n');
         l
     };
@@ -593,7 +611,8 @@ fn aligned<const N: usize>(header: &[&str; N], rows: &[[String; N]], right: &[bo
 
 /// What the summary's words mean, printed under its phase table.
 const SUMMARY_KEY: &str = "key: ranked first = the admitted candidate --promote would write \
-    (by score, then CPU time); most passed = the most cases any candidate passed, admitted \
+    (most cases passed; on a tie, CPU time where it differs beyond noise, then shorter source, \
+    then lower index); most passed = the most cases any candidate passed, admitted \
     or not; busy = CPUs in use, on average (CPU-s / wall) and in the busiest 200 ms\n";
 
 #[cfg(test)]
@@ -723,6 +742,46 @@ mod tests {
         assert_eq!(
             case_failures("pxtc-f").as_deref(),
             Some("(1 panicked, 1 timed out, 1 crashed)")
+        );
+    }
+
+    fn line(id: usize, cpu_ms: Option<f64>, rank: Option<usize>, admission: &str) -> CandidateLine {
+        CandidateLine {
+            candidate_id: id,
+            pool: "replay".into(),
+            model: None,
+            extract: "extracted".into(),
+            dup_of: None,
+            probe: Some("compiled".into()),
+            score: cpu_ms.map(|_| "scored(10/10)".into()),
+            admitted: rank.is_some(),
+            error_file: None,
+            alpha_dup_of: None,
+            cpu_ms,
+            cases: None,
+            restarts: None,
+            peak_processes: None,
+            rank,
+            admission: (!admission.is_empty()).then(|| admission.into()),
+        }
+    }
+
+    /// Issue 30: the rank was in the JSON and CSV only.
+    #[test]
+    fn the_candidate_table_shows_cpu_time_admission_and_rank() {
+        let table = candidate_table(&[
+            line(0, Some(2.46), Some(2), "admitted(rank 2)"),
+            line(1, Some(61.0), None, "below_min_score"),
+            line(2, Some(1.91), Some(1), "admitted(rank 1)"),
+            line(3, None, None, ""),
+        ]);
+        assert_eq!(
+            table,
+            "cand  extract    dup of  probe     score          CPU ms  admit            rank  errors\n\
+             \x20  0  extracted  -       compiled  scored(10/10)     2.5  yes                 2\n\
+             \x20  1  extracted  -       compiled  scored(10/10)    61.0  below_min_score     -\n\
+             \x20  2  extracted  -       compiled  scored(10/10)     1.9  yes                 1\n\
+             \x20  3  extracted  -       compiled  -                   -  no                  -\n"
         );
     }
 

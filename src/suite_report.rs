@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::account::{Phase, PhaseFigures};
 use crate::extract::Extraction;
 use crate::store::{SuiteCompletionRow, SuiteOrigin, SuiteProblemRow, SuiteRow};
-use crate::suite::report::CompareError;
+use crate::suite::report::{CompareError, ProblemReport, REPORTED_K};
 use crate::suite::{CompletionOutcome, SuiteComparison, SuiteReport};
 
 /// How many resamples the comparison's bootstrap draws, and its seed (the
@@ -84,6 +84,7 @@ pub struct ExportRow {
     pub pool: String,
     pub model: Option<String>,
     pub completion_tokens: Option<u64>,
+    #[serde(serialize_with = "to_the_microsecond")]
     pub ttft_ms: Option<f64>,
     /// The completion whose program this one shares.
     pub dup_of: Option<usize>,
@@ -96,9 +97,22 @@ pub struct ExportRow {
     pub cases: Option<String>,
     pub cases_passed: Option<usize>,
     pub cases_total: Option<usize>,
+    #[serde(serialize_with = "to_the_microsecond")]
     pub run_wall_ms: Option<f64>,
+    #[serde(serialize_with = "to_the_microsecond")]
     pub run_cpu_ms: Option<f64>,
     pub error_file: Option<String>,
+}
+
+/// Milliseconds to three decimals: the CPU time comes from `wait4` in
+/// microseconds, and the stored milliseconds read back through a
+/// `Duration` pick up float noise (`24.450785999999997`) that is no part of
+/// the figure. Wall times and TTFT get the same precision.
+fn to_the_microsecond<S: serde::Serializer>(ms: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match ms {
+        Some(ms) => s.serialize_some(&((ms * 1e3).round() / 1e3)),
+        None => s.serialize_none(),
+    }
 }
 
 /// An export row with the texts, for JSON.
@@ -242,21 +256,7 @@ impl SuiteSummary {
                 let _ = writeln!(out, "  warning: {line}");
             }
         }
-        let _ = writeln!(
-            out,
-            "pass@1: {}   pass@k: {}",
-            fmt_rate(self.report.pass_at_1),
-            if self.report.pass_at_k.is_empty() {
-                "-".to_owned()
-            } else {
-                self.report
-                    .pass_at_k
-                    .iter()
-                    .map(|(k, v)| format!("@{k} {v:.3}"))
-                    .collect::<Vec<_>>()
-                    .join("  ")
-            }
-        );
+        let _ = writeln!(out, "{}", pass_at_line(&self.report));
         let width = self
             .report
             .problems
@@ -267,21 +267,19 @@ impl SuiteSummary {
             .clamp(7, 40);
         let _ = writeln!(
             out,
-            "\n{:<width$} {:>4} {:>8} {:>6} {:>6} {:>11}  statuses",
-            "problem", "n", "compiled", "passed", "pass@1", "cases"
+            "\n{:<width$} {:>4} {:>8} {:>6} {:>6}  {STATUSES_HEADER}",
+            "problem", "n", "compiled", "passed", "pass@1"
         );
         for p in &self.report.problems {
-            let statuses: Vec<&str> = p.statuses.iter().map(|s| s.as_str()).collect();
             let _ = writeln!(
                 out,
-                "{:<width$} {:>4} {:>8} {:>6} {:>6} {:>11}  {}",
+                "{:<width$} {:>4} {:>8} {:>6} {:>6}  {}",
                 p.name,
                 p.n,
                 p.compiled,
                 p.passed,
                 fmt_rate(p.pass_at(1)),
-                format!("{}/{}", p.cases_passed, p.cases),
-                statuses.join(" ")
+                completion_cells(p)
             );
         }
         let differs: Vec<String> = self
@@ -576,6 +574,117 @@ pub fn suite_table(rows: &[SuiteRow]) -> String {
     out
 }
 
+/// The suite's means on one line: `pass@1: 0.525`, each larger k that every
+/// problem has the completions for beside it, and when there is none, how
+/// many completions a problem would need for one.
+fn pass_at_line(report: &SuiteReport) -> String {
+    let mut line = format!("pass@1: {}", fmt_rate(report.pass_at_1));
+    for (k, v) in report.pass_at_k.iter().filter(|(k, _)| **k > 1) {
+        let _ = write!(line, "   pass@{k}: {v:.3}");
+    }
+    let only_one = report.pass_at_k.keys().all(|&k| k == 1);
+    let fewest = report.problems.iter().map(|p| p.n).min();
+    let next = REPORTED_K.iter().find(|&&k| fewest.is_some_and(|n| k > n));
+    if let (true, Some(k), Some(n), Some(_)) = (only_one, next, fewest, report.pass_at_1) {
+        let _ = write!(
+            line,
+            "   (pass@{k} needs {k} completions of every problem; the fewest here: {n})"
+        );
+    }
+    line
+}
+
+/// The last column's header: what each cell of it says.
+const STATUSES_HEADER: &str = "each completion: status, cases passed/cases";
+
+/// One cell per completion, in input order: its status and, for one that
+/// ran, how many of its cases (an assert run alone, or the whole `main`
+/// where it cannot be split) passed: `OK 3/3, Exception 1/3, SyntaxError`.
+/// A completion's own figure, as MultiPL-E reads results one completion at
+/// a time; the problem's column sums would mix completions.
+fn completion_cells(p: &ProblemReport) -> String {
+    p.statuses
+        .iter()
+        .zip(&p.case_counts)
+        .map(|(status, counts)| match counts {
+            Some((passed, cases)) => format!("{status} {passed}/{cases}"),
+            None => status.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn fmt_rate(v: Option<f64>) -> String {
     v.map_or("-".to_owned(), |v| format!("{v:.3}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suite::CaseEnd::{Failed, Passed};
+
+    fn ran(cases: &[bool]) -> CompletionOutcome {
+        let end = |ok: bool| if ok { Passed } else { Failed { code: 101 } };
+        CompletionOutcome::Ran {
+            whole: end(cases.iter().all(|c| *c)),
+            cases: cases.iter().map(|c| end(*c)).collect(),
+        }
+    }
+
+    /// Issue 30: `pass@1: 0.525   pass@k: @1 0.525` said the same thing
+    /// twice.
+    #[test]
+    fn the_means_line_names_each_k_once_and_why_there_is_no_other() {
+        let two = [ran(&[true, true]), CompletionOutcome::CompileError];
+        let report = SuiteReport::new([("a", &two[..]), ("b", &two[..])]);
+        assert_eq!(
+            pass_at_line(&report),
+            "pass@1: 0.500   (pass@10 needs 10 completions of every problem; the fewest here: 2)"
+        );
+        let many: Vec<CompletionOutcome> = (0..12).map(|i| ran(&[i % 3 == 0])).collect();
+        let report = SuiteReport::new([("a", &many[..])]);
+        assert_eq!(pass_at_line(&report), "pass@1: 0.333   pass@10: 1.000");
+        let report = SuiteReport::new([("a", &two[..]), ("b", &[][..])]);
+        assert_eq!(pass_at_line(&report), "pass@1: -");
+    }
+
+    /// Issue 30: `cases 4/6` summed two completions' cases; each completion
+    /// now has its own count beside its status.
+    #[test]
+    fn each_completion_has_its_cases_beside_its_status() {
+        let outcomes = [
+            ran(&[true, true, true]),
+            ran(&[false, false, true]),
+            CompletionOutcome::CompileError,
+        ];
+        let report = SuiteReport::new([("fx_add_two", &outcomes[..])]);
+        assert_eq!(
+            completion_cells(&report.problems[0]),
+            "OK 3/3, Exception 1/3, SyntaxError"
+        );
+    }
+
+    /// Issue 30: the CSV carried float noise (`24.450785999999997`).
+    #[test]
+    fn exported_milliseconds_are_given_to_the_microsecond() {
+        let mut writer = csv::Writer::from_writer(Vec::new());
+        #[derive(Serialize)]
+        struct Row {
+            #[serde(serialize_with = "to_the_microsecond")]
+            a: Option<f64>,
+            #[serde(serialize_with = "to_the_microsecond")]
+            b: Option<f64>,
+            #[serde(serialize_with = "to_the_microsecond")]
+            c: Option<f64>,
+        }
+        writer
+            .serialize(Row {
+                a: Some(24.450785999999997),
+                b: Some(8.562999999999999),
+                c: None,
+            })
+            .unwrap();
+        let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
+        assert_eq!(text, "a,b,c\n24.451,8.563,\n");
+    }
 }

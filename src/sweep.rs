@@ -118,19 +118,23 @@ pub async fn run_per_pool(
             // later batches check again, which costs nothing once stamped.
             let mut checked = Some(pipeline::check_task(cfg).await?);
             let store = Store::open(db).await?;
-            let mut ids = Vec::new();
-            for plan in prepared.plans {
-                let checked = match checked.take() {
-                    Some(c) => c,
-                    None => pipeline::check_task(cfg).await?,
-                };
-                ids.push(
-                    pipeline::run(cfg, plan, checked, &store, progress, &Interrupt::never())
-                        .await?,
-                );
-            }
-            store.close().await;
-            Ok(ids)
+            // Closed on every way out: a pool dropped with its connections
+            // open leaves `DB-wal` and `DB-shm` behind (`command_store`).
+            crate::command_store::close_after(&store, async {
+                let mut ids = Vec::new();
+                for plan in prepared.plans {
+                    let checked = match checked.take() {
+                        Some(c) => c,
+                        None => pipeline::check_task(cfg).await?,
+                    };
+                    ids.push(
+                        pipeline::run(cfg, plan, checked, &store, progress, &Interrupt::never())
+                            .await?,
+                    );
+                }
+                Ok(ids)
+            })
+            .await
         }
         Schedule::Concurrent => {
             // Checked once before anything is opened, and that check goes

@@ -1,17 +1,51 @@
 //! Views: the operator's reports of stored batches (`compare`, `export`,
 //! the draw figures of `show`), read through the store and built by the pure
 //! modules `compare`, `export` and `plot`. No SQL here, and nothing written.
+//! A suite's problems are batches in the store but not batches to these
+//! views: `refuse_suite_batch` turns them away, naming the suite.
 
 use anyhow::Result;
 
 use crate::account::Phase;
 use crate::compare::{BatchRows, Comparison, PoolFigures};
 use crate::export::{self, Export, Format};
+use crate::hint::{CommandLine, Reach};
 use crate::ladder::{Ladder, LevelFigures, RoundReply};
 use crate::plot::PoolSamples;
 use crate::report::Summary;
 use crate::score::ScoreVerdict;
-use crate::store::{BatchId, Store};
+use crate::store::{BatchId, Db, Store, SuiteId};
+
+/// A batch command (`show`, `compare`, `export`, `replay`, `promote`,
+/// `run --resume`) named a batch that is one of a suite's problems. Its
+/// outcomes are the suite's (`suite_outcomes`), not a batch's probe
+/// verdicts and scores, so every figure a batch view showed would be wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("{db}: batch {batch} is problem `{problem}` of suite {suite}, not a batch of its own: `{show}` shows it")]
+pub struct SuiteBatch {
+    pub db: Db,
+    pub batch: BatchId,
+    pub suite: SuiteId,
+    pub problem: String,
+    /// `assay suite show SUITE` with the flags that reach the same store.
+    pub show: CommandLine,
+}
+
+/// Refuses a batch that belongs to a suite ([`SuiteBatch`]); every batch
+/// command asks this before it reads or writes anything of the batch.
+pub async fn refuse_suite_batch(store: &Store, batch: BatchId, reach: &Reach) -> Result<()> {
+    match store.suite_of_batch(batch).await? {
+        None => Ok(()),
+        Some((suite, problem)) => Err(SuiteBatch {
+            db: store.db().clone(),
+            batch,
+            suite,
+            problem,
+            show: CommandLine::assay(["suite", "show", &suite.to_string()]).reaching(reach),
+        }
+        .into()),
+    }
+}
 
 /// A batch's figures and the samples its charts are drawn from.
 pub async fn pool_figures(store: &Store, batch: BatchId) -> Result<(PoolFigures, PoolSamples)> {

@@ -255,6 +255,80 @@ fn promotion_replaces_the_committed_file_only_when_beaten_in_the_same_run() {
     assert_eq!(shown["promotions"][0]["candidate_id"], 0);
 }
 
+/// Seven right answers to the tiny task, in reply order: the first spins
+/// some 60 ms of CPU (far beyond a run's noise, docs/reports.md), the other
+/// six cost the same to the noise and differ in their source's length.
+const TIED: [&str; 7] = [
+    "pub fn double(x: u64) -> u64 {\n    let mut spin = 0u64;\n    for i in 0..20_000_000u64 {\n        spin = std::hint::black_box(spin.wrapping_add(i));\n    }\n    std::hint::black_box(spin);\n    x * 2\n}\n",
+    "pub fn double(x: u64) -> u64 { x.wrapping_mul(2) }\n",
+    "pub fn double(x: u64) -> u64 { x + x }\n",
+    "pub fn double(x: u64) -> u64 { 2 * x }\n",
+    "pub fn double(x: u64) -> u64 { x << 1 }\n",
+    "pub fn double(x: u64) -> u64 {\n    let doubled = x * 2;\n    doubled\n}\n",
+    "pub fn double(x: u64) -> u64 { x * 2 }\n",
+];
+
+/// Issue 30: candidates that tie on score were ranked by the CPU time of
+/// their scoring runs, a few milliseconds apart, so three runs of one batch
+/// ranked three candidates first, and `--promote` wrote whichever. Now the
+/// same batch scored twice ranks every candidate the same: the equally
+/// cheap by source length, then index; the one far costlier last, although
+/// it comes first. `show`'s table has the rank.
+#[test]
+fn issue_30_the_same_batch_scored_twice_ranks_the_same_candidate_first() {
+    let scratch = Scratch::new();
+    let tiny = repo().join("tests/fixtures/tiny");
+    let replies: String = TIED
+        .iter()
+        .map(|source| {
+            let reply = serde_json::json!({
+                "content": format!("```rust\n{source}```"),
+                "finish_reason": "stop",
+                "usage": {"prompt_tokens": 20, "completion_tokens": 15},
+                "model": "tiny-model",
+            });
+            format!("{reply}\n")
+        })
+        .collect();
+    let replies = scratch.write("tied.jsonl", &replies);
+    let task = task_variant(&scratch, &tiny, "tied", |t| {
+        t.replace("n = 6", &format!("n = {}", TIED.len())).replace(
+            &format!("replay = \"{}\"", tiny.join("replies.jsonl").display()),
+            &format!("replay = \"{}\"", replies.display()),
+        )
+    });
+    let task = task.display().to_string();
+    // Candidate i's rank: 2, 3 and 6 (the shortest, as long as each other:
+    // by index), 4, 1, 5, then 0.
+    let want = [7, 5, 1, 2, 4, 6, 3];
+    for batch in [1, 2] {
+        let summary = scratch.json(&["run", &task, "--json"]);
+        assert_eq!(summary["batch_id"], batch);
+        assert_eq!(summary["top_admitted"], 2, "batch {batch}");
+        let shown = scratch.json(&["show", &batch.to_string(), "--json"]);
+        let ranks: Vec<Value> = shown["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["rank"].clone())
+            .collect();
+        let cpu: Vec<&Value> = (0..TIED.len())
+            .map(|i| &candidate(&shown, i)["cpu_ms"])
+            .collect();
+        assert_eq!(ranks, want, "batch {batch}, CPU ms {cpu:?}");
+        assert_eq!(candidate(&shown, 2)["admission"], "admitted(rank 1)");
+    }
+    let table = scratch.assay_ok(&["show", "2"]);
+    let mut lines = table.lines().skip_while(|l| !l.starts_with("cand"));
+    let header = lines.next().expect("the candidate table");
+    let end = header.find("rank").unwrap() + "rank".len();
+    let shown_ranks: Vec<&str> = lines
+        .map(|l| l[..end].split_whitespace().last().unwrap())
+        .collect();
+    let want: Vec<String> = want.iter().map(ToString::to_string).collect();
+    assert_eq!(shown_ranks, want, "{table}");
+}
+
 /// The duplicate groups the bundled corpora were built with, as their
 /// expected files name them (`dup_of` exact, `alpha_dup_of` alpha-only),
 /// against the group sizes a default (exact) batch reports for both.

@@ -417,3 +417,118 @@ fn the_text_report_names_the_memory_limit_and_panics() {
     let table = scratch.assay_ok(&["show", "1"]);
     assert!(table.contains(&format!("({panics} panicked)")), "{table}");
 }
+
+/// Issue 30, item 4: after Ctrl-C in `run TASK --db r2.db` the hint said
+/// `assay run --resume 1`, which opens `assay.db`. The printed command
+/// names the database, quoted, and does what it says when pasted.
+#[test]
+fn the_resume_hint_reaches_the_same_database() {
+    let scratch = Scratch::new();
+    std::fs::create_dir(scratch.join("my runs")).unwrap();
+    let task = tiny();
+    // As a user runs it: no ASSAY_DB, the database named by the flag.
+    let mut cmd = scratch.command(&["run", &task, "--db", "my runs/r2.db"]);
+    cmd.env_remove("ASSAY_DB");
+    let stopped = Scratch::start_command_at(cmd, "pause@score.run#1");
+    stopped.signal(libc::SIGINT);
+    let (status, stderr) = stopped.wait(std::time::Duration::from_secs(60));
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    let hint = stderr
+        .split("finish it with `")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| panic!("no resume hint: {stderr}"));
+    assert_eq!(hint, "assay run --resume 1 --db 'my runs/r2.db'");
+    // Pasted into a shell, in the same folder, it finishes the batch.
+    let out = scratch
+        .prepare(&mut std::process::Command::new("/bin/sh"))
+        .env_remove("ASSAY_DB")
+        .env("ASSAY_BIN", env!("CARGO_BIN_EXE_assay"))
+        .args([
+            "-c",
+            &format!("assay() {{ \"$ASSAY_BIN\" \"$@\"; }}; {hint} --json"),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{hint}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["batch_id"], 1);
+    assert_eq!(summary["status"], "finished");
+    assert!(!scratch.db().exists(), "the hint opened another database");
+}
+
+/// Issue 30, item 10: the default work directory followed the database
+/// (`DB-out/work`), so every new database built the harness's
+/// dependencies again. It is the toolchain's folder in the user's cache
+/// folder, shared: a second database's first batch builds nothing, and
+/// an assay holds a shared lock on it while it works there.
+#[test]
+fn a_second_database_builds_nothing_again() {
+    let scratch = Scratch::new();
+    let cache = scratch.join("cache");
+    // The toolchain's folder of this cache is the tests' warm work
+    // directory, so the first batch here is not a cold build either: what
+    // is checked is where each database's batch builds.
+    let key = assay::work_dir::toolchain_key(&cache).unwrap();
+    let work = cache.join("assay/work").join(&key);
+    std::fs::create_dir_all(work.parent().unwrap()).unwrap();
+    std::fs::create_dir_all(common::shared_work_dir()).unwrap();
+    std::os::unix::fs::symlink(common::shared_work_dir(), &work).unwrap();
+    let task = tiny();
+    let run = |db: &str| {
+        let out = scratch
+            .command(&["-v", "run", &task, "--db", db, "--json"])
+            .env_remove("ASSAY_WORK_DIR")
+            .env("XDG_CACHE_HOME", &cache)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{db}: {stderr}");
+        stderr
+    };
+    run("a.db");
+    let second = run("b.db");
+    // The task's check passed in this work directory before: not built.
+    let stamp = second
+        .lines()
+        .find(|l| l.contains("task check: passed before"))
+        .unwrap_or_else(|| panic!("b.db's batch checked the task again: {second}"));
+    let warm = work.canonicalize().unwrap();
+    assert!(stamp.contains(&warm.display().to_string()), "{stamp}");
+    for db in ["a", "b"] {
+        assert!(!scratch.join(&format!("{db}-out/work")).exists());
+        assert!(scratch.join(&format!("{db}-out/batch-1")).is_dir());
+    }
+
+    // While a batch works there, its assay holds a shared lock on it, as
+    // the kernel records it.
+    let lock = std::fs::metadata(work.join(assay::work_dir::LOCK_FILE)).unwrap();
+    let mut cmd = scratch.command(&["run", &task, "--db", "c.db"]);
+    cmd.env_remove("ASSAY_WORK_DIR")
+        .env("XDG_CACHE_HOME", &cache);
+    let stopped = Scratch::start_command_at(cmd, "pause@draw.done");
+    // `N: FLOCK  ADVISORY  READ PID MAJ:MIN:INODE 0 EOF`
+    let (pid, inode) = (
+        stopped.pid().to_string(),
+        format!(":{}", std::os::unix::fs::MetadataExt::ino(&lock)),
+    );
+    let locks = std::fs::read_to_string("/proc/locks").unwrap();
+    let held = |line: &str| {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        words.len() > 5
+            && words[1..4] == ["FLOCK", "ADVISORY", "READ"]
+            && words[4] == pid
+            && words[5].ends_with(&inode)
+    };
+    assert!(
+        locks.lines().any(held),
+        "no shared lock of {} on {}: {locks}",
+        stopped.pid(),
+        work.display()
+    );
+    stopped.kill9();
+}

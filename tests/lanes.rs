@@ -47,6 +47,13 @@ fn ok_text(db: &str, args: &[&str]) -> String {
 const SECRET: &str = "lane-secret-5b1e9c";
 
 fn lane(db: &str, name: &str, out: &Scratch, test_point: Option<&str>) -> Child {
+    lane_command(db, name, out, test_point)
+        .spawn()
+        .expect("lane starts")
+}
+
+/// A lane as `lane` starts it, for a test to add to.
+fn lane_command(db: &str, name: &str, out: &Scratch, test_point: Option<&str>) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_assay"));
     cmd.args(["lane", "--lane", name, "--until-empty", "--lease", "3"])
         .arg("--out")
@@ -66,7 +73,23 @@ fn lane(db: &str, name: &str, out: &Scratch, test_point: Option<&str>) -> Child 
         Some(point) => cmd.env("ASSAY_TEST_POINT", point),
         None => cmd.env_remove("ASSAY_TEST_POINT"),
     };
-    cmd.spawn().expect("lane starts")
+    cmd
+}
+
+/// A lane that is killed if the test ends before it does.
+struct Running(Child);
+
+impl Running {
+    fn wait(mut self) -> std::process::ExitStatus {
+        self.0.wait().unwrap()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// Polls the queue until `ready` holds for it (a lane's progress is seen
@@ -87,17 +110,32 @@ fn wait_for_queue(db: &str, what: &str, ready: impl Fn(&[Value]) -> bool) -> Vec
     }
 }
 
-/// Processes whose command line names work item `item`.
-fn runs_of_item(item: i64) -> Vec<i32> {
-    let needle = format!("--work-item\0{item}\0");
+/// Processes whose command line names work item `item` of the store `db`
+/// (other tests' stores have an item 1 too), leaving out a run's own
+/// children forked from it that have not exec'd yet (the image placer's
+/// copying child, a spawn in progress): they carry their parent's command
+/// line.
+fn runs_of_item(db: &str, item: i64) -> Vec<i32> {
+    let (item, db) = (format!("--work-item\0{item}\0"), format!("--db\0{db}\0"));
+    let names_item = |pid: i32| {
+        std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+            let c = String::from_utf8_lossy(&c);
+            c.contains(&item) && c.contains(&db)
+        })
+    };
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
-        })
+        .filter(|&pid| names_item(pid) && !parent_of(pid).is_some_and(names_item))
         .collect()
+}
+
+/// A process's parent, from `/proc/PID/stat` (the field after the command,
+/// which is in parentheses and may hold spaces).
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_comm = &stat[stat.rfind(')')? + 1..];
+    after_comm.split_whitespace().nth(1)?.parse().ok()
 }
 
 #[test]
@@ -123,12 +161,12 @@ fn lanes_drain_a_queue_and_a_killed_lane_s_item_is_resumed_not_redone() {
         assert!(start.elapsed() < Duration::from_secs(900), "never probed");
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert_eq!(runs_of_item(1).len(), 1, "lane a runs item 1");
+    assert_eq!(runs_of_item(db, 1).len(), 1, "lane a runs item 1");
     a.kill().unwrap();
     a.wait().unwrap();
     // Its run dies with it.
     let start = Instant::now();
-    while !runs_of_item(1).is_empty() {
+    while !runs_of_item(db, 1).is_empty() {
         assert!(
             start.elapsed() < Duration::from_secs(60),
             "a killed lane's run still runs"
@@ -525,4 +563,160 @@ fn lanes_draw_and_run_a_queued_live_suite() {
     for out in &outs {
         assert_no_secret(out.path());
     }
+}
+
+/// The variables `assay run` and `assay suite run` read as flags, as
+/// their help lists them.
+fn flag_variables() -> Vec<String> {
+    let mut names = Vec::new();
+    for args in [&["run", "--help"][..], &["suite", "run", "--help"]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_assay"))
+            .args(args)
+            .output()
+            .unwrap();
+        let help = String::from_utf8(out.stdout).unwrap();
+        for part in help.split("[env: ").skip(1) {
+            let name = part.split(['=', ']']).next().unwrap().to_owned();
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    names
+}
+
+/// Issue 25: a batch queued with its settings in the environment
+/// (`NEV_CANDIDATES=3 assay run TASK --queue`, and every other variable a
+/// flag reads) runs on a lane with those settings, not the lane's own
+/// variables: its size, its probe mode and the draw's token cap (a real
+/// llama.cpp server, forced to answer a solution longer than the cap).
+#[test]
+fn issue_25_settings_given_by_environment_reach_the_lane_s_run() {
+    // Every variable a flag reads is one a lane keeps from its runs.
+    let variables = flag_variables();
+    assert!(variables.len() >= 7, "{variables:?}");
+    for name in &variables {
+        assert!(
+            assay::work::FLAG_VARIABLES.contains(&name.as_str()),
+            "{name} is read by a flag but a lane would pass its own to its runs"
+        );
+    }
+
+    let server = llama::shared();
+    let schema = pg::PgSchema::new();
+    let db = schema.url.as_str();
+    let s = Scratch::new();
+    let task = s.path().join("task");
+    common::copy_dir(&common::repo().join("tests/fixtures/tiny"), &task);
+    let solution = "```rust\npub fn double(x: u64) -> u64 {\n    x * 2\n}\n```\n";
+    std::fs::write(
+        task.join("pools.toml"),
+        llama::forced_pool(&server.url(), solution),
+    )
+    .unwrap();
+    let task = task.display().to_string();
+    let queued = Command::new(env!("CARGO_BIN_EXE_assay"))
+        .args(["run", &task, "--pool", "tiny", "--queue", "--json"])
+        .env("ASSAY_DB", db)
+        .env("NEV_CANDIDATES", "3")
+        .env("ASSAY_PROBE", "serial")
+        .env("NEV_CONCURRENCY", "1")
+        .env("MAX_COMPLETION_TOKENS", "10")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert!(
+        queued.status.success(),
+        "{}",
+        String::from_utf8_lossy(&queued.stderr)
+    );
+
+    // The lane has variables of its own, each different.
+    let out = Scratch::new();
+    let lane = lane_command(db, "own-env", &out, None)
+        .env("NEV_CANDIDATES", "4")
+        .env("ASSAY_PROBE", "fast")
+        .env("NEV_CONCURRENCY", "2")
+        .env("MAX_COMPLETION_TOKENS", "1000")
+        .spawn()
+        .unwrap();
+    assert!(Running(lane).wait().success());
+
+    let items = ok_json(db, &["queue", "--json"]);
+    let item = &items[0];
+    assert_eq!(item["state"], "done", "{item:#}");
+    let batch = item["batch_id"].as_i64().unwrap().to_string();
+    let shown = ok_json(db, &["show", &batch, "--json"]);
+    assert_eq!(shown["status"], "finished", "{shown:#}");
+    assert_eq!(shown["replies"], 3, "NEV_CANDIDATES=3 when queued");
+    assert_eq!(shown["probe_run"]["mode"], "serial", "ASSAY_PROBE=serial");
+    let extracts: Vec<&Value> = shown["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["extract"])
+        .collect();
+    assert_eq!(
+        extracts,
+        [&Value::from("hit_token_cap"); 3],
+        "MAX_COMPLETION_TOKENS=10 when queued: {shown:#}"
+    );
+    // The item holds them, and the rest it resolved where it was queued.
+    let queued = &item["item"];
+    assert_eq!(queued["kind"], "batch", "{queued:#}");
+    assert_eq!(queued["n"], 3);
+    assert_eq!(queued["draw"]["max_in_flight"], 1, "NEV_CONCURRENCY=1");
+    assert_eq!(queued["draw"]["max_completion_tokens"], 10);
+    assert_eq!(queued["draw"]["pools"], serde_json::json!(["tiny"]));
+    assert_eq!(
+        queued["pools_file"],
+        std::path::Path::new(&task)
+            .join("pools.toml")
+            .display()
+            .to_string()
+    );
+}
+
+/// A lane that ran a batch to its end but could not end its item (the
+/// store away for a whole lease) leaves the item running on a lapsed
+/// lease. The next claim finds the batch finished and ends the item done:
+/// nothing is run again, and the item is not handed back and forth.
+#[test]
+fn an_item_whose_batch_finished_is_done_when_claimed_again() {
+    let schema = pg::PgSchema::new();
+    let db = schema.url.as_str();
+    ok_json(db, &["run", &tiny(), "--queue", "--json"]);
+    let out = Scratch::new();
+    assert!(Running(lane(db, "a", &out, None)).wait().success());
+    let items = ok_json(db, &["queue", "--json"]);
+    let batch = items[0]["batch_id"].as_i64().unwrap();
+    // As lane a would have left it: running, its lease over.
+    schema.value("UPDATE work_items SET state = 'running', lease_until_ms = 0, finished_at = NULL");
+
+    let lane_b = Running(lane(db, "b", &out, None));
+    let items = wait_for_queue(db, "item 1 ended again, or was handed on", |items| {
+        items[0]["state"] != "running" || items[0]["claims"].as_i64() > Some(2)
+    });
+    assert_eq!(
+        (
+            &items[0]["state"],
+            &items[0]["claims"],
+            &items[0]["failure"]
+        ),
+        (&Value::from("done"), &Value::from(2), &Value::Null),
+        "{:#}",
+        items[0]
+    );
+    assert!(lane_b.wait().success());
+    assert_eq!(items[0]["batch_id"], batch);
+    let shown = ok_json(db, &["show", &batch.to_string(), "--json"]);
+    assert_eq!(shown["status"], "finished");
+    assert!(shown["resumes"].as_array().unwrap().is_empty(), "{shown:#}");
+    assert_eq!(
+        ok_json(db, &["batches", "--json"])
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
 }

@@ -366,7 +366,7 @@ fn a_race_over_two_real_servers() {
             file.pools[name].clone(),
             None,
             "write double",
-            false,
+            assay::draw::EarlyStop::Never,
         )
         .unwrap()
     };

@@ -353,3 +353,71 @@ fn ladder_finds_the_peak_the_gateway_injected() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("0 is not a concurrency level"));
 }
+
+/// Issue 30, item 1: a suite's problems are batches in the store, and the
+/// batch commands showed them with wrong figures (`show 1`: compiled 0/2,
+/// most passed none, where the suite had both compiled and one OK) or
+/// failed on a path (`replay 1`). Each refuses them and names the suite's
+/// own view, with the database that holds it.
+#[test]
+fn a_suites_batches_are_refused_by_the_batch_commands() {
+    let s = Scratch::new();
+    let fixture = repo().join("tests/fixtures/suite");
+    let first = |file: &str, lines: usize| -> String {
+        std::fs::read_to_string(fixture.join(file))
+            .unwrap()
+            .lines()
+            .take(lines)
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
+    let problems = s.write("problems.jsonl", &first("problems.jsonl", 1));
+    let completions = s.write("completions.jsonl", &first("completions.jsonl", 2));
+    let (problems, completions) = (
+        problems.display().to_string(),
+        completions.display().to_string(),
+    );
+    let suite = json(
+        &s,
+        &[
+            "suite",
+            "run",
+            &problems,
+            "--completions",
+            &completions,
+            "--db",
+            "s.db",
+            "--json",
+        ],
+    );
+    assert_eq!(suite["suite_id"], 1);
+    let listed = json(&s, &["batches", "--db", "s.db", "--json"]);
+    assert_eq!(listed, serde_json::json!([]), "a suite's batch is listed");
+    let before = json(&s, &["suite", "show", "1", "--db", "s.db", "--json"]);
+    for args in [
+        &["show", "1"][..],
+        &["show", "1", "--json"],
+        &["export", "1"],
+        &["export", "1", "--format", "csv"],
+        &["compare", "1", "1"],
+        &["replay", "1"],
+        &["promote", "1", "0", "--yes"],
+        &["run", "--resume", "1"],
+    ] {
+        let mut with_db = args.to_vec();
+        with_db.extend(["--db", "s.db"]);
+        common::assert_refused(
+            &assay(&s, &with_db),
+            &with_db,
+            &[
+                "s.db: batch 1 is problem `fx_add_two` of suite 1, not a batch of its own",
+                "`assay suite show 1 --db s.db` shows it",
+            ],
+        );
+    }
+    // The suite reads as it did.
+    assert_eq!(
+        json(&s, &["suite", "show", "1", "--db", "s.db", "--json"]),
+        before
+    );
+}

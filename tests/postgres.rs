@@ -156,6 +156,134 @@ fn every_command_gives_on_postgresql_what_it_gives_on_sqlite() {
     );
 }
 
+/// Issue 25: the fixture suite queued in one-problem parts, every part run
+/// at once against PostgreSQL, each in folders of its own as on machines
+/// of its own. Parts ending together numbered their phase rows alike and
+/// one failed on the key ("duplicate key value violates unique constraint
+/// suite_phases_pkey"); now every part finishes, the suite gives the
+/// fixture's statuses, and its phases read part by part.
+#[test]
+fn parts_of_a_suite_ending_together_on_postgresql_all_finish() {
+    let schema = pg::PgSchema::new();
+    let db = schema.url.as_str();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/suite");
+    let problems = fixture.join("problems.jsonl").display().to_string();
+    let completions = fixture.join("completions.jsonl").display().to_string();
+    let queue = Scratch::new();
+    let assay = |s: &Scratch, args: &[&str]| {
+        let mut cmd = s.command(args);
+        cmd.env("ASSAY_DB", db);
+        cmd
+    };
+    let out = assay(
+        &queue,
+        &[
+            "suite",
+            "run",
+            &problems,
+            "--completions",
+            &completions,
+            "--queue",
+            "--chunk",
+            "1",
+            "--json",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let queued: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let suite = queued["suite_id"].as_i64().unwrap().to_string();
+    let parts = queued["work_items"].as_array().unwrap().len();
+    assert_eq!(parts, 20, "{queued}");
+
+    // Each part in an output and a work folder of its own, so no package
+    // lock lines them up: they build, run and record at once.
+    let runs: Vec<(Scratch, std::process::Child)> = (0..parts)
+        .map(|i| {
+            let part = Scratch::new();
+            let child = assay(
+                &part,
+                &[
+                    "suite",
+                    "run",
+                    "--resume",
+                    &suite,
+                    "--part",
+                    &format!("{i}..{}", i + 1),
+                ],
+            )
+            .env("ASSAY_OUT", part.join("out"))
+            .env("ASSAY_WORK_DIR", part.join("work"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+            (part, child)
+        })
+        .collect();
+    for (i, (_part, child)) in runs.into_iter().enumerate() {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "part {i}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    let out = assay(&queue, &["suite", "show", &suite, "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["status"], "finished", "{shown:#}");
+    // The fixture's expected statuses are MultiPL-E's reading.
+    let statuses: Vec<(String, String)> = shown["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| {
+            let name = p["name"].as_str().unwrap().to_owned();
+            p["multiple_statuses"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(move |s| (name.clone(), s.as_str().unwrap().to_owned()))
+        })
+        .collect();
+    let expected: Vec<(String, String)> = std::fs::read_to_string(fixture.join("expected.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (
+                v["name"].as_str().unwrap().into(),
+                v["status"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(statuses, expected);
+    // Each part's phases together, in the order it recorded them.
+    let phases: Vec<&str> = shown["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(phases.len(), parts * 3, "{phases:?}");
+    for part in phases.chunks(3) {
+        assert_eq!(part, ["prepare", "probe", "score run"], "{phases:?}");
+    }
+}
+
 #[test]
 fn a_password_on_the_command_line_is_refused_and_never_echoed() {
     let s = Scratch::new();
@@ -176,15 +304,22 @@ fn a_password_on_the_command_line_is_refused_and_never_echoed() {
     }
 }
 
+/// Issue 30: a port nobody listens on is refused at once, in one line
+/// that names the store and says why, exit 2 (the user's input). sqlx's
+/// pool took a refused connection for a server starting up and retried it
+/// for 30 s, then said only "pool timed out".
 #[test]
 fn an_unreachable_server_is_one_line_naming_it() {
     let s = Scratch::new();
     // Bound but never listening: connecting is refused.
     let (_held, port) = net::bound_not_listening();
     let db = format!("postgres://assay@127.0.0.1:{port}/runs");
-    let out = s.assay(&["batches", "--db", &db]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_ne!(out.status.code(), Some(0), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains(&db) && err.contains("cannot connect"), "{err}");
+    for args in [
+        vec!["batches", "--db", &db],
+        vec!["run", &tiny(), "--db", &db],
+    ] {
+        let out = s.assay(&args);
+        let why = format!("{db}: cannot connect: connection refused");
+        common::assert_refused(&out, &args, &[&why]);
+    }
 }

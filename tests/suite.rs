@@ -267,6 +267,18 @@ fn statuses_of(report: &Value, key: &str) -> Vec<Status> {
         .collect()
 }
 
+/// The text elements of an SVG: (y, text), in document order.
+fn svg_texts(svg: &str) -> Vec<(f64, String)> {
+    svg.split("<text")
+        .skip(1)
+        .map(|t| {
+            let y = t.split(" y=\"").nth(1).unwrap().split('"').next().unwrap();
+            let body = &t[t.find('>').unwrap() + 1..t.find("</text>").unwrap()];
+            (y.parse().unwrap(), body.trim().replace("&apos;", "'"))
+        })
+        .collect()
+}
+
 fn run_fixture(s: &Scratch, completions: &str) -> Value {
     s.json(&[
         "suite",
@@ -332,9 +344,27 @@ fn suite_run_show_export_and_compare_on_the_fixture() {
         text.contains("stricter than MultiPL-E on 2 completion(s): fx_is_even #1 (Exception, MultiPL-E OK), fx_nth_odd #0 (Exception, MultiPL-E OK)"),
         "{text}"
     );
+    // Issue 30: each k once, and each completion's cases beside its
+    // status (a column summed over completions read as the problem's).
+    assert!(
+        text.contains(&format!(
+            "\npass@1: {pass_at_1:.3}   (pass@10 needs 10 completions of every problem; the fewest here: 2)\n"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("pass@k"), "{text}");
+    assert!(
+        text.contains("pass@1  each completion: status, cases passed/cases\n"),
+        "{text}"
+    );
     assert!(
         text.lines()
-            .any(|l| l.starts_with("fx_add_two ") && l.ends_with("OK Exception")),
+            .any(|l| l.starts_with("fx_add_two ") && l.ends_with("  OK 3/3, Exception 1/3")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("fx_reverse_words ") && l.ends_with("  SyntaxError, OK 3/3")),
         "{text}"
     );
     let listed = s.assay_ok(&["suite", "list"]);
@@ -362,6 +392,20 @@ fn suite_run_show_export_and_compare_on_the_fixture() {
         lines[1]
     );
     assert!(lines[2].starts_with("fx_add_two,1,completions,,,,,compiled,Exception,Exception,failed(101),failed(101);failed(101);passed,1,3,"), "{}", lines[2]);
+    // Issue 30: milliseconds to the microsecond, without float noise
+    // (`24.450785999999997`).
+    let header: Vec<&str> = lines[0].split(',').collect();
+    for column in ["run_wall_ms", "run_cpu_ms"] {
+        let at = header.iter().position(|h| *h == column).unwrap();
+        for line in &lines[1..] {
+            let cell = line.split(',').nth(at).unwrap();
+            let decimals = cell.split('.').nth(1).map_or(0, str::len);
+            assert!(
+                decimals <= 3 && cell.parse::<f64>().is_ok(),
+                "{column}: {line}"
+            );
+        }
+    }
     let exported = s.json(&["suite", "export", "1", "--format", "json"]);
     let rows = exported["completions"].as_array().unwrap();
     assert_eq!(rows.len(), 40);
@@ -439,9 +483,34 @@ fn suite_run_show_export_and_compare_on_the_fixture() {
     assert_eq!(most[0], rows[0][0]);
     // Completions read from files have no draw figures: unknown, not zero.
     assert_eq!(compared["a"]["draw"]["output_tokens"], Value::Null);
-    assert!(std::fs::read_to_string(&svg)
-        .unwrap()
-        .contains("pass@1 per problem"));
+    // Issue 30: the chart names every problem, in the table's order, and
+    // says how many problems share each point of the scatter.
+    let texts = svg_texts(&std::fs::read_to_string(&svg).unwrap());
+    let y_of = |name: &Value| {
+        let at: Vec<f64> = texts
+            .iter()
+            .filter(|(_, t)| Some(t.as_str()) == name.as_str())
+            .map(|(y, _)| *y)
+            .collect();
+        assert_eq!(at.len(), 1, "{name}: {texts:?}");
+        at[0]
+    };
+    let ys: Vec<f64> = rows.iter().map(|r| y_of(&r[0])).collect();
+    assert!(ys.windows(2).all(|w| w[0] < w[1]), "{ys:?}");
+    let mut points: Vec<((String, String), usize)> = Vec::new();
+    for r in rows {
+        let point = (r[1].to_string(), r[2].to_string());
+        match points.iter_mut().find(|(p, _)| *p == point) {
+            Some((_, n)) => *n += 1,
+            None => points.push((point, 1)),
+        }
+    }
+    assert!(points.len() < rows.len(), "the fixture has shared points");
+    for (point, n) in &points {
+        let count = n.to_string();
+        assert!(texts.iter().any(|(_, t)| *t == count), "{point:?} x{n}");
+    }
+    assert!(texts.iter().all(|(_, t)| t != "-0.0"), "{texts:?}");
     let text = s.assay_ok(&["suite", "compare", "1", "2"]);
     assert!(text.contains("95% interval ["), "{text}");
     assert!(text.contains("differ most: "), "{text}");

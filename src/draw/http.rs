@@ -30,6 +30,8 @@ use serde_json::{json, Value};
 
 use super::pools::{CapField, PoolConfig};
 use super::{Attempt, ErrorText, Outcome, Reply};
+use crate::extract::Watch;
+use crate::markdown::{self, Kind};
 
 /// First retry waits this long; each later one twice the one before.
 const BACKOFF_BASE: Duration = Duration::from_millis(250);
@@ -46,7 +48,27 @@ pub struct HttpPool {
     body: Value,
     /// Which endpoint the body is for.
     completion: bool,
-    single_fence: bool,
+    early_stop: EarlyStop,
+}
+
+/// When a stream is closed before the server ends it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EarlyStop {
+    /// Every stream is read to its end.
+    Never,
+    /// The prompt asks for one code block: a stream is closed once its
+    /// content so far holds what extraction takes for `entry`, whatever
+    /// may follow ([`Watch`]).
+    AtAnswer { entry: String },
+}
+
+impl EarlyStop {
+    fn watch(&self) -> Option<Watch> {
+        match self {
+            EarlyStop::Never => None,
+            EarlyStop::AtAnswer { entry } => Some(Watch::new(entry)),
+        }
+    }
 }
 
 /// What a pool is asked.
@@ -78,7 +100,7 @@ impl HttpPool {
         cfg: PoolConfig,
         key: Option<SecretString>,
         prompt: &str,
-        single_fence: bool,
+        early_stop: EarlyStop,
     ) -> Result<HttpPool, String> {
         if let Some(k) = &key {
             if HeaderValue::from_str(&format!("Bearer {}", k.expose_secret())).is_err() {
@@ -102,21 +124,27 @@ impl HttpPool {
             client,
             body,
             completion: false,
-            single_fence,
+            early_stop,
         })
     }
 
     /// The same pool (its settings, key and connections) asked `prompt`
-    /// instead: a suite draws every problem from the pools the user named.
-    pub fn for_prompt(&self, prompt: &Prompt) -> HttpPool {
+    /// instead, closing streams early as `early_stop` says: a suite draws
+    /// every problem from the pools the user named.
+    pub fn for_prompt(&self, prompt: &Prompt, early_stop: EarlyStop) -> HttpPool {
+        let completion = matches!(prompt, Prompt::Completion { .. });
         HttpPool {
             name: self.name.clone(),
             cfg: self.cfg.clone(),
             client: self.client.clone(),
             body: request_body(&self.cfg, prompt),
-            completion: matches!(prompt, Prompt::Completion { .. }),
+            completion,
             // A completion continues code; it has no fence to close.
-            single_fence: self.single_fence && matches!(prompt, Prompt::Chat(_)),
+            early_stop: if completion {
+                EarlyStop::Never
+            } else {
+                early_stop
+            },
         }
     }
 
@@ -147,7 +175,10 @@ impl HttpPool {
         let mut number = 1;
         loop {
             let started = start.elapsed();
-            let mut acc = Accum::default();
+            let mut acc = Accum {
+                watch: self.early_stop.watch(),
+                ..Accum::default()
+            };
             let end = self.attempt(&body, start, &mut acc).await;
             let mut attempt = Attempt {
                 number,
@@ -215,8 +246,7 @@ impl HttpPool {
                 Ok(None) => return End::ok(),
                 Ok(Some(Err(e))) => return End::from_error(e),
                 Ok(Some(Ok(chunk))) => {
-                    let grew_content = acc.add(chunk, ms(start.elapsed()));
-                    if self.single_fence && grew_content && acc.rust_fence_closed() {
+                    if acc.add(chunk, ms(start.elapsed())) && acc.answer_settled() {
                         // Dropping the stream closes the connection; the
                         // engine stops generating for it.
                         acc.cut_early = true;
@@ -647,6 +677,9 @@ struct Accum {
     timings: Option<Timings>,
     finish_reason: Option<String>,
     model: Option<String>,
+    /// Extraction's rule over the content so far, when the stream may be
+    /// closed early.
+    watch: Option<Watch>,
     cut_early: bool,
 }
 
@@ -698,14 +731,10 @@ impl Accum {
         grew
     }
 
-    /// The answer so far has a Rust fence that is closed.
-    fn rust_fence_closed(&self) -> bool {
-        let (think, answer) = split_think(&self.raw);
-        if think.is_some() && answer.is_none() {
-            return false; // still thinking
-        }
-        let answer = answer.unwrap_or(0..self.raw.len());
-        rust_fence_closed(&self.raw[answer])
+    /// Extraction would take the same candidate from the content so far
+    /// as from any content that may follow it (never, without a watch).
+    fn answer_settled(&mut self) -> bool {
+        self.watch.as_mut().is_some_and(|w| w.read(&self.raw))
     }
 
     /// When the chunk holding byte `pos` of `raw` arrived.
@@ -721,21 +750,25 @@ impl Accum {
         latency_ms: f64,
         cap: Option<u64>,
     ) -> Reply {
-        let (think, answer) = split_think(&self.raw);
-        let first_visible = |r: std::ops::Range<usize>| {
-            let text = &self.raw[r.clone()];
-            text.find(|c: char| !c.is_whitespace()).map(|i| r.start + i)
+        let segments = markdown::split_reasoning(&self.raw);
+        // The first byte of `kind` that is not whitespace, and when it came.
+        let first_visible = |kind: Kind| {
+            let at = segments.iter().filter(|s| s.kind == kind).find_map(|s| {
+                let text = &self.raw[s.range.clone()];
+                text.find(|c: char| !c.is_whitespace())
+                    .map(|i| s.range.start + i)
+            });
+            at.and_then(|p| self.arrival(p))
         };
-        let think_ms = think
-            .clone()
-            .and_then(first_visible)
-            .and_then(|p| self.arrival(p));
-        let answer_range = answer.clone().unwrap_or(self.raw.len()..self.raw.len());
-        let ttft_ms = first_visible(answer_range.clone()).and_then(|p| self.arrival(p));
+        let think_ms = first_visible(Kind::Reasoning);
+        let ttft_ms = first_visible(Kind::Answer);
         let mut reasoning = self.reasoning_field.clone();
-        if let Some(t) = &think {
-            let inner = self.raw[t.clone()].trim();
-            if !reasoning.is_empty() && !inner.is_empty() {
+        for s in segments.iter().filter(|s| s.kind == Kind::Reasoning) {
+            let inner = self.raw[s.range.clone()].trim();
+            if inner.is_empty() {
+                continue;
+            }
+            if !reasoning.is_empty() {
                 reasoning.push('\n');
             }
             reasoning.push_str(inner);
@@ -749,7 +782,9 @@ impl Accum {
         let hit_cap = self.finish_reason.as_deref() == Some("length")
             || matches!((completion_tokens, cap), (Some(t), Some(c)) if t >= c);
         Reply {
-            content: self.content_seen.then(|| self.raw[answer_range].to_owned()),
+            content: self
+                .content_seen
+                .then(|| markdown::joined(&self.raw, &segments, Kind::Answer)),
             reasoning: (!reasoning.is_empty()).then_some(reasoning),
             finish_reason: self.finish_reason,
             prompt_tokens: counts.prompt,
@@ -801,96 +836,191 @@ impl Counts {
     }
 }
 
-/// Splits raw content into its reasoning (the inside of a leading
-/// `<think>` block, or everything before a `</think>` whose opening tag the
-/// chat template already sent) and its answer (after `</think>`). The
-/// answer is `None` while a block is open.
-fn split_think(
-    raw: &str,
-) -> (
-    Option<std::ops::Range<usize>>,
-    Option<std::ops::Range<usize>>,
-) {
-    const OPEN: &str = "<think>";
-    const CLOSE: &str = "</think>";
-    let lead = raw.len() - raw.trim_start().len();
-    if raw[lead..].starts_with(OPEN) {
-        let inner = lead + OPEN.len();
-        return match raw[inner..].find(CLOSE) {
-            Some(i) => (
-                Some(inner..inner + i),
-                Some(inner + i + CLOSE.len()..raw.len()),
-            ),
-            None => (Some(inner..raw.len()), None),
-        };
-    }
-    if let Some(i) = raw.find(CLOSE) {
-        if !raw[..i].contains(OPEN) {
-            return (Some(0..i), Some(i + CLOSE.len()..raw.len()));
-        }
-    }
-    (None, Some(0..raw.len()))
-}
-
-/// A line opening a Rust fence (```rust, ```rs) has a later line that
-/// closes it.
-fn rust_fence_closed(text: &str) -> bool {
-    let mut open: Option<usize> = None;
-    for line in text.split_inclusive('\n') {
-        let t = line.trim();
-        match open {
-            None => {
-                if let Some(rest) = t.strip_prefix("```") {
-                    let tag = rest.trim();
-                    let tag = tag.split([',', ' ']).next().unwrap_or("");
-                    if tag == "rust" || tag == "rs" {
-                        open = Some(t.len() - rest.len());
-                    }
-                }
-            }
-            Some(ticks) => {
-                if t.len() >= ticks && t.chars().all(|c| c == '`') && line.ends_with('\n') {
-                    return true;
-                }
-            }
-        }
-    }
-    false
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn think_blocks_split_off() {
-        let cases: &[(&str, Option<&str>, Option<&str>)] = &[
-            ("plain", None, Some("plain")),
-            ("<think>hm</think>\n\nans", Some("hm"), Some("\n\nans")),
-            ("  <think>still", Some("still"), None),
-            ("implicit</think>ans", Some("implicit"), Some("ans")),
-            ("x <think>y</think> z", None, Some("x <think>y</think> z")),
-        ];
-        for (raw, think, answer) in cases {
-            let (t, a) = split_think(raw);
-            assert_eq!(t.map(|r| &raw[r]), *think, "{raw:?}");
-            assert_eq!(a.map(|r| &raw[r]), *answer, "{raw:?}");
+    /// Streams `reply` in chunks of `size` bytes as the draw reads a
+    /// stream: the byte where it would be closed early (if it would) and
+    /// the reply it stores.
+    fn streamed(reply: &str, size: usize, entry: &str) -> (Option<usize>, Reply) {
+        let mut acc = Accum {
+            watch: Some(Watch::new(entry)),
+            ..Accum::default()
+        };
+        let mut at = 0;
+        let mut cut = None;
+        while at < reply.len() {
+            let mut end = at.saturating_add(size).min(reply.len());
+            while !reply.is_char_boundary(end) {
+                end += 1;
+            }
+            let chunk: Chunk = serde_json::from_value(
+                json!({"choices": [{"delta": {"content": &reply[at..end]}}]}),
+            )
+            .unwrap();
+            at = end;
+            if acc.add(chunk, at as f64) && acc.answer_settled() {
+                cut = Some(at);
+                break;
+            }
         }
+        (cut, acc.into_reply(End::ok(), Vec::new(), 0.0, None))
     }
 
+    /// Every shape on which the early stop and the extraction once read a
+    /// reply differently (issue 25): the stream is closed exactly where
+    /// the row says, and what is extracted from the reply stored at the cut
+    /// is what would be extracted from the whole reply, for every
+    /// continuation the row has.
     #[test]
-    fn closed_rust_fences() {
-        let cases: &[(&str, bool)] = &[
-            ("```rust\nfn f() {}\n```\n", true),
-            ("```rust\nfn f() {}\n```", false), // the line may still grow
-            ("```rust\nfn f() {}\n", false),
-            ("```python\nx\n```\n", false),
-            ("text\n```rs\nfn f(){}\n````\n", true),
-            ("````rust\nfn f(){}\n```\nmore\n", false),
+    fn the_early_stop_and_the_extraction_agree_on_where_the_code_is() {
+        use crate::extract::{extract, Extraction};
+        const SOLVE: &str = "pub fn solve(x: u32) -> u32 { x + 1 }";
+        const DRAFT: &str = "pub fn solve(x: u32) -> u32 { x }";
+        let f = |s: &str| s.replace("SOLVE", SOLVE).replace("DRAFT", DRAFT);
+        // (shape, reply, the part read when the stream is closed, or None
+        // when it is read to its end)
+        let rows: &[(&str, String, Option<String>)] = &[
+            (
+                "tagged fence",
+                f("Here:\n```rust\nSOLVE\n```\nIt adds one.\n"),
+                Some(f("Here:\n```rust\nSOLVE\n```\n")),
+            ),
+            (
+                "untagged fence",
+                f("Here:\n```\nSOLVE\n```\nIt adds one.\n"),
+                Some(f("Here:\n```\nSOLVE\n```\n")),
+            ),
+            (
+                "tilde fence",
+                f("~~~rust\nSOLVE\n~~~\nIt adds one.\n"),
+                Some(f("~~~rust\nSOLVE\n~~~\n")),
+            ),
+            (
+                "capitalised tag",
+                f("```Rust\nSOLVE\n```\nIt adds one.\n"),
+                Some(f("```Rust\nSOLVE\n```\n")),
+            ),
+            (
+                "longer opening fence",
+                f("````rust\nSOLVE\n````\nIt adds one.\n"),
+                Some(f("````rust\nSOLVE\n````\n")),
+            ),
+            (
+                "longer closing fence",
+                f("```rust\nSOLVE\n`````\nIt adds one.\n"),
+                Some(f("```rust\nSOLVE\n`````\n")),
+            ),
+            (
+                "closing fence with trailing spaces, CRLF",
+                f("```rust\r\nSOLVE\r\n```  \r\nIt adds one.\r\n"),
+                Some(f("```rust\r\nSOLVE\r\n```  \r\n")),
+            ),
+            (
+                "a shorter line does not close",
+                f("````rust\nSOLVE\n```\n````\nIt adds one.\n"),
+                None,
+            ),
+            (
+                "an indented closing line does not close",
+                f("```rust\nSOLVE\n    ```\nIt adds one.\n```\n"),
+                None,
+            ),
+            (
+                "four spaces of indentation: not a fence",
+                f("Like this:\n    ```rust\n    DRAFT\n    ```\nSo:\n```rust\nSOLVE\n```\nDone.\n"),
+                Some(f("Like this:\n    ```rust\n    DRAFT\n    ```\nSo:\n```rust\nSOLVE\n```\n")),
+            ),
+            (
+                "a fence without the entry first",
+                f("```rust\nfn helper() {}\n```\nAnd:\n```rust\nSOLVE\n```\nDone.\n"),
+                Some(f("```rust\nfn helper() {}\n```\nAnd:\n```rust\nSOLVE\n```\n")),
+            ),
+            (
+                "a fence of another language",
+                f("```python\ndef solve(x): return x + 1\n```\n```\nSOLVE\n```\nDone.\n"),
+                Some(f("```python\ndef solve(x): return x + 1\n```\n```\nSOLVE\n```\n")),
+            ),
+            (
+                "a fence inside the leading think block",
+                f("<think>\n```rust\nDRAFT\n```\n</think>\n```rust\nSOLVE\n```\nDone.\n"),
+                Some(f("<think>\n```rust\nDRAFT\n```\n</think>\n```rust\nSOLVE\n```\n")),
+            ),
+            (
+                "a second think block with a fence inside",
+                f("<think>plan</think>\nFirst a check.\n<think>\n```rust\nDRAFT\n```\n</think>\n~~~\nSOLVE\n~~~\nDone.\n"),
+                Some(f("<think>plan</think>\nFirst a check.\n<think>\n```rust\nDRAFT\n```\n</think>\n~~~\nSOLVE\n~~~\n")),
+            ),
+            (
+                "a think block never closed",
+                f("<think>\n```rust\nSOLVE\n```\nhmm"),
+                None,
+            ),
+            (
+                "reasoning whose opening tag the template sent",
+                f("So the answer is x + 1.</think>\n```rust\nSOLVE\n```\nDone.\n"),
+                Some(f("So the answer is x + 1.</think>\n```rust\nSOLVE\n```\n")),
+            ),
+            (
+                "a stray closing tag after the answer",
+                f("<think>plan</think>\n```rust\nSOLVE\n```\n</think>\nDone.\n"),
+                Some(f("<think>plan</think>\n```rust\nSOLVE\n```\n")),
+            ),
         ];
-        for (text, want) in cases {
-            assert_eq!(rust_fence_closed(text), *want, "{text:?}");
+        let mut wrong = Vec::new();
+        for (shape, reply, stop) in rows {
+            let (_, whole) = streamed(reply, usize::MAX, "solve");
+            let wanted = extract(whole.content.as_deref(), None, "solve");
+            if stop.is_some() && !matches!(&wanted, Extraction::Source(s) if s.trim() == SOLVE) {
+                wrong.push(format!("{shape}: the whole reply gives {wanted:?}"));
+            }
+            for size in [1, 2, 7, 64] {
+                let (cut, at_cut) = streamed(reply, size, "solve");
+                let read = cut.map(|at| &reply[..at]);
+                // Closed by the first chunk that completes the part.
+                let closed_there = match (stop, read) {
+                    (Some(part), Some(read)) => {
+                        read.starts_with(part.as_str()) && read.len() < part.len() + size
+                    }
+                    (stop, read) => stop.is_none() && read.is_none(),
+                };
+                if !closed_there {
+                    wrong.push(format!(
+                        "{shape} ({size}-byte chunks): closed after {read:?}"
+                    ));
+                }
+                let got = extract(at_cut.content.as_deref(), None, "solve");
+                if got != wanted {
+                    wrong.push(format!(
+                        "{shape} ({size}-byte chunks): {got:?} at the cut, {wanted:?} from the whole"
+                    ));
+                }
+            }
         }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    /// Time to the first answer byte and to the first reasoning byte, with
+    /// reasoning in more than one block: every block is reasoning, its
+    /// text is kept, and the answer is what is left.
+    #[test]
+    fn every_think_block_is_reasoning_for_the_figures() {
+        let raw = "<think>a</think>\n<think>b</think>\nans <think>c</think>end";
+        let mut acc = Accum::default();
+        // One byte a chunk, arriving at its end's offset in ms.
+        for (i, c) in raw.char_indices() {
+            let chunk: Chunk =
+                serde_json::from_value(json!({"choices": [{"delta": {"content": c.to_string()}}]}))
+                    .unwrap();
+            acc.add(chunk, (i + 1) as f64);
+        }
+        let r = acc.into_reply(End::ok(), Vec::new(), 0.0, None);
+        let arrival = |s: &str| Some((raw.find(s).unwrap() + 1) as f64);
+        assert_eq!(r.ttft_reasoning_ms, arrival("a<"));
+        assert_eq!(r.ttft_ms, arrival("ans"));
+        assert_eq!(r.reasoning.as_deref(), Some("a\nb\nc"));
+        assert_eq!(r.content.as_deref(), Some("\n\nans end"));
     }
 
     #[test]
@@ -976,7 +1106,7 @@ extra_body = { chat_template_kwargs = { enable_thinking = false }, stream_option
 "#,
         )
         .unwrap();
-        let pool = HttpPool::new("p", cfg, None, "write f", false).unwrap();
+        let pool = HttpPool::new("p", cfg, None, "write f", EarlyStop::Never).unwrap();
         let b = pool.body(3);
         assert_eq!(b["stream"], json!(true));
         assert_eq!(b["stream_options"]["include_usage"], json!(true));
@@ -1002,7 +1132,7 @@ extra_body = { chat_template_kwargs = { enable_thinking = false }, stream_option
             cfg,
             Some(SecretString::from("sk-very-secret".to_owned())),
             "x",
-            false,
+            EarlyStop::Never,
         )
         .unwrap();
         assert!(!format!("{pool:?}").contains("sk-very-secret"));

@@ -35,6 +35,7 @@ pub use replay::ReplayPool;
 
 use crate::progress::Progress;
 use crate::spec::{PoolChoice, Spec, SplitMode};
+pub use http::EarlyStop;
 use http::HttpPool;
 use pools::PoolsFile;
 
@@ -43,7 +44,8 @@ use pools::PoolsFile;
 pub struct Reply {
     /// The answer, reasoning removed. `None`: the server never sent content.
     pub content: Option<String>,
-    /// Reasoning kept apart: `reasoning_content` deltas and `<think>` blocks.
+    /// Reasoning kept apart: `reasoning_content` deltas and every `<think>`
+    /// block (`markdown::split_reasoning`), one a line.
     pub reasoning: Option<String>,
     pub finish_reason: Option<String>,
     /// The server's own counts: its usage block, else llama.cpp's `timings`
@@ -56,9 +58,11 @@ pub struct Reply {
     pub cached_prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
     pub model: Option<String>,
-    /// Request start to the first content chunk.
+    /// Request start to the first answer byte that is not whitespace
+    /// (reasoning and `<think>` blocks excluded).
     pub ttft_ms: Option<f64>,
-    /// Request start to the first reasoning chunk.
+    /// Request start to the first reasoning byte that is not whitespace
+    /// (a `reasoning_content` delta or inside a `<think>` block).
     pub ttft_reasoning_ms: Option<f64>,
     /// Request start to the end of the stream.
     pub latency_ms: Option<f64>,
@@ -69,7 +73,8 @@ pub struct Reply {
     pub chunks: Option<u64>,
     /// The reply stopped at the token cap.
     pub hit_cap: bool,
-    /// The stream was closed by assay once the Rust fence closed.
+    /// The stream was closed by assay once it held the fence extraction
+    /// takes (`EarlyStop`).
     pub cut_early: bool,
     /// When cut early and usage allowed: tokens the cap still allowed, an
     /// upper bound on the tokens saved.
@@ -380,13 +385,19 @@ impl Plan {
             split,
             opts,
             &spec.prompt,
-            spec.draw.single_fence,
+            if spec.draw.single_fence {
+                EarlyStop::AtAnswer {
+                    entry: spec.entry.clone(),
+                }
+            } else {
+                EarlyStop::Never
+            },
         )
     }
 
     /// The plan of a suite's live draw: the named pools of the pools file,
     /// split as asked, each asked `prompt` until [`Plan::for_prompt`] asks
-    /// it a problem's. No replay pool: a suite's corpus is its completions
+    /// it a problem's (and says when to close a stream early). No replay pool: a suite's corpus is its completions
     /// file.
     pub fn for_suite(
         pools_file: &std::path::Path,
@@ -399,17 +410,18 @@ impl Plan {
         };
         let split = split_of(choices, opts.split.unwrap_or(SplitMode::Fixed)).map_err(bad)?;
         let file = PoolsFile::load(pools_file)?;
-        Plan::http_pools(&file, choices, split, opts, "", true)
+        Plan::http_pools(&file, choices, split, opts, "", EarlyStop::Never)
     }
 
-    /// The same pools, split the same way, asked `prompt`.
-    pub fn for_prompt(&self, prompt: &http::Prompt) -> Plan {
+    /// The same pools, split the same way, asked `prompt`, closing a
+    /// stream early as `early_stop` says.
+    pub fn for_prompt(&self, prompt: &http::Prompt, early_stop: &EarlyStop) -> Plan {
         Plan {
             pools: self
                 .pools
                 .iter()
                 .map(|p| match p {
-                    Pool::Http(h) => Pool::Http(Arc::new(h.for_prompt(prompt))),
+                    Pool::Http(h) => Pool::Http(Arc::new(h.for_prompt(prompt, early_stop.clone()))),
                     Pool::Replay(r) => Pool::Replay(r.clone()),
                 })
                 .collect(),
@@ -425,7 +437,7 @@ impl Plan {
         split: Split,
         opts: &DrawOptions,
         prompt: &str,
-        single_fence: bool,
+        early_stop: EarlyStop,
     ) -> Result<(Plan, Vec<String>), DrawError> {
         let mut pools = Vec::new();
         let mut endpoints = Vec::new();
@@ -464,15 +476,14 @@ impl Plan {
             if let Some(t) = opts.max_completion_tokens {
                 cfg.max_completion_tokens = Some(t);
             }
-            let pool =
-                HttpPool::new(&c.name, cfg, key, prompt, single_fence).map_err(|message| {
-                    DrawError::BadPool {
-                        file: file.path.clone(),
-                        pool: c.name.clone(),
-                        field: String::new(),
-                        message,
-                    }
-                })?;
+            let pool = HttpPool::new(&c.name, cfg, key, prompt, early_stop.clone()).map_err(
+                |message| DrawError::BadPool {
+                    file: file.path.clone(),
+                    pool: c.name.clone(),
+                    field: String::new(),
+                    message,
+                },
+            )?;
             endpoints.push((file.path.clone(), c.name.clone(), base_url));
             pools.push(Pool::Http(Arc::new(pool)));
         }

@@ -5,15 +5,23 @@
 //! the `unsafe_code` lint covers: `no_mangle`, `export_name`,
 //! `link_section`), `#[path]`, `include!`/`include_str!`/`include_bytes!`
 //! (nor `#[debugger_visualizer]`, which reads a file too), `extern` blocks,
-//! assembly, crate-level attributes, or attributes and macro calls named by
-//! a macro's variable (which the scan cannot see through). A spec may allow
-//! any of these in its `[policy]` table (`include = "allow"`).
+//! assembly, crate-level attributes, attributes and macro calls named by a
+//! macro's variable (which the scan cannot see through), paths out of its
+//! own module (`super` above its top level, `$crate`, `extern crate self`),
+//! `#[macro_export]`, `#[macro_use]`, or an item a program has one of
+//! (`#[global_allocator]`, `#[panic_handler]`). A spec may allow any of
+//! these in its `[policy]` table (`include = "allow"`); a policy that
+//! allows none lets programs share one image as modules of one crate
+//! (`Policy::shares_an_image`), their `crate::` paths mapped onto their
+//! own module by [`rebase_crate_paths`].
 //!
-//! The check is a token scan ([`scan`]): it descends into every group, so a
-//! word inside a nested module, a macro's body or a macro's arguments counts
-//! as much as one at top level (`m!(include_str)` is refused like
-//! `include_str!`), attributes inside `cfg_attr` count, and raw identifiers
-//! are read without their `r#`. It is deliberately coarse: a word that
+//! The check is two token walks: [`scan`] for what a word or an attribute
+//! is on its own, `reach` for paths, which need to know where they stand
+//! (the `mod` nesting, a macro's tokens). The scan descends into every
+//! group, so a word inside a nested module, a macro's body or a macro's
+//! arguments counts as much as one at top level (`m!(include_str)` is
+//! refused like `include_str!`), attributes inside `cfg_attr` count, and
+//! raw identifiers are read without their `r#`. It is deliberately coarse: a word that
 //! would become one of these after expansion is refused wherever it
 //! appears. Behind the scan, rustc enforces what it can (the module file
 //! starts with `#![forbid(unsafe_code)]`, which nothing inside can lower),
@@ -26,10 +34,13 @@
 //! them. A `Violation` is plain data too; its rule's string form is the
 //! probe verdict's argument (`forbidden(unsafe_code)`).
 
+mod reach;
+mod rebase;
 pub(crate) mod scan;
 
-use proc_macro2::TokenTree;
+use proc_macro2::{TokenStream, TokenTree};
 
+pub use rebase::rebase_crate_paths;
 use scan::Found;
 
 use crate::spec::{Policy, Rule};
@@ -60,46 +71,53 @@ const INCLUDE_MACROS: &[&str] = &["include_str", "include_bytes"];
 /// Assembly macros; refused wherever the word appears.
 const ASM_MACROS: &[&str] = &["global_asm", "naked_asm", "llvm_asm"];
 
+/// Items a program has one of. `panic_handler` and `alloc_error_handler`
+/// are errors beside std's own, but `alloc_error_handler`'s clash has no
+/// span to attribute it by, so all three are refused before any build.
+const GLOBAL_ITEM_ATTRS: &[&str] = &["global_allocator", "panic_handler", "alloc_error_handler"];
+
 /// The first thing in `source` that `policy` refuses. A source that does
 /// not lex is left to the compiler (which refuses it too).
 pub fn check(policy: &Policy, source: &str) -> Result<(), Violation> {
-    let found = scan::first_finding(source, &|found| {
-        let (rule, span, what) = judge(found)?;
-        (!policy.allows(rule)).then(|| {
-            let at = span.start();
-            Violation {
-                rule,
-                line: at.line,
-                column: at.column,
-                what,
-            }
-        })
+    let Ok(tokens) = source.parse::<TokenStream>() else {
+        return Ok(());
+    };
+    let scanned = scan::first_finding(tokens.clone(), &|found| {
+        let (rules, span, what) = judge(found)?;
+        let rule = rules.into_iter().find(|rule| !policy.allows(*rule))?;
+        Some(Violation::at(rule, span, what))
     });
-    match found {
-        Ok(Some(violation)) => Err(violation),
-        Ok(None) | Err(_) => Ok(()),
-    }
+    let reached = if policy.allows(Rule::OuterPath) {
+        None
+    } else {
+        reach::first_outer_path(tokens)
+            .map(|path| Violation::at(Rule::OuterPath, path.span, path.what))
+    };
+    // Two walks, one answer: whichever comes first in the source.
+    let first = match (scanned, reached) {
+        (Some(a), Some(b)) => Some(if (b.line, b.column) < (a.line, a.column) {
+            b
+        } else {
+            a
+        }),
+        (a, b) => a.or(b),
+    };
+    first.map_or(Ok(()), Err)
 }
 
-/// What a finding of the walk is, by the policy's rules.
-fn judge(found: Found<'_>) -> Option<(Rule, proc_macro2::Span, String)> {
+/// Every rule a finding of the walk breaks, most specific first: an
+/// attribute may name several things (`cfg_attr(x, no_mangle, path = ..)`),
+/// and relaxing one of them must not let the others through.
+fn judge(found: Found<'_>) -> Option<(Vec<Rule>, proc_macro2::Span, String)> {
     match found {
-        Found::CrateAttr(attr, span) => Some((Rule::CrateAttribute, span, format!("#![{attr}]"))),
+        Found::CrateAttr(attr, span) => {
+            let mut rules = attribute_rules(&attr);
+            rules.push(Rule::CrateAttribute);
+            Some((rules, span, format!("#![{attr}]")))
+        }
         Found::Attr(attr, span) => {
-            let rule = if starts_with_dollar(&attr) || has_dollar_path(attr.clone()) {
-                Rule::MacroIndirection
-            } else if scan::names_any(attr.clone(), UNSAFE_ATTRS) {
-                Rule::UnsafeCode
-            } else if scan::names_any(attr.clone(), &["path"]) {
-                Rule::PathAttribute
-            } else if scan::names_any(attr.clone(), FILE_ATTRS) {
-                Rule::Include
-            } else if scan::names_any(attr.clone(), EXTERN_ATTRS) {
-                Rule::ExternBlock
-            } else {
-                return None;
-            };
-            Some((rule, span, format!("#[{attr}]")))
+            let rules = attribute_rules(&attr);
+            (!rules.is_empty()).then(|| (rules, span, format!("#[{attr}]")))
         }
         Found::Ident(tokens, i, name) => {
             let span = tokens.span(i);
@@ -113,19 +131,41 @@ fn judge(found: Found<'_>) -> Option<(Rule, proc_macro2::Span, String)> {
                 n if ASM_MACROS.contains(&n) => Rule::Asm,
                 "asm" if names_a_macro(tokens, i) => Rule::Asm,
                 "extern" if is_extern_block(tokens, i) => Rule::ExternBlock,
+                "mod" if is_module_file(tokens, i) => Rule::PathAttribute,
                 _ if i > 0 && tokens.punct(i - 1, '$') && tokens.punct(i + 1, '!') => {
                     Rule::MacroIndirection
                 }
                 _ => return None,
             };
-            let what = if rule == Rule::MacroIndirection {
-                format!("${name}!")
-            } else {
-                name
+            let what = match (rule, tokens.ident(i + 1)) {
+                (Rule::MacroIndirection, _) => format!("${name}!"),
+                (Rule::PathAttribute, Some(module)) => format!("mod {module};"),
+                _ => name,
             };
-            Some((rule, span, what))
+            Some((vec![rule], span, what))
         }
     }
+}
+
+/// The rules an attribute (the tokens inside its brackets) breaks.
+fn attribute_rules(attr: &TokenStream) -> Vec<Rule> {
+    let named = |names: &[&str]| scan::names_any(attr.clone(), names);
+    [
+        (
+            starts_with_dollar(attr) || has_dollar_path(attr.clone()),
+            Rule::MacroIndirection,
+        ),
+        (named(UNSAFE_ATTRS), Rule::UnsafeCode),
+        (named(&["path"]), Rule::PathAttribute),
+        (named(FILE_ATTRS), Rule::Include),
+        (named(EXTERN_ATTRS), Rule::ExternBlock),
+        (named(&["macro_export"]), Rule::MacroExport),
+        (named(&["macro_use"]), Rule::MacroUse),
+        (named(GLOBAL_ITEM_ATTRS), Rule::GlobalAllocator),
+    ]
+    .into_iter()
+    .filter_map(|(breaks, rule)| breaks.then_some(rule))
+    .collect()
 }
 
 /// `#[$attr]`, `#[$name = ..]`.
@@ -148,6 +188,18 @@ fn names_a_macro(tokens: &scan::Tokens, i: usize) -> bool {
         || tokens.ident(i + 1).as_deref() == Some("as")
 }
 
+/// `mod` that does not open an inline module (`mod c4;`, `mod $name;`):
+/// rustc reads the module from a file, and a candidate's file is read as
+/// its target's `#[path]` module, so `mod c4;` is the sibling `cands/c4.rs`
+/// beside it, compiled into the candidate (a copy of its answer). The
+/// keyword only: `r#mod` is a name.
+fn is_module_file(tokens: &scan::Tokens, i: usize) -> bool {
+    let keyword = matches!(tokens.get(i), Some(TokenTree::Ident(id)) if id == "mod");
+    let inline = tokens.ident(i + 1).is_some()
+        && matches!(tokens.get(i + 2), Some(TokenTree::Group(g)) if g.delimiter() == proc_macro2::Delimiter::Brace);
+    keyword && !inline
+}
+
 /// `extern` that opens a block (`extern {`, `extern "C" {`), or stands
 /// where the scan cannot tell (a macro's argument). `extern crate` and an
 /// ABI on a function or a function pointer type (`extern "C" fn`) are not
@@ -165,6 +217,16 @@ fn is_extern_block(tokens: &scan::Tokens, i: usize) -> bool {
 }
 
 impl Violation {
+    fn at(rule: Rule, span: proc_macro2::Span, what: String) -> Violation {
+        let at = span.start();
+        Violation {
+            rule,
+            line: at.line,
+            column: at.column,
+            what,
+        }
+    }
+
     /// The error file's text: the rule, what was found, and the line of the
     /// source it was found on, as rustc would show it.
     pub fn render(&self, file: &str, source: &str) -> String {

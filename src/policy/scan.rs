@@ -76,17 +76,13 @@ pub(crate) fn first_reason(
     }
 }
 
-/// The first finding `rules` keep in `source`, crate-level attributes
-/// included (as [`Found::CrateAttr`]); `Err` with where it stops when the
-/// source does not lex.
+/// The first finding `rules` keep in a lexed source, crate-level
+/// attributes included (as [`Found::CrateAttr`]).
 pub(crate) fn first_finding<R>(
-    source: &str,
+    tokens: TokenStream,
     rules: &dyn Fn(Found<'_>) -> Option<R>,
-) -> Result<Option<R>, Span> {
-    match source.parse::<TokenStream>() {
-        Ok(tokens) => Ok(walk(tokens, true, rules)),
-        Err(e) => Err(e.span()),
-    }
+) -> Option<R> {
+    walk(tokens, true, rules)
 }
 
 fn walk<R>(

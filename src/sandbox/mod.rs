@@ -29,7 +29,9 @@
 //! - **An unprivileged uid** (65534, or `ASSAY_SANDBOX_UID`) when assay runs
 //!   as root, so a candidate cannot raise its rlimits or use any other
 //!   capability. The scorer is copied where that uid can execute it if it
-//!   cannot reach the original; the run's directory is handed to it.
+//!   cannot reach the original ([`place_executable`], which every copy of
+//!   an executable assay makes goes through, so that no exec of it can
+//!   fail with `ETXTBSY`); the run's directory is handed to it.
 //! - **`RLIMIT_NPROC`**, when the pids cgroup is missing or assay is not
 //!   root. It counts every process of the user, so it is set to what the
 //!   user already runs plus the run's allowance: a weak limit, kept because
@@ -48,6 +50,7 @@ mod cgroup;
 pub mod compile;
 mod landlock;
 mod netns;
+mod place;
 pub mod scratch;
 mod user;
 
@@ -62,6 +65,7 @@ use anyhow::{Context, Result};
 
 pub use cargo::{confine_cargo, BuildPaths};
 pub use landlock::landlock_abi;
+pub use place::place_executable;
 pub use user::RUN_AS_VARIABLE;
 
 use cgroup::{swap_exists, CgroupRoot, Controller, RunCgroup};
@@ -332,9 +336,10 @@ impl Sandbox {
     }
 
     /// A path of `exe` the run's user can execute: `exe` itself when every
-    /// directory above it is searchable by that user, else a copy in a
-    /// directory of our own under the system's temporary directory (made
-    /// once per binary and batch, removed with the sandbox).
+    /// directory above it is searchable by that user, else a copy
+    /// ([`place_executable`]) in a directory of our own under the system's
+    /// temporary directory (made once per binary and batch, removed with
+    /// the sandbox).
     pub fn runnable_exe(&self, exe: &Path) -> Result<PathBuf> {
         let exe = std::fs::canonicalize(exe)
             .with_context(|| format!("cannot resolve {}", exe.display()))?;
@@ -365,11 +370,10 @@ impl Sandbox {
             .file_name()
             .map_or_else(|| "scorer".into(), |n| n.to_string_lossy().into_owned());
         let copy = dir.join(format!("{}-{name}", copies.copies.len()));
-        std::fs::copy(&exe, &copy)
-            .with_context(|| format!("cannot copy {} to {}", exe.display(), copy.display()))?;
-        // Owned by root, not writable by the run's user.
-        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o555))
-            .with_context(|| format!("cannot set the mode of {}", copy.display()))?;
+        // Exec'd as soon as this returns, while other runs start: placed
+        // so that none of their children can hold it open for writing.
+        // Owned by root, mode 0555: not writable by the run's user.
+        place_executable(&exe, &copy)?;
         if let Some(part) = unreachable_part(&copy, who) {
             anyhow::bail!(
                 "uid {} can reach neither {} nor its copy {} ({} is not searchable for \

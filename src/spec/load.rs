@@ -52,6 +52,10 @@ struct RawPolicy {
     asm: Option<toml::Spanned<String>>,
     crate_attribute: Option<toml::Spanned<String>>,
     macro_indirection: Option<toml::Spanned<String>>,
+    outer_path: Option<toml::Spanned<String>>,
+    macro_export: Option<toml::Spanned<String>>,
+    macro_use: Option<toml::Spanned<String>>,
+    global_allocator: Option<toml::Spanned<String>>,
 }
 
 /// Spanned, so that an out-of-range value's error names its line.
@@ -175,9 +179,13 @@ impl Validator {
             ),
             None => None,
         };
+        // Where the cases may live comes before what they hold: a file the
+        // rule refuses is moved, not fixed.
+        let harness = self.harness(&raw.harness)?;
+        self.cases_outside(&cases_path, &harness, raw.cases.span().start)?;
         let cases_text = read(&cases_path)?;
         let count = count_cases(&cases_path, &cases_text)?;
-        let names = case_names(&cases_text);
+        let names = case_names(&cases_path, &cases_text)?;
         let mut guard = Vec::with_capacity(raw.admit.guard.len());
         for name in &raw.admit.guard {
             let pos = names
@@ -200,8 +208,6 @@ impl Validator {
             },
         )?;
         let committed_source = read(&committed_path)?;
-        let harness = self.harness(&raw.harness)?;
-        self.cases_outside(&cases_path, &harness, raw.cases.span().start)?;
         Ok(Spec {
             prompt: read(&prompt_path)?,
             prompt_path,
@@ -325,20 +331,23 @@ impl Validator {
 
     pub(super) fn file_at(&self, key: &'static str, rel: &Path) -> Result<PathBuf, SpecError> {
         let path = self.dir.join(rel);
-        if path.is_file() {
-            Ok(path)
+        let problem = if rel.as_os_str().is_empty() {
+            "is empty"
         } else {
-            Err(SpecError::MissingFile {
-                file: self.file.clone(),
-                key,
-                path,
-                problem: if rel.as_os_str().is_empty() {
-                    "is empty"
-                } else {
-                    "does not exist"
-                },
-            })
-        }
+            match std::fs::metadata(&path) {
+                Ok(m) if m.is_file() => return Ok(path),
+                Ok(m) if m.is_dir() => "is a folder, not a file",
+                // A device, a pipe, a socket: it exists, but is no file.
+                Ok(_) => "is not a regular file",
+                Err(_) => "does not exist",
+            }
+        };
+        Err(SpecError::MissingFile {
+            file: self.file.clone(),
+            key,
+            path,
+            problem,
+        })
     }
 
     /// The `[probe]` table, held to the same bounds as the flags.
@@ -415,6 +424,14 @@ impl Validator {
                 "policy.macro_indirection",
                 &raw.macro_indirection,
             ),
+            (Rule::OuterPath, "policy.outer_path", &raw.outer_path),
+            (Rule::MacroExport, "policy.macro_export", &raw.macro_export),
+            (Rule::MacroUse, "policy.macro_use", &raw.macro_use),
+            (
+                Rule::GlobalAllocator,
+                "policy.global_allocator",
+                &raw.global_allocator,
+            ),
         ];
         let mut allowed = Vec::new();
         for (rule, key, value) in keys {
@@ -460,16 +477,34 @@ impl Validator {
 }
 
 /// The `name` field of each case (non-blank line), where it is a string.
-/// Lines are known to be JSON objects by the time this is used.
-fn case_names(text: &str) -> Vec<Option<String>> {
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l)
-                .ok()
-                .and_then(|v| v.get("name")?.as_str().map(str::to_owned))
-        })
-        .collect()
+/// Lines are known to be JSON objects by the time this is used. A name is
+/// a case's identity (a guard names it, reports show it), so two cases of
+/// one name are refused, naming both lines.
+fn case_names(path: &Path, text: &str) -> Result<Vec<Option<String>>, SpecError> {
+    let mut names = Vec::new();
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let name = serde_json::from_str::<serde_json::Value>(line)
+            .ok()
+            .and_then(|v| v.get("name")?.as_str().map(str::to_owned));
+        if let Some(name) = &name {
+            if let Some(first) = seen.insert(name.clone(), i + 1) {
+                return Err(SpecError::Syntax {
+                    file: path.to_path_buf(),
+                    line: Some(i + 1),
+                    message: format!(
+                        "a second case named `{name}` (the first is on line {first}): \
+                         case names must differ"
+                    ),
+                });
+            }
+        }
+        names.push(name);
+    }
+    Ok(names)
 }
 
 /// Counts the cases of a JSONL file; each non-blank line must be a JSON object.

@@ -135,7 +135,7 @@ pub struct Draw {
     /// Fixed shares or a race; `None`: fixed.
     pub split: Option<SplitMode>,
     /// The prompt asks for exactly one code block: a stream may be closed
-    /// as soon as its Rust fence closes.
+    /// as soon as it holds the fence extraction takes.
     pub single_fence: bool,
 }
 
@@ -206,6 +206,10 @@ pub enum SpecError {
         path: PathBuf,
         problem: &'static str,
     },
+    /// A path given as a task that is a file other than a spec (the
+    /// cases, the prompt, ...).
+    #[error("{path}: not a task: a task is a folder holding spec.toml, or that spec.toml")]
+    NotATask { path: PathBuf },
     #[error("{file}{}: `{key}`: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
     Invalid {
         file: PathBuf,
@@ -220,7 +224,13 @@ impl Spec {
     /// Commands load through `task::load`, which also holds the committed
     /// candidate to the task's policy.
     pub fn load(path: &Path) -> Result<Spec, SpecError> {
-        let names_a_file = path.extension().is_some_and(|e| e == "toml") && !path.is_dir();
+        let is_dir = path.is_dir();
+        let names_a_file = path.extension().is_some_and(|e| e == "toml") && !is_dir;
+        if !is_dir && !names_a_file && path.exists() {
+            return Err(SpecError::NotATask {
+                path: path.to_path_buf(),
+            });
+        }
         let file = if names_a_file {
             path.to_path_buf()
         } else {

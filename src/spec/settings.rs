@@ -71,7 +71,10 @@ pub struct CompileLimits {
 pub enum Rule {
     /// `unsafe`, `#[no_mangle]`, `#[export_name]`, `#[link_section]`.
     UnsafeCode,
-    /// `#[path = ".."]`: compiles another file as a module.
+    /// `#[path = ".."]` and `mod NAME;`: compile another file as a module.
+    /// A candidate's file is its target's `#[path]` module, which rustc
+    /// reads like a `mod.rs`, so `mod c4;` is the sibling `cands/c4.rs`;
+    /// an honest candidate is one file and has no module file of its own.
     PathAttribute,
     /// `include!`, `include_str!`, `include_bytes!`,
     /// `#[debugger_visualizer]`: read a file at compile time.
@@ -87,6 +90,32 @@ pub enum Rule {
     /// `#[$attr]` or `$mac!(..)` inside a macro: whatever it becomes is
     /// decided by the macro's caller, out of the scan's sight.
     MacroIndirection,
+    /// A path that leaves the source's own module: a `super` that climbs
+    /// above the source's top level (`super::x` there, `self::super`,
+    /// `pub(super)`, `super::super` one `mod` down, `use super::{super::x}`),
+    /// `$crate`, `extern crate self`, and a `crate` that is neither a
+    /// visibility (`pub(crate)`, `pub(in crate)`), nor `extern crate NAME`,
+    /// nor the start of a path (`crate::x`, `use crate as c`). In a shared
+    /// image each program is a module of one crate, so these name the crate
+    /// root and, through it, every other program. A path-leading `crate` is
+    /// allowed because `policy::rebase_crate_paths` maps it onto the
+    /// program's own module. Inside the tokens of a macro call or
+    /// definition, in a source that defines a macro, every `crate` and
+    /// `super` is refused: the macro may rearrange them (`$k::$k::x` from
+    /// `m!(super)`, or drop the module a rebased `crate::` was given).
+    OuterPath,
+    /// `#[macro_export]`: puts a macro at the crate root, where it clashes
+    /// with another program's macro of the same name and can shadow the
+    /// macros the shared image's own root calls.
+    MacroExport,
+    /// `#[macro_use]`, outer or inner: `#![macro_use]` at the top of a
+    /// program's source carries its macros out of its module into every
+    /// program declared after it (an `assert_eq!` that asserts nothing).
+    MacroUse,
+    /// `#[global_allocator]`, `#[panic_handler]`, `#[alloc_error_handler]`:
+    /// an item a program has one of, so one module's would replace (or
+    /// clash with) every build-mate's.
+    GlobalAllocator,
 }
 
 /// Which rules a task enforces. Every rule is enforced unless the spec
@@ -223,7 +252,7 @@ impl Default for CompileLimits {
 }
 
 impl Rule {
-    pub const ALL: [Rule; 7] = [
+    pub const ALL: [Rule; 11] = [
         Rule::UnsafeCode,
         Rule::PathAttribute,
         Rule::Include,
@@ -231,6 +260,10 @@ impl Rule {
         Rule::Asm,
         Rule::CrateAttribute,
         Rule::MacroIndirection,
+        Rule::OuterPath,
+        Rule::MacroExport,
+        Rule::MacroUse,
+        Rule::GlobalAllocator,
     ];
 
     pub fn as_str(&self) -> &'static str {
@@ -242,6 +275,32 @@ impl Rule {
             Rule::Asm => "asm",
             Rule::CrateAttribute => "crate_attribute",
             Rule::MacroIndirection => "macro_indirection",
+            Rule::OuterPath => "outer_path",
+            Rule::MacroExport => "macro_export",
+            Rule::MacroUse => "macro_use",
+            Rule::GlobalAllocator => "global_allocator",
+        }
+    }
+
+    /// Whether programs may share one image only while this rule holds.
+    /// Every rule does today; the match makes a new rule say so.
+    pub fn guards_a_shared_image(&self) -> bool {
+        match self {
+            // Code that runs outside a called function, or reaches memory
+            // or symbols outside the language's rules: constructors,
+            // interposed symbols, linked libraries, global assembly.
+            Rule::UnsafeCode | Rule::ExternBlock | Rule::Asm => true,
+            // One rustc reads every module of the image: a file read at
+            // compile time could be a build-mate's source.
+            Rule::PathAttribute | Rule::Include => true,
+            // What acts on the crate, or names past the program's module.
+            Rule::CrateAttribute
+            | Rule::OuterPath
+            | Rule::MacroExport
+            | Rule::MacroUse
+            | Rule::GlobalAllocator => true,
+            // What the scan cannot see, it cannot vouch for.
+            Rule::MacroIndirection => true,
         }
     }
 }
@@ -278,6 +337,14 @@ impl Policy {
     /// The rules this policy relaxes, in order.
     pub fn allowed(&self) -> &[Rule] {
         &self.allowed
+    }
+
+    /// Whether programs held to this policy may be modules of one shared
+    /// image: it relaxes no rule a shared image relies on
+    /// ([`Rule::guards_a_shared_image`]). Otherwise each program gets an
+    /// image of its own.
+    pub fn shares_an_image(&self) -> bool {
+        !self.allowed.iter().any(Rule::guards_a_shared_image)
     }
 }
 
@@ -335,5 +402,23 @@ mod tests {
             assert_eq!(rule.as_str().parse::<Rule>(), Ok(rule));
         }
         assert!("unsafe".parse::<Rule>().is_err());
+        // Stored in verdicts (`forbidden(outer_path)`) and written in specs:
+        // a string once given never changes.
+        assert_eq!(
+            Rule::ALL.map(|r| r.as_str()),
+            [
+                "unsafe_code",
+                "path_attribute",
+                "include",
+                "extern_block",
+                "asm",
+                "crate_attribute",
+                "macro_indirection",
+                "outer_path",
+                "macro_export",
+                "macro_use",
+                "global_allocator",
+            ]
+        );
     }
 }

@@ -141,6 +141,36 @@ fn the_policy_table_relaxes_rules_and_names_a_bad_key() {
     );
 }
 
+/// Every rule is a `[policy]` key under its stable string, relaxes that
+/// rule alone, and names its line when its value is bad.
+#[test]
+fn every_rule_is_a_policy_key() {
+    for rule in Rule::ALL {
+        let spec = load(&format!("{GOOD}\n[policy]\n{rule} = \"allow\"\n")).unwrap();
+        assert_eq!(spec.policy, Policy::allowing([rule]), "{rule}");
+        let err = load(&format!("{GOOD}\n[policy]\n{rule} = \"yes\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("spec.toml:19: `policy.{rule}`: `yes`")),
+            "{err}"
+        );
+    }
+}
+
+/// Programs share an image only under a policy that relaxes nothing a
+/// shared image relies on; the default does not relax anything.
+#[test]
+fn a_relaxed_rule_gives_each_program_its_own_image() {
+    assert!(Policy::default().shares_an_image());
+    assert!(Policy::allowing([]).shares_an_image());
+    for rule in Rule::ALL {
+        assert!(rule.guards_a_shared_image(), "{rule}");
+        assert!(!Policy::allowing([rule]).shares_an_image(), "{rule}");
+    }
+    assert!(!Policy::allowing(Rule::ALL).shares_an_image());
+}
+
 /// Each bad spec and a fragment its one-line error must contain.
 #[test]
 fn bad_specs_name_file_and_key() {

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
-use sqlx::{AnyPool, ConnectOptions, Connection, Executor};
+use sqlx::{AnyConnection, AnyPool, ConnectOptions, Connection, Executor};
 
 use super::StoreError;
 
@@ -171,7 +171,7 @@ async fn open_sqlite(db: &Db, path: &Path) -> Result<AnyPool, StoreError> {
             .await
             .map_err(|e| connect_error(db, path, e))?;
         let migrated = migrate_sqlite(db, &first).await;
-        first.close().await;
+        super::close_pool(&first).await;
         migrated?;
     }
     // The file exists, in WAL mode (which it keeps), with its schema: the
@@ -220,18 +220,55 @@ fn connect_error(db: &Db, path: &Path, e: sqlx::Error) -> StoreError {
     }
 }
 
+/// How long connecting to a PostgreSQL server may take, the handshake
+/// included. A host that drops packets (down, or behind a firewall) would
+/// otherwise hold the command for the kernel's TCP retries, minutes; a
+/// server on a loaded network still answers well within it.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a statement waits for one of the pool's connections once the
+/// store is open: the pool's connections may all be busy with other tasks'
+/// statements.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
+
 async fn open_postgres(db: &Db, url: &str) -> Result<AnyPool, StoreError> {
+    let cannot_connect = |why: String| StoreError::Open {
+        db: db.clone(),
+        message: format!("cannot connect: {why}"),
+    };
+    let options =
+        AnyConnectOptions::from_str(url).map_err(|e| cannot_connect(connect_failure(&e)))?;
+    // One connection first, made directly and closed: a pool retries a
+    // refused connection until its acquire timeout (sqlx takes it for a
+    // server still starting up) and then says only "pool timed out", 30 s
+    // later, where the user needs "connection refused" now.
+    let first = tokio::time::timeout(CONNECT_TIMEOUT, AnyConnection::connect_with(&options))
+        .await
+        .map_err(|_| cannot_connect(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs())))?
+        .map_err(|e| cannot_connect(connect_failure(&e)))?;
+    // Closing says goodbye to the server; a failure to is no failure to open.
+    let _ = first.close().await;
     let pool = AnyPoolOptions::new()
         .max_connections(8)
-        .acquire_timeout(Duration::from_secs(30))
-        .connect(url)
+        .acquire_timeout(ACQUIRE_TIMEOUT)
+        .connect_with(options)
         .await
-        .map_err(|e| StoreError::Open {
-            db: db.clone(),
-            message: format!("cannot connect: {}", crate::input::one_line(&e.to_string())),
-        })?;
+        .map_err(|e| cannot_connect(connect_failure(&e)))?;
     migrate_postgres(db, &pool).await?;
     Ok(pool)
+}
+
+/// Why a connection could not be made, on one line: the socket's error as
+/// the system words it (sqlx wraps it in "error communicating with
+/// database"), anything else as sqlx says it.
+fn connect_failure(e: &sqlx::Error) -> String {
+    match e {
+        sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+            "connection refused".to_owned()
+        }
+        sqlx::Error::Io(io) => crate::input::one_line(&io.to_string()),
+        other => crate::input::one_line(&other.to_string()),
+    }
 }
 
 /// Brings a SQLite schema up to date, refusing a database from a newer
@@ -425,6 +462,26 @@ mod tests {
         assert_eq!("dir://x".parse::<Db>(), Err(DbError::Scheme("dir".into())));
         // A relative path with `://` further on is still a path.
         assert_eq!("a/b://c".parse(), Ok(Db::Sqlite("a/b://c".into())));
+    }
+
+    /// A server that takes the connection and never answers (hung, or a
+    /// host whose firewall drops packets, where even the TCP handshake
+    /// never ends) is given up on after `CONNECT_TIMEOUT`, and the message
+    /// says so. The clock is the test's own: paused, it jumps to the
+    /// timeout once nothing else can happen.
+    #[tokio::test(start_paused = true)]
+    async fn a_server_that_never_answers_is_given_up_on() {
+        // Listening, so the connection is made, but nobody ever reads it.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!(
+            "postgres://assay@127.0.0.1:{}/runs",
+            silent.local_addr().unwrap().port()
+        );
+        let err = open(&url.parse().unwrap()).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("{url}: cannot connect: no answer within 10 s")
+        );
     }
 
     #[test]

@@ -1,15 +1,12 @@
-//! The `batches`, `phases` and `resumes` tables: a batch's life, who owns
-//! it, and what each `--resume` kept.
+//! The `batches` and `resumes` tables: a batch's life, who owns it, and
+//! what each `--resume` kept (its phases are in `phases`).
 
 use std::path::Path;
 use std::str::FromStr;
-use std::time::Duration;
-
-use sqlx::Row;
 
 use super::backend::{now_ms_sql, Backend};
+use super::scores::ScoreColumns;
 use super::{flag, BatchId, Store, StoreError};
-use crate::account::{Phase, PhaseFigures};
 use crate::owner::Owner;
 use crate::score::Scored;
 
@@ -101,22 +98,86 @@ pub struct Kept {
     pub committed: bool,
 }
 
-fn owner_of(r: &sqlx::any::AnyRow) -> Option<Owner> {
-    Some(Owner {
-        host: r.get::<Option<String>, _>("owner_host")?,
-        boot: r.get::<Option<String>, _>("owner_boot")?,
-        pid: r.get::<Option<i64>, _>("owner_pid")? as u32,
-        start: r.get::<Option<i64>, _>("owner_start")? as u64,
-    })
+/// A row of `batches`, as `batch_select` reads it.
+#[derive(sqlx::FromRow)]
+struct BatchRecord {
+    id: i64,
+    task: String,
+    spec_path: String,
+    pool: String,
+    n: i64,
+    status: String,
+    started_at: String,
+    finished_at: Option<String>,
+    errors_dir: Option<String>,
+    #[sqlx(flatten)]
+    committed: ScoreColumns,
+    failure: Option<String>,
+    dedup_by: Option<String>,
+    sandbox: Option<String>,
+    sandbox_warnings: Option<String>,
+    committed_hash: Option<String>,
+    lane: Option<String>,
+    lease_lapsed: Option<i64>,
 }
 
-/// The columns of a `BatchRow`; the lease is read on the store's clock.
+/// A running batch's id and owner.
+#[derive(sqlx::FromRow)]
+struct RunningRecord {
+    id: i64,
+    #[sqlx(flatten)]
+    owner: OwnerColumns,
+}
+
+/// A batch's status and owner, when a claim did not take it.
+#[derive(sqlx::FromRow)]
+struct ClaimRecord {
+    status: String,
+    #[sqlx(flatten)]
+    owner: OwnerColumns,
+}
+
+/// A batch's owner columns; `None` unless all four are stored.
+#[derive(sqlx::FromRow)]
+struct OwnerColumns {
+    owner_host: Option<String>,
+    owner_boot: Option<String>,
+    owner_pid: Option<i64>,
+    owner_start: Option<i64>,
+}
+
+/// A row of `resumes`, as stored.
+#[derive(sqlx::FromRow)]
+struct ResumeRecord {
+    attempt: i64,
+    started_at: String,
+    first_phase_seq: i64,
+    replies_kept: i64,
+    extracted_kept: i64,
+    probed_kept: i64,
+    scored_kept: i64,
+    committed_kept: Option<i64>,
+}
+
+impl OwnerColumns {
+    fn owner(self) -> Option<Owner> {
+        Some(Owner {
+            host: self.owner_host?,
+            boot: self.owner_boot?,
+            pid: self.owner_pid? as u32,
+            start: self.owner_start? as u64,
+        })
+    }
+}
+
+/// The columns of a `BatchRecord`; the lease is read on the store's
+/// clock, and the committed score under the names of `ScoreColumns`.
 fn batch_select(backend: Backend) -> String {
     format!(
         "SELECT id, task, spec_path, pool, n, status, started_at, finished_at, errors_dir,
-            committed_verdict, committed_passed, committed_total, failure,
-            dedup_by, sandbox, sandbox_warnings, committed_hash, committed_cpu_ms, committed_cases,
-            lane,
+            committed_verdict AS score, committed_passed AS passed,
+            committed_total AS total, failure, dedup_by, sandbox, sandbox_warnings,
+            committed_hash, committed_cpu_ms AS cpu_ms, committed_cases AS cases, lane,
             CASE WHEN status = 'running' AND EXISTS (
                 SELECT 1 FROM work_items w
                  WHERE w.batch_id = batches.id AND w.state = 'running'
@@ -165,7 +226,7 @@ impl std::fmt::Display for BatchStatus {
 
 impl Store {
     pub async fn begin_batch(&self, batch: &NewBatch<'_>) -> Result<BatchId, StoreError> {
-        let row = sqlx::query(
+        sqlx::query_scalar(
             "INSERT INTO batches (task, spec_path, pool, n, status, started_at)
              VALUES ($1, $2, $3, $4, 'running', $5)
              RETURNING id",
@@ -177,8 +238,7 @@ impl Store {
         .bind(crate::clock::utc_now())
         .fetch_one(&self.pool)
         .await
-        .map_err(self.sql())?;
-        Ok(row.get(0))
+        .map_err(self.sql())
     }
 
     pub async fn set_errors_dir(&self, batch: BatchId, dir: &Path) -> Result<(), StoreError> {
@@ -234,28 +294,6 @@ impl Store {
         Ok(())
     }
 
-    pub async fn record_phase(
-        &self,
-        batch: BatchId,
-        figures: &PhaseFigures,
-    ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO phases (batch_id, seq, phase, wall_s, cpu_s, avg_busy, peak_busy)
-             VALUES ($1, (SELECT COUNT(*) FROM phases WHERE batch_id = $2), $3, $4, $5, $6, $7)",
-        )
-        .bind(batch)
-        .bind(batch)
-        .bind(figures.phase.as_str())
-        .bind(figures.wall_s)
-        .bind(figures.cpu_s)
-        .bind(figures.avg_busy)
-        .bind(figures.peak_busy)
-        .execute(&self.pool)
-        .await
-        .map_err(self.sql())?;
-        Ok(())
-    }
-
     pub async fn finish_batch(
         &self,
         batch: BatchId,
@@ -278,111 +316,44 @@ impl Store {
 
     pub async fn batches(&self) -> Result<Vec<BatchRow>, StoreError> {
         // A suite's problems are batches too, listed by `assay suite`.
-        let rows = sqlx::query(&format!(
+        let rows: Vec<BatchRecord> = sqlx::query_as(&format!(
             "{} WHERE id NOT IN (SELECT batch_id FROM suite_problems) ORDER BY id",
             batch_select(self.backend())
         ))
         .fetch_all(&self.pool)
         .await
         .map_err(self.sql())?;
-        rows.iter().map(|r| self.batch_row(r)).collect()
+        rows.into_iter().map(|r| r.batch(self)).collect()
     }
 
     pub async fn batch(&self, id: BatchId) -> Result<BatchRow, StoreError> {
-        let row = sqlx::query(&format!("{} WHERE id = $1", batch_select(self.backend())))
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(self.sql())?
-            .ok_or_else(|| StoreError::NoBatch {
-                db: self.db.clone(),
-                id,
-            })?;
-        self.batch_row(&row)
-    }
-
-    fn batch_row(&self, r: &sqlx::any::AnyRow) -> Result<BatchRow, StoreError> {
-        let id: i64 = r.get("id");
-        let committed = match r.get::<Option<String>, _>("committed_verdict") {
-            Some(v) => Some(Scored {
-                key: crate::package::ModuleKey::Committed,
-                verdict: self.parse(id, -1, "committed verdict", &v)?,
-                passed: r.get::<i64, _>("committed_passed") as usize,
-                total: r.get::<i64, _>("committed_total") as usize,
-                wall: Duration::ZERO,
-                cpu: Duration::from_secs_f64(
-                    r.get::<Option<f64>, _>("committed_cpu_ms").unwrap_or(0.0) / 1e3,
-                ),
-                cases: self.cases(id, -1, r.get("committed_cases"))?,
-                restarts: 0,
-                peak_processes: None,
-                stderr: String::new(),
-            }),
-            None => None,
-        };
-        let dedup_by = match r.get::<Option<String>, _>("dedup_by") {
-            Some(v) => self.parse(id, -1, "dedup_by", &v)?,
-            None => crate::spec::DedupBy::Exact,
-        };
-        Ok(BatchRow {
-            id,
-            task: r.get("task"),
-            spec_path: r.get("spec_path"),
-            pool: r.get("pool"),
-            n: r.get::<i64, _>("n") as usize,
-            status: self.parse(id, -1, "status", &r.get::<String, _>("status"))?,
-            started_at: r.get("started_at"),
-            finished_at: r.get("finished_at"),
-            errors_dir: r.get("errors_dir"),
-            committed,
-            failure: r.get("failure"),
-            dedup_by,
-            sandbox: r.get("sandbox"),
-            sandbox_warnings: r.get("sandbox_warnings"),
-            committed_hash: r.get("committed_hash"),
-            lane: r.get("lane"),
-            lease_lapsed: flag(r, "lease_lapsed"),
-        })
-    }
-
-    pub async fn phases(&self, batch: BatchId) -> Result<Vec<PhaseFigures>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT phase, wall_s, cpu_s, avg_busy, peak_busy FROM phases WHERE batch_id = $1 ORDER BY seq",
-        )
-        .bind(batch)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(self.sql())?;
-        rows.iter()
-            .map(|r| {
-                let name: String = r.get("phase");
-                Ok(PhaseFigures {
-                    phase: Phase::from_stored(&name)
-                        .ok_or_else(|| self.bad(batch, -1, "phase", &name))?,
-                    wall_s: r.get("wall_s"),
-                    cpu_s: r.get("cpu_s"),
-                    avg_busy: r.get("avg_busy"),
-                    peak_busy: r.get("peak_busy"),
-                })
-            })
-            .collect()
+        let row: BatchRecord =
+            sqlx::query_as(&format!("{} WHERE id = $1", batch_select(self.backend())))
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(self.sql())?
+                .ok_or_else(|| StoreError::NoBatch {
+                    db: self.db.clone(),
+                    id,
+                })?;
+        row.batch(self)
     }
 
     /// Seconds from a batch's start to its end (`None` while it has no end).
     pub async fn batch_wall_s(&self, batch: BatchId) -> Result<Option<f64>, StoreError> {
-        let row = sqlx::query("SELECT started_at, finished_at FROM batches WHERE id = $1")
-            .bind(batch)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(self.sql())?
-            .ok_or_else(|| StoreError::NoBatch {
-                db: self.db.clone(),
-                id: batch,
-            })?;
-        let started = crate::clock::parse_utc(row.get("started_at"));
-        let finished = row
-            .get::<Option<&str>, _>("finished_at")
-            .and_then(crate::clock::parse_utc);
+        let (started, finished): (String, Option<String>) =
+            sqlx::query_as("SELECT started_at, finished_at FROM batches WHERE id = $1")
+                .bind(batch)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(self.sql())?
+                .ok_or_else(|| StoreError::NoBatch {
+                    db: self.db.clone(),
+                    id: batch,
+                })?;
+        let started = crate::clock::parse_utc(&started);
+        let finished = finished.as_deref().and_then(crate::clock::parse_utc);
         Ok(started.zip(finished).map(|(s, f)| f - s))
     }
 
@@ -397,7 +368,7 @@ impl Store {
     ) -> Result<BatchId, StoreError> {
         let spec_path =
             std::path::absolute(batch.spec_path).unwrap_or_else(|_| batch.spec_path.to_path_buf());
-        let row = sqlx::query(
+        sqlx::query_scalar(
             "INSERT INTO batches (task, spec_path, pool, n, status, started_at,
                                   owner_host, owner_boot, owner_pid, owner_start, spec_digest)
              VALUES ($1, $2, $3, $4, 'running', $10, $5, $6, $7, $8, $9)
@@ -415,13 +386,12 @@ impl Store {
         .bind(crate::clock::utc_now())
         .fetch_one(&self.pool)
         .await
-        .map_err(self.sql())?;
-        Ok(row.get(0))
+        .map_err(self.sql())
     }
 
     /// Batches whose status is `running`, with their owners.
     pub async fn running_batches(&self) -> Result<Vec<RunningBatch>, StoreError> {
-        let rows = sqlx::query(
+        let rows: Vec<RunningRecord> = sqlx::query_as(
             "SELECT id, owner_host, owner_boot, owner_pid, owner_start FROM batches
              WHERE status = 'running' ORDER BY id",
         )
@@ -429,10 +399,10 @@ impl Store {
         .await
         .map_err(self.sql())?;
         Ok(rows
-            .iter()
+            .into_iter()
             .map(|r| RunningBatch {
-                id: r.get("id"),
-                owner: owner_of(r),
+                id: r.id,
+                owner: r.owner.owner(),
             })
             .collect())
     }
@@ -486,7 +456,7 @@ impl Store {
         if done.rows_affected() == 1 {
             return Ok(Claim::Claimed);
         }
-        let row = sqlx::query(
+        let row: ClaimRecord = sqlx::query_as(
             "SELECT status, owner_host, owner_boot, owner_pid, owner_start FROM batches WHERE id = $1",
         )
         .bind(batch)
@@ -497,9 +467,9 @@ impl Store {
             db: self.db.clone(),
             id: batch,
         })?;
-        Ok(match row.get::<String, _>("status").as_str() {
+        Ok(match row.status.as_str() {
             "finished" => Claim::Finished,
-            _ => Claim::Running(owner_of(&row)),
+            _ => Claim::Running(row.owner.owner()),
         })
     }
 
@@ -543,7 +513,7 @@ impl Store {
 
     /// Every resume of a batch, in order.
     pub async fn resumes(&self, batch: BatchId) -> Result<Vec<ResumeRow>, StoreError> {
-        let rows = sqlx::query(
+        let rows: Vec<ResumeRecord> = sqlx::query_as(
             "SELECT attempt, started_at, first_phase_seq, replies_kept, extracted_kept,
                     probed_kept, scored_kept, committed_kept
              FROM resumes WHERE batch_id = $1 ORDER BY attempt",
@@ -553,17 +523,52 @@ impl Store {
         .await
         .map_err(self.sql())?;
         Ok(rows
-            .iter()
+            .into_iter()
             .map(|r| ResumeRow {
-                attempt: r.get::<i64, _>("attempt") as u32,
-                started_at: r.get("started_at"),
-                first_phase: r.get::<i64, _>("first_phase_seq") as usize,
-                replies_kept: r.get::<i64, _>("replies_kept") as usize,
-                extracted_kept: r.get::<i64, _>("extracted_kept") as usize,
-                probed_kept: r.get::<i64, _>("probed_kept") as usize,
-                scored_kept: r.get::<i64, _>("scored_kept") as usize,
-                committed_kept: flag(r, "committed_kept"),
+                attempt: r.attempt as u32,
+                started_at: r.started_at,
+                first_phase: r.first_phase_seq as usize,
+                replies_kept: r.replies_kept as usize,
+                extracted_kept: r.extracted_kept as usize,
+                probed_kept: r.probed_kept as usize,
+                scored_kept: r.scored_kept as usize,
+                committed_kept: flag(r.committed_kept),
             })
             .collect())
+    }
+}
+
+impl BatchRecord {
+    fn batch(self, store: &Store) -> Result<BatchRow, StoreError> {
+        let id = self.id;
+        let committed = self.committed.scored(
+            store,
+            id,
+            crate::package::ModuleKey::Committed,
+            "committed verdict",
+        )?;
+        // Exact for batches stored before it was recorded.
+        let dedup_by = store
+            .parse_stored(id, -1, "dedup_by", self.dedup_by)?
+            .unwrap_or(crate::spec::DedupBy::Exact);
+        Ok(BatchRow {
+            id,
+            task: self.task,
+            spec_path: self.spec_path,
+            pool: self.pool,
+            n: self.n as usize,
+            status: store.parse(id, -1, "status", &self.status)?,
+            started_at: self.started_at,
+            finished_at: self.finished_at,
+            errors_dir: self.errors_dir,
+            committed,
+            failure: self.failure,
+            dedup_by,
+            sandbox: self.sandbox,
+            sandbox_warnings: self.sandbox_warnings,
+            committed_hash: self.committed_hash,
+            lane: self.lane,
+            lease_lapsed: flag(self.lease_lapsed),
+        })
     }
 }

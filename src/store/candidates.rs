@@ -1,10 +1,7 @@
 //! The `candidates` table, and the read that joins every stage's verdict
 //! onto each candidate.
 
-use std::time::Duration;
-
-use sqlx::Row;
-
+use super::scores::ScoreColumns;
 use super::{flag, BatchId, Store, StoreError};
 use crate::extract::Extraction;
 use crate::score::Scored;
@@ -31,6 +28,31 @@ pub struct CandidateRow {
     pub rank: Option<usize>,
     /// Admission's decision (`admitted(rank 1)`, `below_min_score`, ...).
     pub admission: Option<String>,
+}
+
+/// A candidate's row of `candidates`, with its reply's, its probe
+/// verdict's and its score's columns, as stored.
+#[derive(sqlx::FromRow)]
+struct CandidateRecord {
+    idx: i64,
+    pool: String,
+    model: Option<String>,
+    completion_tokens: Option<i64>,
+    extract: String,
+    extract_detail: Option<String>,
+    source: Option<String>,
+    fingerprint: Option<String>,
+    dup_of: Option<i64>,
+    probe: Option<String>,
+    error_file: Option<String>,
+    #[sqlx(flatten)]
+    score: ScoreColumns,
+    admitted: Option<i64>,
+    alpha_fingerprint: Option<String>,
+    exact_dup_of: Option<i64>,
+    alpha_dup_of: Option<i64>,
+    rank: Option<i64>,
+    admission: Option<String>,
 }
 
 impl Store {
@@ -91,7 +113,7 @@ impl Store {
     /// Every candidate of a batch with its verdicts, from the batch's own
     /// (first) probe run.
     pub async fn candidates(&self, batch: BatchId) -> Result<Vec<CandidateRow>, StoreError> {
-        let rows = sqlx::query(
+        let rows: Vec<CandidateRecord> = sqlx::query_as(
             "SELECT c.idx, r.pool, r.model, r.completion_tokens, c.extract, c.extract_detail, c.source,
                     c.fingerprint, c.dup_of, pv.verdict AS probe, pv.error_file,
                     s.verdict AS score, s.passed, s.total, s.wall_ms, s.admitted,
@@ -109,66 +131,61 @@ impl Store {
         .fetch_all(&self.pool)
         .await
         .map_err(self.sql())?;
-        rows.iter().map(|r| self.candidate_row(batch, r)).collect()
+        rows.into_iter().map(|r| r.candidate(self, batch)).collect()
     }
 
-    fn candidate_row(
+    /// What extraction made of reply `idx`, from its row of `candidates`
+    /// (`extract`, `source`, `extract_detail`): a batch's candidates and a
+    /// suite's programs are read alike.
+    pub(super) fn extraction(
         &self,
         batch: BatchId,
-        r: &sqlx::any::AnyRow,
-    ) -> Result<CandidateRow, StoreError> {
-        let idx: i64 = r.get("idx");
-        let kind: String = r.get("extract");
-        let extraction = match r.get::<Option<String>, _>("source") {
-            Some(source) if kind == "extracted" => Extraction::Source(source),
-            _ => Extraction::Failed(
-                crate::extract::NoCode::from_stored(
-                    &kind,
-                    r.get::<Option<&str>, _>("extract_detail"),
-                )
-                .ok_or_else(|| self.bad(batch, idx, "extraction", &kind))?,
-            ),
-        };
-        let probe = match r.get::<Option<String>, _>("probe") {
-            Some(v) => Some(self.parse(batch, idx, "probe verdict", &v)?),
-            None => None,
-        };
-        let score = match r.get::<Option<String>, _>("score") {
-            Some(v) => Some(Scored {
-                key: crate::package::ModuleKey::Candidate(idx as usize),
-                verdict: self.parse(batch, idx, "score verdict", &v)?,
-                passed: r.get::<i64, _>("passed") as usize,
-                total: r.get::<i64, _>("total") as usize,
-                wall: Duration::from_secs_f64(r.get::<f64, _>("wall_ms") / 1e3),
-                cpu: Duration::from_secs_f64(
-                    r.get::<Option<f64>, _>("cpu_ms").unwrap_or(0.0) / 1e3,
-                ),
-                cases: self.cases(batch, idx, r.get("cases"))?,
-                restarts: r.get::<Option<i64>, _>("restarts").unwrap_or(0) as usize,
-                peak_processes: r.get::<Option<i64>, _>("peak_processes").map(|p| p as u64),
-                stderr: String::new(),
-            }),
-            None => None,
-        };
+        idx: i64,
+        kind: String,
+        source: Option<String>,
+        detail: Option<&str>,
+    ) -> Result<Extraction, StoreError> {
+        match source {
+            Some(source) if kind == "extracted" => Ok(Extraction::Source(source)),
+            _ => crate::extract::NoCode::from_stored(&kind, detail)
+                .map(Extraction::Failed)
+                .ok_or_else(|| self.bad(batch, idx, "extraction", &kind)),
+        }
+    }
+}
+
+impl CandidateRecord {
+    fn candidate(self, store: &Store, batch: BatchId) -> Result<CandidateRow, StoreError> {
+        let idx = self.idx;
+        let to_index = |v: Option<i64>| v.map(|v| v as usize);
         Ok(CandidateRow {
             idx: idx as usize,
-            pool: r.get("pool"),
-            model: r.get("model"),
-            completion_tokens: r
-                .get::<Option<i64>, _>("completion_tokens")
-                .map(|t| t as u64),
-            extraction,
-            fingerprint: r.get("fingerprint"),
-            dup_of: r.get::<Option<i64>, _>("dup_of").map(|d| d as usize),
-            probe,
-            error_file: r.get("error_file"),
-            admitted: flag(r, "admitted"),
-            score,
-            alpha_fingerprint: r.get("alpha_fingerprint"),
-            exact_dup_of: r.get::<Option<i64>, _>("exact_dup_of").map(|d| d as usize),
-            alpha_dup_of: r.get::<Option<i64>, _>("alpha_dup_of").map(|d| d as usize),
-            rank: r.get::<Option<i64>, _>("rank").map(|d| d as usize),
-            admission: r.get("admission"),
+            pool: self.pool,
+            model: self.model,
+            completion_tokens: self.completion_tokens.map(|t| t as u64),
+            extraction: store.extraction(
+                batch,
+                idx,
+                self.extract,
+                self.source,
+                self.extract_detail.as_deref(),
+            )?,
+            fingerprint: self.fingerprint,
+            dup_of: to_index(self.dup_of),
+            probe: store.parse_stored(batch, idx, "probe verdict", self.probe)?,
+            error_file: self.error_file,
+            admitted: flag(self.admitted),
+            score: self.score.scored(
+                store,
+                batch,
+                crate::package::ModuleKey::Candidate(idx as usize),
+                "score verdict",
+            )?,
+            alpha_fingerprint: self.alpha_fingerprint,
+            exact_dup_of: to_index(self.exact_dup_of),
+            alpha_dup_of: to_index(self.alpha_dup_of),
+            rank: to_index(self.rank),
+            admission: self.admission,
         })
     }
 }

@@ -1,10 +1,95 @@
 //! The `replies` and `draw_attempts` tables: every reply with its draw
 //! figures, and every HTTP attempt behind it.
 
-use sqlx::Row;
-
 use super::{flag, BatchId, Store, StoreError};
-use crate::draw::Drawn;
+use crate::draw::{Drawn, ErrorText, Reply};
+
+/// The columns of `replies` a `ReplyRecord` reads, from a table named `r`:
+/// the batch's own replies and a suite's completions are read alike.
+pub(super) const REPLY_COLUMNS: &str =
+    "r.idx, r.pool, r.model, r.content, r.reasoning, r.finish_reason, r.prompt_tokens,
+     r.completion_tokens, r.cached_prompt_tokens, r.ttft_ms, r.ttft_reasoning_ms, r.latency_ms,
+     r.outcome, r.error_message, r.error_body, r.chunks, r.hit_cap, r.cut_early,
+     r.cap_tokens_left";
+
+/// A row of `replies`, as stored (`REPLY_COLUMNS`).
+#[derive(sqlx::FromRow)]
+pub(super) struct ReplyRecord {
+    pub idx: i64,
+    pool: String,
+    model: Option<String>,
+    content: Option<String>,
+    reasoning: Option<String>,
+    finish_reason: Option<String>,
+    prompt_tokens: Option<i64>,
+    completion_tokens: Option<i64>,
+    cached_prompt_tokens: Option<i64>,
+    ttft_ms: Option<f64>,
+    ttft_reasoning_ms: Option<f64>,
+    latency_ms: Option<f64>,
+    outcome: String,
+    error_message: Option<String>,
+    error_body: Option<String>,
+    chunks: Option<i64>,
+    hit_cap: Option<i64>,
+    cut_early: Option<i64>,
+    cap_tokens_left: Option<i64>,
+}
+
+/// A row of `draw_attempts`, as stored.
+#[derive(sqlx::FromRow)]
+struct AttemptRecord {
+    idx: Option<i64>,
+    pool: String,
+    attempt: i64,
+    started_ms: f64,
+    duration_ms: f64,
+    outcome: String,
+    error_message: Option<String>,
+    error_body: Option<String>,
+    retry_after_ms: Option<f64>,
+    delay_ms: Option<f64>,
+}
+
+impl ReplyRecord {
+    /// The reply of batch `batch` this row stores, with its attempts.
+    pub(super) fn drawn(
+        self,
+        store: &Store,
+        batch: BatchId,
+        attempts: Vec<crate::draw::Attempt>,
+    ) -> Result<Drawn, StoreError> {
+        let count = |v: Option<i64>| v.map(|v| v as u64);
+        Ok(Drawn {
+            idx: self.idx as usize,
+            pool: self.pool,
+            reply: Reply {
+                content: self.content,
+                reasoning: self.reasoning,
+                finish_reason: self.finish_reason,
+                prompt_tokens: count(self.prompt_tokens),
+                cached_prompt_tokens: count(self.cached_prompt_tokens),
+                completion_tokens: count(self.completion_tokens),
+                model: self.model,
+                ttft_ms: self.ttft_ms,
+                ttft_reasoning_ms: self.ttft_reasoning_ms,
+                latency_ms: self.latency_ms,
+                chunks: count(self.chunks),
+                hit_cap: flag(self.hit_cap),
+                cut_early: flag(self.cut_early),
+                cap_tokens_left: count(self.cap_tokens_left),
+                outcome: store.parse(batch, self.idx, "reply outcome", &self.outcome)?,
+                error: error_text(self.error_message, self.error_body),
+                attempts,
+            },
+        })
+    }
+}
+
+/// A stored error's message and body; no message, no error.
+fn error_text(message: Option<String>, body: Option<String>) -> Option<ErrorText> {
+    message.map(|message| ErrorText { message, body })
+}
 
 impl Store {
     pub async fn record_reply(&self, batch: BatchId, drawn: &Drawn) -> Result<(), StoreError> {
@@ -146,71 +231,24 @@ impl Store {
 
     /// Every reply of a batch with its draw figures, by index.
     pub async fn draw_replies(&self, batch: BatchId) -> Result<Vec<Drawn>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT idx, pool, model, content, reasoning, finish_reason, prompt_tokens,
-                    completion_tokens, ttft_ms, latency_ms, outcome, error_message, error_body,
-                    ttft_reasoning_ms, chunks, hit_cap, cut_early, cap_tokens_left,
-                    cached_prompt_tokens
-             FROM replies WHERE batch_id = $1 ORDER BY idx",
-        )
+        let rows: Vec<ReplyRecord> = sqlx::query_as(&format!(
+            "SELECT {REPLY_COLUMNS} FROM replies r WHERE r.batch_id = $1 ORDER BY r.idx"
+        ))
         .bind(batch)
         .fetch_all(&self.pool)
         .await
         .map_err(self.sql())?;
         let attempts = self.draw_attempts(batch).await?;
-        rows.iter()
+        rows.into_iter()
             .map(|r| {
-                let idx: i64 = r.get("idx");
                 let attempts = attempts
                     .iter()
-                    .filter(|(i, _, _)| *i == Some(idx as usize))
+                    .filter(|(i, _, _)| *i == Some(r.idx as usize))
                     .map(|(_, _, a)| a.clone())
                     .collect();
-                Ok(Drawn {
-                    idx: idx as usize,
-                    pool: r.get("pool"),
-                    reply: self.reply_of_row(r, batch, "outcome", attempts)?,
-                })
+                r.drawn(self, batch, attempts)
             })
             .collect()
-    }
-
-    /// A stored reply from its row of `replies` (selected with the columns
-    /// `draw_replies` names; its outcome in `outcome_column`).
-    pub(crate) fn reply_of_row(
-        &self,
-        r: &sqlx::any::AnyRow,
-        batch: BatchId,
-        outcome_column: &str,
-        attempts: Vec<crate::draw::Attempt>,
-    ) -> Result<crate::draw::Reply, StoreError> {
-        let idx: i64 = r.get("idx");
-        let outcome: String = r.get(outcome_column);
-        let u = |name: &str| r.get::<Option<i64>, _>(name).map(|v| v as u64);
-        Ok(crate::draw::Reply {
-            content: r.get("content"),
-            reasoning: r.get("reasoning"),
-            finish_reason: r.get("finish_reason"),
-            prompt_tokens: u("prompt_tokens"),
-            cached_prompt_tokens: u("cached_prompt_tokens"),
-            completion_tokens: u("completion_tokens"),
-            model: r.get("model"),
-            ttft_ms: r.get("ttft_ms"),
-            ttft_reasoning_ms: r.get("ttft_reasoning_ms"),
-            latency_ms: r.get("latency_ms"),
-            chunks: u("chunks"),
-            hit_cap: flag(r, "hit_cap"),
-            cut_early: flag(r, "cut_early"),
-            cap_tokens_left: u("cap_tokens_left"),
-            outcome: self.parse(batch, idx, "reply outcome", &outcome)?,
-            error: r.get::<Option<String>, _>("error_message").map(|message| {
-                crate::draw::ErrorText {
-                    message,
-                    body: r.get("error_body"),
-                }
-            }),
-            attempts,
-        })
     }
 
     /// Every attempt of a batch: (reply index or `None` when cancelled,
@@ -219,7 +257,7 @@ impl Store {
         &self,
         batch: BatchId,
     ) -> Result<Vec<(Option<usize>, String, crate::draw::Attempt)>, StoreError> {
-        let rows = sqlx::query(
+        let rows: Vec<AttemptRecord> = sqlx::query_as(
             "SELECT idx, pool, attempt, started_ms, duration_ms, outcome, error_message, error_body,
                     retry_after_ms, delay_ms
              FROM draw_attempts WHERE batch_id = $1 ORDER BY id",
@@ -228,31 +266,22 @@ impl Store {
         .fetch_all(&self.pool)
         .await
         .map_err(self.sql())?;
-        rows.iter()
+        rows.into_iter()
             .map(|r| {
-                let idx = r.get::<Option<i64>, _>("idx");
-                let outcome: String = r.get("outcome");
+                let idx = r.idx;
+                let outcome =
+                    self.parse(batch, idx.unwrap_or(-1), "attempt outcome", &r.outcome)?;
                 Ok((
                     idx.map(|i| i as usize),
-                    r.get("pool"),
+                    r.pool,
                     crate::draw::Attempt {
-                        number: r.get::<i64, _>("attempt") as u32,
-                        started_ms: r.get("started_ms"),
-                        duration_ms: r.get("duration_ms"),
-                        outcome: self.parse(
-                            batch,
-                            idx.unwrap_or(-1),
-                            "attempt outcome",
-                            &outcome,
-                        )?,
-                        error: r.get::<Option<String>, _>("error_message").map(|message| {
-                            crate::draw::ErrorText {
-                                message,
-                                body: r.get("error_body"),
-                            }
-                        }),
-                        retry_after_ms: r.get("retry_after_ms"),
-                        delay_ms: r.get("delay_ms"),
+                        number: r.attempt as u32,
+                        started_ms: r.started_ms,
+                        duration_ms: r.duration_ms,
+                        outcome,
+                        error: error_text(r.error_message, r.error_body),
+                        retry_after_ms: r.retry_after_ms,
+                        delay_ms: r.delay_ms,
                     },
                 ))
             })

@@ -1,7 +1,8 @@
 //! Store: a SQLite file or a PostgreSQL database, through sqlx's `Any`
 //! driver (`backend`). The only module that runs SQL; one file per group
 //! of tables (`batches`, `draws`, `candidates`, `probe`, `scores`,
-//! `suites`, `repair`), and here the one place that maps a statement's error.
+//! `suites`, `phases`, `queue`, `repair`), and here the one place that maps
+//! a statement's error.
 //!
 //! The schemas are in `migrations/sqlite` and `migrations/postgres`,
 //! embedded and applied on open. Every write
@@ -11,12 +12,13 @@
 
 use std::str::FromStr;
 
-use sqlx::{AnyPool, Row};
+use sqlx::AnyPool;
 
 mod backend;
 mod batches;
 mod candidates;
 mod draws;
+mod phases;
 // The tests' PostgreSQL helper, shared with the end-to-end tests.
 #[cfg(test)]
 #[path = "../../tests/common/pg.rs"]
@@ -143,6 +145,17 @@ impl Store {
             .map_err(|_| self.bad(batch, idx, field, value))
     }
 
+    /// A value of a nullable column, parsed where stored.
+    fn parse_stored<T: FromStr>(
+        &self,
+        batch: BatchId,
+        idx: i64,
+        field: &'static str,
+        value: Option<String>,
+    ) -> Result<Option<T>, StoreError> {
+        value.map(|v| self.parse(batch, idx, field, &v)).transpose()
+    }
+
     /// Stored case letters; none stored (an older batch) reads as no cases.
     fn cases(
         &self,
@@ -167,8 +180,9 @@ impl Store {
         }
     }
 
+    /// Closes every connection before it returns ([`close_pool`]).
     pub async fn close(&self) {
-        self.pool.close().await;
+        close_pool(&self.pool).await;
     }
 
     /// Fails with `ReadOnly` if nothing can be written (a write lock is
@@ -180,15 +194,41 @@ impl Store {
     }
 }
 
+/// `Pool::close`, finished. sqlx 0.8's close can return with a connection
+/// still open (launchbadge/sqlx#3217, fixed after 0.8.6 by #3952): a
+/// connection whose return to the pool began before the close lands in the
+/// idle queue after the close last drained it, and nothing closes it. A
+/// SQLite connection left so dies with the process unclosed, and the
+/// database keeps its `-wal` and `-shm` files. So the close is repeated
+/// while the pool still counts a connection: each pass closes what has
+/// landed since, and a connection still on its way back sees the pool
+/// closed and closes itself. sqlx has no event for its last connection
+/// closed, so this polls, every millisecond, for at most five seconds.
+pub(crate) async fn close_pool<DB: sqlx::Database>(pool: &sqlx::Pool<DB>) {
+    let give_up = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    pool.close().await;
+    while pool.size() > 0 && tokio::time::Instant::now() < give_up {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        pool.close().await;
+    }
+}
+
 /// A 0/1 column (both backends store flags as integers); NULL is false.
-fn flag(r: &sqlx::any::AnyRow, column: &str) -> bool {
-    r.get::<Option<i64>, _>(column).is_some_and(|v| v != 0)
+fn flag(value: Option<i64>) -> bool {
+    value.is_some_and(|v| v != 0)
+}
+
+/// A duration stored in milliseconds; none stored reads as zero.
+fn millis(value: Option<f64>) -> std::time::Duration {
+    std::time::Duration::from_secs_f64(value.unwrap_or(0.0) / 1e3)
 }
 
 #[cfg(test)]
 mod tests {
     use std::path::Path;
     use std::time::Duration;
+
+    use sqlx::Row;
 
     use super::*;
     use crate::account::{Phase, PhaseFigures};
@@ -248,7 +288,9 @@ mod tests {
         draw_figures_and_attempts_round_trip,
         lanes_claiming_at_once_take_each_item_once,
         a_lease_that_ran_out_hands_the_item_on_and_disarms_the_old_claim,
-        the_two_schemas_are_the_same
+        the_two_schemas_are_the_same,
+        phases_recorded_at_once_by_many_writers_are_all_kept,
+        a_bad_stored_value_is_named_by_its_batch_candidate_and_field,
     );
 
     async fn a_batch_round_trips(store: Store) {
@@ -483,6 +525,337 @@ mod tests {
         assert_eq!((resumes[1].attempt, resumes[1].first_phase), (2, 3));
     }
 
+    /// Figures that say who recorded them: writer `w`'s `k`-th phase.
+    fn figures_of(phase: Phase, w: usize, k: usize) -> PhaseFigures {
+        PhaseFigures {
+            phase,
+            wall_s: w as f64,
+            cpu_s: k as f64,
+            avg_busy: 0.0,
+            peak_busy: 0.0,
+        }
+    }
+
+    /// Issue 25: the parts of one suite, run by lanes on many machines, end
+    /// at once, and each records its phases; so may two writers of one
+    /// batch's phases. No row is refused (the parts used to number their
+    /// rows from the rows they saw, and collided on the key), and each
+    /// writer's rows read back together, in the order it wrote them.
+    async fn phases_recorded_at_once_by_many_writers_are_all_kept(store: Store) {
+        const WRITERS: usize = 12;
+        const PHASES: [Phase; 4] = [Phase::Prepare, Phase::Draw, Phase::Probe, Phase::ScoreRun];
+        let problems: Vec<crate::suite::Problem> = (0..WRITERS)
+            .map(|i| crate::suite::Problem {
+                name: format!("p{i}"),
+                prompt: String::new(),
+                tests: String::new(),
+                stop_tokens: Vec::new(),
+            })
+            .collect();
+        let new_problems: Vec<NewProblem> = problems
+            .iter()
+            .map(|problem| NewProblem {
+                problem,
+                n: 1,
+                completions: Vec::new(),
+            })
+            .collect();
+        let (suite, _) = store
+            .begin_suite(
+                &NewSuite {
+                    problems_path: Path::new("problems.jsonl"),
+                    problems_digest: "d",
+                    origin: SuiteOrigin::Completions,
+                    source: "completions.jsonl",
+                    mode: crate::suite::ProgramMode::Completion,
+                    problems: &new_problems,
+                },
+                &Owner::current(),
+            )
+            .await
+            .unwrap();
+        let batch = store.begin_batch(&new_batch()).await.unwrap();
+        // Each writer has connections of its own, as a lane on another
+        // machine has, and they all start at once.
+        let start = std::sync::Arc::new(tokio::sync::Barrier::new(WRITERS));
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let (db, start) = (store.db().clone(), start.clone());
+                tokio::spawn(async move {
+                    let store = Store::open(db).await.unwrap();
+                    let part = SuitePart {
+                        start: w,
+                        end: w + 1,
+                    };
+                    start.wait().await;
+                    for (k, phase) in PHASES.into_iter().enumerate() {
+                        let f = figures_of(phase, w, k);
+                        let (of_suite, of_batch) = tokio::join!(
+                            store.record_suite_phase(suite, &part, &f),
+                            store.record_phase(batch, &f)
+                        );
+                        of_suite.unwrap();
+                        of_batch.unwrap();
+                    }
+                    store.close().await;
+                })
+            })
+            .collect();
+        for w in writers {
+            w.await.unwrap();
+        }
+
+        // The suite's: part by part, each part's phases in its order.
+        let rows = store.suite_phases(suite).await.unwrap();
+        assert_eq!(rows.len(), WRITERS * PHASES.len());
+        let mut parts_seen = Vec::new();
+        for part in rows.chunks(PHASES.len()) {
+            let w = part[0].wall_s as usize;
+            let want: Vec<PhaseFigures> = (0..PHASES.len())
+                .map(|k| figures_of(PHASES[k], w, k))
+                .collect();
+            assert_eq!(part, want.as_slice(), "part {w}");
+            parts_seen.push(w);
+        }
+        parts_seen.sort();
+        assert_eq!(parts_seen, (0..WRITERS).collect::<Vec<_>>());
+        // The batch's: every row, each writer's in the order it wrote them.
+        let rows = store.phases(batch).await.unwrap();
+        assert_eq!(rows.len(), WRITERS * PHASES.len());
+        for w in 0..WRITERS {
+            let mine: Vec<&PhaseFigures> = rows.iter().filter(|f| f.wall_s == w as f64).collect();
+            let want: Vec<PhaseFigures> = (0..PHASES.len())
+                .map(|k| figures_of(PHASES[k], w, k))
+                .collect();
+            assert_eq!(mine, want.iter().collect::<Vec<_>>(), "writer {w}");
+        }
+    }
+
+    /// A database from before migration 0010 keeps its phase rows in
+    /// their order, and the rows recorded after it follow them.
+    async fn a_schema9_database_keeps_its_phases_in_order(db: Db) {
+        let (batch, suite) = (1_i64, 1_i64);
+        let before_0010 = |migrator: sqlx::migrate::Migrator| sqlx::migrate::Migrator {
+            migrations: migrator
+                .iter()
+                .filter(|m| m.version < 10)
+                .cloned()
+                .collect::<Vec<_>>()
+                .into(),
+            ..sqlx::migrate::Migrator::DEFAULT
+        };
+        sqlx::any::install_default_drivers();
+        let pool = match &db {
+            Db::Sqlite(path) => {
+                let options = sqlx::sqlite::SqliteConnectOptions::new()
+                    .filename(path)
+                    .create_if_missing(true);
+                let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+                before_0010(sqlx::migrate!("./migrations/sqlite"))
+                    .run(&pool)
+                    .await
+                    .unwrap();
+                pool.close().await;
+                let url = format!("sqlite://{}", path.display());
+                AnyPool::connect(&url).await.unwrap()
+            }
+            Db::Postgres(url) => {
+                let pool = AnyPool::connect(url).await.unwrap();
+                before_0010(sqlx::migrate!("./migrations/postgres"))
+                    .run(&pool)
+                    .await
+                    .unwrap();
+                pool
+            }
+        };
+        // Rows written out of their order, two owners' interleaved.
+        for sql in [
+            "INSERT INTO batches (id, task, spec_path, pool, n, status, started_at)
+             VALUES (1, 't', 's', 'p', 1, 'finished', 'x'), (2, 't', 's', 'p', 1, 'finished', 'x')",
+            "INSERT INTO phases (batch_id, seq, phase, wall_s, cpu_s, avg_busy, peak_busy)
+             VALUES (1, 1, 'draw', 1, 0, 0, 0), (2, 0, 'prepare', 9, 0, 0, 0),
+                    (1, 0, 'prepare', 0, 0, 0, 0), (1, 2, 'probe', 2, 0, 0, 0)",
+            "INSERT INTO suites (id, problems_path, problems_digest, origin, source, mode,
+                                 problems, started_at)
+             VALUES (1, 'p', 'd', 'completions', 's', 'completion', 1, 'x')",
+            "INSERT INTO suite_phases (suite_id, seq, phase, wall_s, cpu_s, avg_busy, peak_busy)
+             VALUES (1, 2, 'score run', 2, 0, 0, 0), (1, 0, 'prepare', 0, 0, 0, 0),
+                    (1, 1, 'probe', 1, 0, 0, 0)",
+        ] {
+            sqlx::query(sql).execute(&pool).await.unwrap();
+        }
+        pool.close().await;
+
+        let store = Store::open(db).await.unwrap();
+        let walls = |rows: Vec<PhaseFigures>| rows.iter().map(|f| f.wall_s).collect::<Vec<_>>();
+        assert_eq!(walls(store.phases(batch).await.unwrap()), [0.0, 1.0, 2.0]);
+        assert_eq!(
+            walls(store.suite_phases(suite).await.unwrap()),
+            [0.0, 1.0, 2.0]
+        );
+        store
+            .record_phase(batch, &figures_of(Phase::ScoreRun, 3, 0))
+            .await
+            .unwrap();
+        let part = SuitePart { start: 0, end: 1 };
+        store
+            .record_suite_phase(suite, &part, &figures_of(Phase::Prepare, 3, 0))
+            .await
+            .unwrap();
+        assert_eq!(
+            walls(store.phases(batch).await.unwrap()),
+            [0.0, 1.0, 2.0, 3.0]
+        );
+        assert_eq!(walls(store.phases(2).await.unwrap()), [9.0]);
+        assert_eq!(
+            walls(store.suite_phases(suite).await.unwrap()),
+            [0.0, 1.0, 2.0, 3.0]
+        );
+        store.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_schema9_sqlite_database_keeps_its_phases_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        a_schema9_database_keeps_its_phases_in_order(Db::Sqlite(dir.path().join("t.db"))).await;
+    }
+
+    #[tokio::test]
+    async fn a_schema9_postgres_database_keeps_its_phases_in_order() {
+        let schema = pg_test::PgSchema::new();
+        a_schema9_database_keeps_its_phases_in_order(schema.url.parse().unwrap()).await;
+    }
+
+    /// Every reader parses what it stored back, and a value that does not
+    /// parse is an error naming the batch, the candidate (-1 for the
+    /// batch's own) and the field: a batch's, its candidates' and replies',
+    /// and a suite's completions'.
+    async fn a_bad_stored_value_is_named_by_its_batch_candidate_and_field(store: Store) {
+        let problem = crate::suite::Problem {
+            name: "p".into(),
+            prompt: String::new(),
+            tests: String::new(),
+            stop_tokens: Vec::new(),
+        };
+        let drawn = Drawn {
+            idx: 0,
+            pool: "completions".into(),
+            reply: Reply {
+                content: Some("fn main() {}".into()),
+                ..Reply::default()
+            },
+        };
+        let extraction = Extraction::Source("fn main() {}".into());
+        let completions = vec![NewCompletion {
+            drawn: &drawn,
+            extraction: &extraction,
+            fingerprint: None,
+            dup_of: None,
+        }];
+        let problems = [NewProblem {
+            problem: &problem,
+            n: 1,
+            completions,
+        }];
+        let (suite, batches) = store
+            .begin_suite(
+                &NewSuite {
+                    problems_path: Path::new("problems.jsonl"),
+                    problems_digest: "d",
+                    origin: SuiteOrigin::Completions,
+                    source: "completions.jsonl",
+                    mode: crate::suite::ProgramMode::Completion,
+                    problems: &problems,
+                },
+                &Owner::current(),
+            )
+            .await
+            .unwrap();
+        let outcome = SuiteOutcomeRow {
+            probe: Some(ProbeVerdict::Compiled),
+            error_file: None,
+            outcome: crate::suite::CompletionOutcome::CompileError,
+            run_wall: Duration::ZERO,
+            run_cpu: Duration::ZERO,
+        };
+        store
+            .record_suite_outcome(batches[0], &[0], &outcome)
+            .await
+            .unwrap();
+        let read = store.suite_completions(suite).await.unwrap();
+        assert_eq!(read[0].outcome.as_ref(), Some(&outcome));
+
+        let batch = store.begin_batch(&new_batch()).await.unwrap();
+        store.record_reply(batch, &drawn).await.unwrap();
+        store
+            .record_candidate(batch, 0, &extraction, None, None)
+            .await
+            .unwrap();
+        let scored = Scored {
+            key: ModuleKey::Candidate(0),
+            verdict: ScoreVerdict::Scored {
+                passed: 1,
+                total: 1,
+            },
+            passed: 1,
+            total: 1,
+            wall: Duration::from_millis(2),
+            cpu: Duration::from_millis(1),
+            cases: Vec::new(),
+            restarts: 0,
+            peak_processes: None,
+            stderr: String::new(),
+        };
+        store.record_score(batch, 0, &scored, true).await.unwrap();
+        store
+            .record_committed(
+                batch,
+                &Scored {
+                    key: ModuleKey::Committed,
+                    ..scored.clone()
+                },
+            )
+            .await
+            .unwrap();
+        let read = store.candidates(batch).await.unwrap();
+        assert_eq!(read[0].score.as_ref().unwrap().verdict, scored.verdict);
+        assert!(store.batch(batch).await.unwrap().committed.is_some());
+
+        let spoil = |sql: String| {
+            let pool = store.pool.clone();
+            async move { sqlx::query(&sql).execute(&pool).await.unwrap() }
+        };
+        let b = batches[0];
+        spoil(format!(
+            "UPDATE suite_outcomes SET probe = 'bogus' WHERE batch_id = {b}"
+        ))
+        .await;
+        let err = store.suite_completions(suite).await.unwrap_err();
+        let want = format!("batch {b}, candidate 0: bad stored probe verdict `bogus`");
+        assert!(err.to_string().ends_with(&want), "{err}");
+        spoil(format!(
+            "UPDATE scores SET verdict = 'bogus' WHERE batch_id = {batch}"
+        ))
+        .await;
+        let err = store.candidates(batch).await.unwrap_err();
+        let want = format!("batch {batch}, candidate 0: bad stored score verdict `bogus`");
+        assert!(err.to_string().ends_with(&want), "{err}");
+        spoil(format!(
+            "UPDATE batches SET committed_verdict = 'bogus' WHERE id = {batch}"
+        ))
+        .await;
+        let err = store.batch(batch).await.unwrap_err();
+        let want = format!("batch {batch}, candidate -1: bad stored committed verdict `bogus`");
+        assert!(err.to_string().ends_with(&want), "{err}");
+        spoil(format!(
+            "UPDATE replies SET outcome = 'bogus' WHERE batch_id = {batch}"
+        ))
+        .await;
+        let err = store.draw_replies(batch).await.unwrap_err();
+        let want = format!("batch {batch}, candidate 0: bad stored reply outcome `bogus`");
+        assert!(err.to_string().ends_with(&want), "{err}");
+    }
+
     async fn replies_read_back_as_drawn(store: Store) {
         let batch = store
             .begin_owned_batch(&new_batch(), &Owner::current(), "d")
@@ -694,7 +1067,8 @@ mod tests {
         let items = 24;
         for i in 0..items {
             let kind = [WorkKind::Batch, WorkKind::Suite][i as usize % 2];
-            store.enqueue(kind, &[format!("task-{i}")]).await.unwrap();
+            let item = serde_json::json!({ "task": i });
+            store.enqueue(kind, &item).await.unwrap();
         }
         // Eight lanes, each with its own connections, claim until none is left.
         let lanes: Vec<_> = (0..8)
@@ -738,13 +1112,13 @@ mod tests {
     async fn a_lease_that_ran_out_hands_the_item_on_and_disarms_the_old_claim(store: Store) {
         let me = Owner::current();
         let id = store
-            .enqueue(WorkKind::Batch, &["t".into(), "-n".into(), "3".into()])
+            .enqueue(WorkKind::Batch, &serde_json::json!({ "spec": "t", "n": 3 }))
             .await
             .unwrap();
         // A lease already over, as a killed lane's is once it lapses.
         let first = store.claim_work("a", &me, -1_000).await.unwrap().unwrap();
         assert_eq!((first.id, first.claim, first.batch), (id, 1, None));
-        assert_eq!(first.args, ["t", "-n", "3"]);
+        assert_eq!(first.item, serde_json::json!({ "spec": "t", "n": 3 }));
         assert_eq!(first.kind, WorkKind::Batch);
         let batch = store.begin_batch(&new_batch()).await.unwrap();
         store.attach_batch(id, batch).await.unwrap();

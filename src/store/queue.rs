@@ -1,4 +1,8 @@
-//! The `work_items` table: the queue lanes drain (migration 0009).
+//! The `work_items` table: the queue lanes drain (migrations 0009, 0011).
+//!
+//! An item is kept as the JSON its queueing command made of it
+//! (`work::WorkItem`); the store files it under its kind and hands it back
+//! as it was, reading nothing else in it.
 //!
 //! A claim is one statement: the oldest item that is queued, or running on
 //! a lease that ran out, is taken for a new lease. On PostgreSQL the inner
@@ -57,9 +61,9 @@ pub enum WorkState {
 pub struct Claimed {
     pub id: i64,
     pub kind: WorkKind,
-    /// The arguments of `assay run` (a batch) or of `assay suite run` (a
-    /// part), as stored by `enqueue`.
-    pub args: Vec<String>,
+    /// The item, as `enqueue` stored it (`work::WorkItem::from_json`
+    /// reads it).
+    pub item: serde_json::Value,
     pub claim: i64,
     /// The batch an earlier claim began (to be resumed, not begun again).
     pub batch: Option<BatchId>,
@@ -71,7 +75,9 @@ pub struct WorkItemRow {
     pub id: i64,
     pub kind: WorkKind,
     pub state: WorkState,
-    pub args: Vec<String>,
+    /// The item as stored: a `work::WorkItem`, or, for an item queued
+    /// before migration 0011, the command line it was queued as.
+    pub item: serde_json::Value,
     pub lane: Option<String>,
     pub lane_host: Option<String>,
     pub claims: i64,
@@ -85,15 +91,18 @@ pub struct WorkItemRow {
 }
 
 impl Store {
-    /// Queues work for a lane; returns the item's id. `args` are what a
-    /// lane runs: `assay run`'s after `run` (a batch), or the whole command
-    /// line after `assay` (a part of a suite).
-    pub async fn enqueue(&self, kind: WorkKind, args: &[String]) -> Result<i64, StoreError> {
+    /// Queues work for a lane; returns the item's id. `item` is what a
+    /// lane runs (`work::WorkItem::to_json`).
+    pub async fn enqueue(
+        &self,
+        kind: WorkKind,
+        item: &serde_json::Value,
+    ) -> Result<i64, StoreError> {
         let row = sqlx::query(
-            "INSERT INTO work_items (kind, args, state, queued_at)
+            "INSERT INTO work_items (kind, item, state, queued_at)
              VALUES ($3, $1, 'queued', $2) RETURNING id",
         )
-        .bind(serde_json::to_string(args).expect("strings serialise"))
+        .bind(item.to_string())
         .bind(crate::clock::utc_now())
         .bind(kind.as_str())
         .fetch_one(&self.pool)
@@ -123,7 +132,7 @@ impl Store {
                            WHERE state IN ('queued', 'running')
                              AND (state = 'queued' OR lease_until_ms < {now})
                            ORDER BY id LIMIT 1 {lock})
-          RETURNING id, kind, args, claims, batch_id"
+          RETURNING id, kind, item, claims, batch_id"
         );
         let row = sqlx::query(&sql)
             .bind(lane)
@@ -136,12 +145,10 @@ impl Store {
             .map_err(self.sql())?;
         row.map(|r| {
             let id: i64 = r.get("id");
-            let args: String = r.get("args");
             Ok(Claimed {
                 id,
                 kind: self.kind(&r, id)?,
-                args: serde_json::from_str(&args)
-                    .map_err(|_| self.bad(-1, id, "work item args", &args))?,
+                item: self.item(&r, id)?,
                 claim: r.get("claims"),
                 batch: r.get("batch_id"),
             })
@@ -235,7 +242,7 @@ impl Store {
     /// Every item, oldest first.
     pub async fn work_items(&self) -> Result<Vec<WorkItemRow>, StoreError> {
         let sql = format!(
-            "SELECT id, kind, state, args, lane, lane_host, claims, batch_id, failure, queued_at,
+            "SELECT id, kind, state, item, lane, lane_host, claims, batch_id, failure, queued_at,
                     finished_at,
                     CASE WHEN state = 'running' AND lease_until_ms < {} THEN 1 ELSE 0 END AS expired
                FROM work_items ORDER BY id",
@@ -249,7 +256,6 @@ impl Store {
             .map(|r| {
                 let id: i64 = r.get("id");
                 let state: String = r.get("state");
-                let args: String = r.get("args");
                 Ok(WorkItemRow {
                     id,
                     kind: self.kind(r, id)?,
@@ -260,14 +266,13 @@ impl Store {
                         "failed" => WorkState::Failed,
                         _ => return Err(self.bad(-1, id, "work item state", &state)),
                     },
-                    args: serde_json::from_str(&args)
-                        .map_err(|_| self.bad(-1, id, "work item args", &args))?,
+                    item: self.item(r, id)?,
                     lane: r.get("lane"),
                     lane_host: r.get("lane_host"),
                     claims: r.get("claims"),
                     batch_id: r.get("batch_id"),
                     failure: r.get("failure"),
-                    lease_expired: super::flag(r, "expired"),
+                    lease_expired: super::flag(r.get("expired")),
                     queued_at: r.get("queued_at"),
                     finished_at: r.get("finished_at"),
                 })
@@ -275,8 +280,154 @@ impl Store {
             .collect()
     }
 
+    fn item(&self, row: &sqlx::any::AnyRow, id: i64) -> Result<serde_json::Value, StoreError> {
+        let item: String = row.get("item");
+        serde_json::from_str(&item).map_err(|_| self.bad(-1, id, "work item", &item))
+    }
+
     fn kind(&self, row: &sqlx::any::AnyRow, id: i64) -> Result<WorkKind, StoreError> {
         let kind: String = row.get("kind");
         WorkKind::parse(&kind).ok_or_else(|| self.bad(-1, id, "work item kind", &kind))
+    }
+}
+
+impl StoreError {
+    /// Whether the store was away: not reached, or its connection lost or
+    /// refused in the middle of the work (the server shutting down or
+    /// restarting, too many connections). Such a failure is the store's,
+    /// not the work's: a lane gives the item back, for a resume once the
+    /// store is back, where any other failure fails the item.
+    pub fn is_away(&self) -> bool {
+        match self {
+            StoreError::Sql { source, .. } => connection_lost(source),
+            _ => false,
+        }
+    }
+}
+
+fn connection_lost(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        // PostgreSQL's classes: 08 connection exception; 57P01-57P03 the
+        // server shutting down or starting; 53300 too many connections.
+        sqlx::Error::Database(d) => d.code().is_some_and(|code| {
+            code.starts_with("08") || matches!(&*code, "57P01" | "57P02" | "57P03" | "53300")
+        }),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use sqlx::migrate::Migrator;
+
+    use super::*;
+
+    /// The migrations before 0011, as an older assay applied them.
+    fn before_0011(all: Migrator) -> Migrator {
+        Migrator {
+            migrations: Cow::Owned(all.iter().filter(|m| m.version < 11).cloned().collect()),
+            ..all
+        }
+    }
+
+    /// Items an older assay queued as command lines: one queued, one
+    /// running on a lease, one done.
+    const LEGACY: &str = "INSERT INTO work_items (kind, args, state, queued_at, lease_until_ms)
+        VALUES ('batch', '[\"/t/spec.toml\",\"-n\",\"3\"]', 'queued', '2026-01-01T00:00:00.000Z', NULL),
+               ('suite', '[\"suite\",\"run\",\"--resume\",\"1\"]', 'running', '2026-01-01T00:00:00.000Z', 99),
+               ('batch', '[\"/t/spec.toml\"]', 'done', '2026-01-01T00:00:00.000Z', NULL)";
+
+    /// 0011 fails the open items an older assay queued (their settings
+    /// given by environment were never stored: no faithful item can be
+    /// made of them), saying so, and keeps every row's command line.
+    async fn legacy_items_are_failed_and_kept(store: Store) {
+        let items = store.work_items().await.unwrap();
+        let states: Vec<WorkState> = items.iter().map(|w| w.state).collect();
+        assert_eq!(
+            states,
+            [WorkState::Failed, WorkState::Failed, WorkState::Done]
+        );
+        for w in &items[..2] {
+            let why = w.failure.as_deref().unwrap();
+            assert!(why.contains("queue it again"), "{why}");
+            let at = w.finished_at.as_deref().unwrap();
+            assert!(crate::clock::parse_utc(at).is_some(), "{at}");
+            assert_eq!(at.len(), "2026-01-01T00:00:00.000Z".len(), "{at}");
+            assert!(!w.lease_expired);
+        }
+        assert_eq!(items[2].failure, None);
+        assert_eq!(
+            items[0].item,
+            serde_json::json!(["/t/spec.toml", "-n", "3"])
+        );
+        assert_eq!(store.open_work_items().await.unwrap(), 0);
+        assert!(store
+            .claim_work("a", &Owner::current(), 60_000)
+            .await
+            .unwrap()
+            .is_none());
+    }
+
+    #[tokio::test]
+    async fn legacy_items_are_failed_by_0011_on_sqlite() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        let url = format!("sqlite:{}?mode=rwc", path.display());
+        let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+        before_0011(sqlx::migrate!("./migrations/sqlite"))
+            .run(&pool)
+            .await
+            .unwrap();
+        sqlx::query(LEGACY).execute(&pool).await.unwrap();
+        pool.close().await;
+        let store = Store::open(path.as_path()).await.unwrap();
+        legacy_items_are_failed_and_kept(store.clone()).await;
+        store.close().await;
+    }
+
+    #[tokio::test]
+    async fn legacy_items_are_failed_by_0011_on_postgres() {
+        let schema = super::super::pg_test::PgSchema::new();
+        sqlx::any::install_default_drivers();
+        let pool = sqlx::any::AnyPoolOptions::new()
+            .max_connections(1)
+            .connect(&schema.url)
+            .await
+            .unwrap();
+        before_0011(sqlx::migrate!("./migrations/postgres"))
+            .run(&pool)
+            .await
+            .unwrap();
+        sqlx::query(LEGACY).execute(&pool).await.unwrap();
+        pool.close().await;
+        let store = Store::open(schema.url.parse::<super::super::Db>().unwrap())
+            .await
+            .unwrap();
+        legacy_items_are_failed_and_kept(store.clone()).await;
+        store.close().await;
+    }
+
+    #[test]
+    fn a_lost_connection_is_the_store_away_and_a_refused_statement_is_not() {
+        let db: super::super::Db = "postgres://lane@localhost/rig".parse().unwrap();
+        let sql = |source| StoreError::Sql {
+            db: db.clone(),
+            source,
+        };
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        assert!(sql(sqlx::Error::Io(reset)).is_away());
+        assert!(sql(sqlx::Error::PoolTimedOut).is_away());
+        assert!(sql(sqlx::Error::PoolClosed).is_away());
+        assert!(!sql(sqlx::Error::RowNotFound).is_away());
+        assert!(!sql(sqlx::Error::Protocol("bad".into())).is_away());
+        let no_batch = StoreError::NoBatch { db, id: 3 };
+        assert!(!no_batch.is_away(), "a missing batch is the item's fault");
     }
 }

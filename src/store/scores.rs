@@ -2,8 +2,61 @@
 
 use sqlx::Row;
 
-use super::{BatchId, Store, StoreError};
+use super::{millis, BatchId, Store, StoreError};
+use crate::package::ModuleKey;
 use crate::score::Scored;
+
+/// A score as stored: a candidate's row of `scores` (its verdict selected
+/// as `score`), or a batch's committed score (its `committed_*` columns
+/// selected under these names). All NULL when there is none; the columns
+/// the committed score lacks (`wall_ms`, `restarts`, `peak_processes`)
+/// read as NULL when not selected.
+#[derive(sqlx::FromRow)]
+pub(super) struct ScoreColumns {
+    score: Option<String>,
+    passed: Option<i64>,
+    total: Option<i64>,
+    #[sqlx(default)]
+    wall_ms: Option<f64>,
+    cpu_ms: Option<f64>,
+    cases: Option<String>,
+    #[sqlx(default)]
+    restarts: Option<i64>,
+    #[sqlx(default)]
+    peak_processes: Option<i64>,
+}
+
+impl ScoreColumns {
+    /// The score of `key` in batch `batch`, if it has one; a verdict that
+    /// does not parse is an error naming `field`.
+    pub(super) fn scored(
+        self,
+        store: &Store,
+        batch: BatchId,
+        key: ModuleKey,
+        field: &'static str,
+    ) -> Result<Option<Scored>, StoreError> {
+        let Some(verdict) = self.score else {
+            return Ok(None);
+        };
+        let idx = match key {
+            ModuleKey::Committed => -1,
+            ModuleKey::Candidate(idx) => idx as i64,
+        };
+        Ok(Some(Scored {
+            key,
+            verdict: store.parse(batch, idx, field, &verdict)?,
+            passed: self.passed.unwrap_or(0) as usize,
+            total: self.total.unwrap_or(0) as usize,
+            wall: millis(self.wall_ms),
+            cpu: millis(self.cpu_ms),
+            cases: store.cases(batch, idx, self.cases)?,
+            restarts: self.restarts.unwrap_or(0) as usize,
+            peak_processes: self.peak_processes.map(|p| p as u64),
+            stderr: String::new(),
+        }))
+    }
+}
 
 /// A recorded promotion.
 #[derive(Debug, Clone, PartialEq)]

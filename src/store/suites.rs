@@ -1,6 +1,7 @@
 //! The store's side of suites (migration 0008): a suite row, one batch per
 //! problem (its completions the batch's replies, its programs the batch's
-//! candidates), one outcome row per completion, and the suite's phases.
+//! candidates) and one outcome row per completion (the suite's phases are
+//! in `phases`).
 //!
 //! A suite's input (problems, completions, programs and their dedup
 //! groups) is written in one transaction, so bad input or a kill before it
@@ -13,10 +14,8 @@ use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::Row;
-
-use super::{BatchId, BatchStatus, Claim, Store, StoreError};
-use crate::account::{Phase, PhaseFigures};
+use super::draws::{ReplyRecord, REPLY_COLUMNS};
+use super::{millis, BatchId, BatchStatus, Claim, Store, StoreError};
 use crate::draw::Drawn;
 use crate::extract::Extraction;
 use crate::owner::Owner;
@@ -195,6 +194,59 @@ impl serde::Serialize for SuiteOrigin {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.as_str())
     }
+}
+
+/// A row of `suites`, with its batches' statuses and first failure
+/// (`SUITE_SELECT`).
+#[derive(sqlx::FromRow)]
+struct SuiteRecord {
+    id: i64,
+    problems_path: String,
+    problems_digest: String,
+    origin: String,
+    source: String,
+    mode: String,
+    problems: i64,
+    started_at: String,
+    finished_at: Option<String>,
+    sandbox: Option<String>,
+    sandbox_warnings: Option<String>,
+    statuses: Option<String>,
+    failure: Option<String>,
+}
+
+/// A row of `suite_problems`, with its batch's size and status.
+#[derive(sqlx::FromRow)]
+struct SuiteProblemRecord {
+    batch_id: i64,
+    pos: i64,
+    name: String,
+    prompt: String,
+    tests: String,
+    stop_tokens: String,
+    n: i64,
+    status: String,
+}
+
+/// A completion: its reply, its program's row of `candidates` and its row
+/// of `suite_outcomes` (the outcome selected as `program_outcome`, the
+/// reply's own being `outcome`), each NULL until stored.
+#[derive(sqlx::FromRow)]
+struct SuiteCompletionRecord {
+    batch_id: i64,
+    #[sqlx(flatten)]
+    reply: ReplyRecord,
+    extract: Option<String>,
+    extract_detail: Option<String>,
+    source: Option<String>,
+    dup_of: Option<i64>,
+    probe: Option<String>,
+    error_file: Option<String>,
+    program_outcome: Option<String>,
+    whole: Option<String>,
+    cases: Option<String>,
+    run_wall_ms: Option<f64>,
+    run_cpu_ms: Option<f64>,
 }
 
 const SUITE_SELECT: &str = "SELECT s.id, s.problems_path, s.problems_digest, s.origin, s.source,
@@ -502,7 +554,7 @@ impl Store {
     ) -> Result<Claim, StoreError> {
         self.suite(suite).await?;
         let mut tx = self.pool.begin().await.map_err(self.sql())?;
-        let counts = sqlx::query(&format!(
+        let (running, open): (i64, i64) = sqlx::query_as(&format!(
             "SELECT COALESCE(SUM(CASE WHEN status = 'running' THEN 1 ELSE 0 END), 0) AS running,
                     COALESCE(SUM(CASE WHEN status <> 'finished' THEN 1 ELSE 0 END), 0) AS open
                FROM batches WHERE id IN ({PART_BATCHES})"
@@ -513,10 +565,10 @@ impl Store {
         .fetch_one(&mut *tx)
         .await
         .map_err(self.sql())?;
-        if counts.get::<i64, _>("running") > 0 {
+        if running > 0 {
             return Ok(Claim::Running(None));
         }
-        if counts.get::<i64, _>("open") == 0 {
+        if open == 0 {
             return Ok(Claim::Finished);
         }
         sqlx::query(&format!(
@@ -538,63 +590,30 @@ impl Store {
         Ok(Claim::Claimed)
     }
 
-    pub async fn record_suite_phase(
+    /// The suite a batch belongs to and its problem's name, if the batch
+    /// is a suite's problem: the batch commands refuse those.
+    pub async fn suite_of_batch(
         &self,
-        suite: SuiteId,
-        figures: &PhaseFigures,
-    ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO suite_phases (suite_id, seq, phase, wall_s, cpu_s, avg_busy, peak_busy)
-             VALUES ($1, (SELECT COALESCE(MAX(seq), -1) + 1 FROM suite_phases WHERE suite_id = $2),
-                     $3, $4, $5, $6, $7)",
-        )
-        .bind(suite)
-        .bind(suite)
-        .bind(figures.phase.as_str())
-        .bind(figures.wall_s)
-        .bind(figures.cpu_s)
-        .bind(figures.avg_busy)
-        .bind(figures.peak_busy)
-        .execute(&self.pool)
-        .await
-        .map_err(self.sql())?;
-        Ok(())
-    }
-
-    pub async fn suite_phases(&self, suite: SuiteId) -> Result<Vec<PhaseFigures>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT phase, wall_s, cpu_s, avg_busy, peak_busy FROM suite_phases
-             WHERE suite_id = $1 ORDER BY seq",
-        )
-        .bind(suite)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(self.sql())?;
-        rows.iter()
-            .map(|r| {
-                let name: String = r.get("phase");
-                Ok(PhaseFigures {
-                    phase: Phase::from_stored(&name)
-                        .ok_or_else(|| self.bad(-1, -1, "suite phase", &name))?,
-                    wall_s: r.get("wall_s"),
-                    cpu_s: r.get("cpu_s"),
-                    avg_busy: r.get("avg_busy"),
-                    peak_busy: r.get("peak_busy"),
-                })
-            })
-            .collect()
+        batch: BatchId,
+    ) -> Result<Option<(SuiteId, String)>, StoreError> {
+        let row = sqlx::query("SELECT suite_id, name FROM suite_problems WHERE batch_id = $1")
+            .bind(batch)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(self.sql())?;
+        Ok(row.map(|r| (sqlx::Row::get(&r, "suite_id"), sqlx::Row::get(&r, "name"))))
     }
 
     pub async fn suites(&self) -> Result<Vec<SuiteRow>, StoreError> {
-        let rows = sqlx::query(&format!("{SUITE_SELECT} ORDER BY s.id"))
+        let rows: Vec<SuiteRecord> = sqlx::query_as(&format!("{SUITE_SELECT} ORDER BY s.id"))
             .fetch_all(&self.pool)
             .await
             .map_err(self.sql())?;
-        rows.iter().map(|r| self.suite_row(r)).collect()
+        rows.into_iter().map(|r| r.suite(self)).collect()
     }
 
     pub async fn suite(&self, id: SuiteId) -> Result<SuiteRow, StoreError> {
-        let row = sqlx::query(&format!("{SUITE_SELECT} WHERE s.id = $1"))
+        let row: SuiteRecord = sqlx::query_as(&format!("{SUITE_SELECT} WHERE s.id = $1"))
             .bind(id)
             .fetch_optional(&self.pool)
             .await
@@ -603,22 +622,79 @@ impl Store {
                 db: self.db.clone(),
                 id,
             })?;
-        self.suite_row(&row)
+        row.suite(self)
     }
 
-    fn suite_row(&self, r: &sqlx::any::AnyRow) -> Result<SuiteRow, StoreError> {
-        let id: i64 = r.get("id");
-        let origin: String = r.get("origin");
-        let mode: String = r.get("mode");
-        let statuses: Option<String> = r.get("statuses");
+    /// The suite's problems in their file's order.
+    pub async fn suite_problems(&self, suite: SuiteId) -> Result<Vec<SuiteProblemRow>, StoreError> {
+        let rows: Vec<SuiteProblemRecord> = sqlx::query_as(
+            "SELECT p.batch_id, p.pos, p.name, p.prompt, p.tests, p.stop_tokens, b.n, b.status
+             FROM suite_problems p JOIN batches b ON b.id = p.batch_id
+             WHERE p.suite_id = $1 ORDER BY p.pos",
+        )
+        .bind(suite)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        rows.into_iter()
+            .map(|r| {
+                let batch = r.batch_id;
+                Ok(SuiteProblemRow {
+                    batch_id: batch,
+                    pos: r.pos as usize,
+                    problem: Problem {
+                        name: r.name,
+                        prompt: r.prompt,
+                        tests: r.tests,
+                        stop_tokens: serde_json::from_str(&r.stop_tokens)
+                            .map_err(|_| self.bad(batch, -1, "stop tokens", &r.stop_tokens))?,
+                    },
+                    n: r.n as usize,
+                    status: self.parse(batch, -1, "status", &r.status)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Every completion of the suite, by problem order then index, with its
+    /// program and outcome where stored. Draw attempts are not read (no
+    /// suite report needs them).
+    pub async fn suite_completions(
+        &self,
+        suite: SuiteId,
+    ) -> Result<Vec<SuiteCompletionRow>, StoreError> {
+        let rows: Vec<SuiteCompletionRecord> = sqlx::query_as(&format!(
+            "SELECT r.batch_id, {REPLY_COLUMNS},
+                    c.extract, c.extract_detail, c.source, c.dup_of,
+                    o.probe, o.error_file, o.outcome AS program_outcome, o.whole, o.cases,
+                    o.run_wall_ms, o.run_cpu_ms
+             FROM suite_problems p
+             JOIN replies r ON r.batch_id = p.batch_id
+             LEFT JOIN candidates c ON c.batch_id = r.batch_id AND c.idx = r.idx
+             LEFT JOIN suite_outcomes o ON o.batch_id = r.batch_id AND o.idx = r.idx
+             WHERE p.suite_id = $1
+             ORDER BY p.pos, r.idx"
+        ))
+        .bind(suite)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        rows.into_iter().map(|r| r.completion(self)).collect()
+    }
+}
+
+impl SuiteRecord {
+    fn suite(self, store: &Store) -> Result<SuiteRow, StoreError> {
+        let id = self.id;
         let mut status = BatchStatus::Finished;
-        for s in statuses
+        for s in self
+            .statuses
             .as_deref()
             .unwrap_or("")
             .split(',')
             .filter(|s| !s.is_empty())
         {
-            let s: BatchStatus = self.parse(id, -1, "suite batch status", s)?;
+            let s: BatchStatus = store.parse(id, -1, "suite batch status", s)?;
             // Running outranks failed, which outranks interrupted.
             let rank = |s: BatchStatus| match s {
                 BatchStatus::Finished => 0,
@@ -632,142 +708,62 @@ impl Store {
         }
         Ok(SuiteRow {
             id,
-            problems_path: r.get("problems_path"),
-            problems_digest: r.get("problems_digest"),
-            origin: origin
+            problems_path: self.problems_path,
+            problems_digest: self.problems_digest,
+            origin: self
+                .origin
                 .parse()
-                .map_err(|_| self.bad(id, -1, "suite origin", &origin))?,
-            source: r.get("source"),
-            mode: self.parse(id, -1, "suite mode", &mode)?,
-            problems: r.get::<i64, _>("problems") as usize,
+                .map_err(|_| store.bad(id, -1, "suite origin", &self.origin))?,
+            source: self.source,
+            mode: store.parse(id, -1, "suite mode", &self.mode)?,
+            problems: self.problems as usize,
             status,
-            failure: r.get("failure"),
-            started_at: r.get("started_at"),
-            finished_at: r.get("finished_at"),
-            sandbox: r.get("sandbox"),
-            sandbox_warnings: r.get("sandbox_warnings"),
+            failure: self.failure,
+            started_at: self.started_at,
+            finished_at: self.finished_at,
+            sandbox: self.sandbox,
+            sandbox_warnings: self.sandbox_warnings,
         })
     }
+}
 
-    /// The suite's problems in their file's order.
-    pub async fn suite_problems(&self, suite: SuiteId) -> Result<Vec<SuiteProblemRow>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT p.batch_id, p.pos, p.name, p.prompt, p.tests, p.stop_tokens, b.n, b.status
-             FROM suite_problems p JOIN batches b ON b.id = p.batch_id
-             WHERE p.suite_id = $1 ORDER BY p.pos",
-        )
-        .bind(suite)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(self.sql())?;
-        rows.iter()
-            .map(|r| {
-                let batch: BatchId = r.get("batch_id");
-                let stop: String = r.get("stop_tokens");
-                let status: String = r.get("status");
-                Ok(SuiteProblemRow {
-                    batch_id: batch,
-                    pos: r.get::<i64, _>("pos") as usize,
-                    problem: Problem {
-                        name: r.get("name"),
-                        prompt: r.get("prompt"),
-                        tests: r.get("tests"),
-                        stop_tokens: serde_json::from_str(&stop)
-                            .map_err(|_| self.bad(batch, -1, "stop tokens", &stop))?,
-                    },
-                    n: r.get::<i64, _>("n") as usize,
-                    status: self.parse(batch, -1, "status", &status)?,
-                })
+impl SuiteCompletionRecord {
+    fn completion(self, store: &Store) -> Result<SuiteCompletionRow, StoreError> {
+        let (batch, idx) = (self.batch_id, self.reply.idx);
+        let drawn = self.reply.drawn(store, batch, Vec::new())?;
+        let extraction = self
+            .extract
+            .map(|kind| {
+                store.extraction(
+                    batch,
+                    idx,
+                    kind,
+                    self.source,
+                    self.extract_detail.as_deref(),
+                )
             })
-            .collect()
-    }
-
-    /// Every completion of the suite, by problem order then index, with its
-    /// program and outcome where stored. Draw attempts are not read (no
-    /// suite report needs them).
-    pub async fn suite_completions(
-        &self,
-        suite: SuiteId,
-    ) -> Result<Vec<SuiteCompletionRow>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT r.batch_id, r.idx, r.pool, r.model, r.content, r.reasoning, r.finish_reason,
-                    r.prompt_tokens, r.completion_tokens, r.cached_prompt_tokens, r.ttft_ms,
-                    r.ttft_reasoning_ms, r.latency_ms, r.outcome AS reply_outcome,
-                    r.error_message, r.error_body, r.chunks, r.hit_cap, r.cut_early,
-                    r.cap_tokens_left,
-                    c.extract, c.extract_detail, c.source, c.dup_of,
-                    o.probe, o.error_file, o.outcome, o.whole, o.cases, o.run_wall_ms, o.run_cpu_ms
-             FROM suite_problems p
-             JOIN replies r ON r.batch_id = p.batch_id
-             LEFT JOIN candidates c ON c.batch_id = r.batch_id AND c.idx = r.idx
-             LEFT JOIN suite_outcomes o ON o.batch_id = r.batch_id AND o.idx = r.idx
-             WHERE p.suite_id = $1
-             ORDER BY p.pos, r.idx",
-        )
-        .bind(suite)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(self.sql())?;
-        rows.iter().map(|r| self.suite_completion_row(r)).collect()
-    }
-
-    fn suite_completion_row(
-        &self,
-        r: &sqlx::any::AnyRow,
-    ) -> Result<SuiteCompletionRow, StoreError> {
-        let batch: BatchId = r.get("batch_id");
-        let idx: i64 = r.get("idx");
-        let drawn = Drawn {
-            idx: idx as usize,
-            pool: r.get("pool"),
-            reply: self.reply_of_row(r, batch, "reply_outcome", Vec::new())?,
-        };
-        let extraction = match r.get::<Option<String>, _>("extract") {
+            .transpose()?;
+        let outcome = match self.program_outcome {
             None => None,
-            Some(kind) => Some(match r.get::<Option<String>, _>("source") {
-                Some(source) if kind == "extracted" => Extraction::Source(source),
-                _ => Extraction::Failed(
-                    crate::extract::NoCode::from_stored(
-                        &kind,
-                        r.get::<Option<&str>, _>("extract_detail"),
-                    )
-                    .ok_or_else(|| self.bad(batch, idx, "extraction", &kind))?,
-                ),
+            Some(kind) => Some(SuiteOutcomeRow {
+                probe: store.parse_stored(batch, idx, "probe verdict", self.probe)?,
+                error_file: self.error_file,
+                outcome: CompletionOutcome::from_stored(
+                    &kind,
+                    self.whole.as_deref(),
+                    self.cases.as_deref(),
+                )
+                .map_err(|_| store.bad(batch, idx, "suite outcome", &kind))?,
+                run_wall: millis(self.run_wall_ms),
+                run_cpu: millis(self.run_cpu_ms),
             }),
-        };
-        let outcome = match r.get::<Option<String>, _>("outcome") {
-            None => None,
-            Some(kind) => {
-                let whole: Option<String> = r.get("whole");
-                let cases: Option<String> = r.get("cases");
-                let probe: Option<String> = r.get("probe");
-                Some(SuiteOutcomeRow {
-                    probe: match probe {
-                        Some(p) => Some(self.parse(batch, idx, "probe verdict", &p)?),
-                        None => None,
-                    },
-                    error_file: r.get("error_file"),
-                    outcome: CompletionOutcome::from_stored(
-                        &kind,
-                        whole.as_deref(),
-                        cases.as_deref(),
-                    )
-                    .map_err(|_| self.bad(batch, idx, "suite outcome", &kind))?,
-                    run_wall: Duration::from_secs_f64(
-                        r.get::<Option<f64>, _>("run_wall_ms").unwrap_or(0.0) / 1e3,
-                    ),
-                    run_cpu: Duration::from_secs_f64(
-                        r.get::<Option<f64>, _>("run_cpu_ms").unwrap_or(0.0) / 1e3,
-                    ),
-                })
-            }
         };
         Ok(SuiteCompletionRow {
             batch_id: batch,
             idx: idx as usize,
             drawn,
             extraction,
-            dup_of: r.get::<Option<i64>, _>("dup_of").map(|d| d as usize),
+            dup_of: self.dup_of.map(|d| d as usize),
             outcome,
         })
     }

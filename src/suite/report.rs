@@ -37,14 +37,22 @@ pub struct ProblemReport {
     /// Cases passed over cases run, summed over the completions.
     pub cases_passed: usize,
     pub cases: usize,
+    /// Each completion's (cases passed, cases), in input order; `None` for
+    /// one that did not run. Not in the JSON, whose export rows carry it.
+    #[serde(skip)]
+    pub case_counts: Vec<Option<(usize, usize)>>,
 }
 
 impl ProblemReport {
     pub fn new(name: &str, outcomes: &[CompletionOutcome]) -> ProblemReport {
         let statuses: Vec<Status> = outcomes.iter().map(CompletionOutcome::status).collect();
-        let (cases_passed, cases) = outcomes
+        let case_counts: Vec<Option<(usize, usize)>> = outcomes
             .iter()
-            .map(CompletionOutcome::cases_passed)
+            .map(|o| matches!(o, CompletionOutcome::Ran { .. }).then(|| o.cases_passed()))
+            .collect();
+        let (cases_passed, cases) = case_counts
+            .iter()
+            .flatten()
             .fold((0, 0), |(p, t), (dp, dt)| (p + dp, t + dt));
         ProblemReport {
             name: name.to_owned(),
@@ -61,6 +69,7 @@ impl ProblemReport {
             statuses,
             cases_passed,
             cases,
+            case_counts,
         }
     }
 
@@ -110,8 +119,13 @@ pub struct SuiteComparison {
 pub enum CompareError {
     #[error("the runs are over different problems (first difference: `{0}`)")]
     DifferentProblems(String),
-    #[error("problem `{0}` has fewer than k completions in one of the runs")]
-    TooFewSamples(String),
+    #[error("problem `{problem}` has {n_a} completions in the first run and {n_b} in the second; pass@{k} needs at least {k} in each")]
+    TooFewSamples {
+        problem: String,
+        k: usize,
+        n_a: usize,
+        n_b: usize,
+    },
     #[error("the runs have no problem")]
     Empty,
 }
@@ -138,7 +152,12 @@ impl SuiteComparison {
             if pa.name != pb.name {
                 return Err(CompareError::DifferentProblems(pa.name.clone()));
             }
-            let too_few = || CompareError::TooFewSamples(pa.name.clone());
+            let too_few = || CompareError::TooFewSamples {
+                problem: pa.name.clone(),
+                k,
+                n_a: pa.n,
+                n_b: pb.n,
+            };
             rows.push((
                 pa.name.clone(),
                 pa.pass_at(k).ok_or_else(too_few)?,
@@ -261,7 +280,12 @@ mod tests {
         assert_eq!(SuiteComparison::new(&a, &b, 1, 1000, 3).unwrap(), c);
         assert_eq!(
             SuiteComparison::new(&a, &b, 3, 1000, 3),
-            Err(CompareError::TooFewSamples("x".into()))
+            Err(CompareError::TooFewSamples {
+                problem: "x".into(),
+                k: 3,
+                n_a: 2,
+                n_b: 2
+            })
         );
         let other = SuiteReport::new([("x", &[ok()][..]), ("q", &[ok()][..]), ("z", &[ok()][..])]);
         assert_eq!(

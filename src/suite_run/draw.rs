@@ -26,7 +26,7 @@ use super::stream::{Programs, Work};
 use super::Key;
 use crate::account::{Phase, PhaseGuard};
 use crate::draw::http::Prompt;
-use crate::draw::{DrawEvent, Drawn, Plan};
+use crate::draw::{DrawEvent, Drawn, EarlyStop, Plan};
 use crate::extract::{self, Extraction, NoCode};
 use crate::progress::Progress;
 use crate::store::{BatchId, NewCompletion, Store, SuiteOutcomeRow};
@@ -139,14 +139,22 @@ impl SuiteDraw<'_> {
         if skip >= job.n {
             return Ok(());
         }
-        let prompt = match self.settings.mode {
-            ProgramMode::Chat => Prompt::Chat(chat_prompt(&job.problem)),
-            ProgramMode::Completion => Prompt::Completion {
-                prompt: job.problem.prompt.clone(),
-                stop: job.problem.stop_tokens.clone(),
-            },
+        let (prompt, early_stop) = match self.settings.mode {
+            // Closed once the reply holds what `program_of` extracts.
+            ProgramMode::Chat => (
+                Prompt::Chat(chat_prompt(&job.problem)),
+                entry_name(&job.problem)
+                    .map_or(EarlyStop::Never, |entry| EarlyStop::AtAnswer { entry }),
+            ),
+            ProgramMode::Completion => (
+                Prompt::Completion {
+                    prompt: job.problem.prompt.clone(),
+                    stop: job.problem.stop_tokens.clone(),
+                },
+                EarlyStop::Never,
+            ),
         };
-        let plan = self.settings.plan.for_prompt(&prompt);
+        let plan = self.settings.plan.for_prompt(&prompt, &early_stop);
         let (tx, mut rx) = mpsc::channel(64);
         // One bar for the suite; the problems' own draws are quiet.
         let quiet = Progress::hidden();

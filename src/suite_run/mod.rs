@@ -240,7 +240,16 @@ pub async fn run(
     }
     let producer = async { Ok(None) };
     drive(
-        cfg, store, progress, interrupt, suite, &programs, rx, producer, guard,
+        cfg,
+        store,
+        progress,
+        interrupt,
+        suite,
+        SuitePart::all(),
+        &programs,
+        rx,
+        producer,
+        guard,
     )
     .await
 }
@@ -414,7 +423,16 @@ pub async fn run_draw(
     };
     let producer = async { draw.run(jobs).await.map(Some) };
     drive(
-        cfg, store, progress, interrupt, suite, &programs, rx, producer, guard,
+        cfg,
+        store,
+        progress,
+        interrupt,
+        suite,
+        SuitePart::all(),
+        &programs,
+        rx,
+        producer,
+        guard,
     )
     .await
 }
@@ -539,14 +557,14 @@ pub async fn resume(
             };
             let producer = async { draw.run(jobs).await.map(Some) };
             drive(
-                cfg, store, progress, interrupt, suite, &programs, rx, producer, guard,
+                cfg, store, progress, interrupt, suite, part, &programs, rx, producer, guard,
             )
             .await
         }
         _ => {
             let producer = async { Ok(None) };
             drive(
-                cfg, store, progress, interrupt, suite, &programs, rx, producer, guard,
+                cfg, store, progress, interrupt, suite, part, &programs, rx, producer, guard,
             )
             .await
         }
@@ -601,6 +619,7 @@ async fn drive(
     progress: &Progress,
     interrupt: &Interrupt,
     suite: SuiteId,
+    part: SuitePart,
     programs: &Programs,
     rx: tokio::sync::mpsc::UnboundedReceiver<crate::probe::stream::StreamCandidate>,
     producer: impl std::future::Future<Output = Result<Option<PhaseGuard>>>,
@@ -611,6 +630,7 @@ async fn drive(
         store,
         progress,
         suite,
+        part,
     };
     // Dropping the run's future kills cargo and every program's process
     // group, and cancels the draw; each outcome stored so far is whole (one

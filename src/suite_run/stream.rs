@@ -23,7 +23,7 @@ use crate::progress::Progress;
 use crate::sandbox::Sandbox;
 use crate::score::{run_program, RunLimits};
 use crate::spec::CompileLimits;
-use crate::store::{BatchId, Store, SuiteId, SuiteOutcomeRow};
+use crate::store::{BatchId, Store, SuiteId, SuiteOutcomeRow, SuitePart};
 use crate::suite::cases::{split_cases, Split, SplitProgram};
 use crate::suite::{CaseEnd, CompletionOutcome};
 
@@ -157,6 +157,9 @@ pub(super) struct Stream<'a> {
     pub store: &'a Store,
     pub progress: &'a Progress,
     pub suite: SuiteId,
+    /// The part this process runs (every problem unless a lane's part):
+    /// its phases are recorded as the part's.
+    pub part: SuitePart,
 }
 
 /// A program's image, handed from the builds to the runs.
@@ -178,7 +181,7 @@ impl Stream<'_> {
         producer: impl std::future::Future<Output = Result<Option<PhaseGuard>>>,
         prepare: PhaseGuard,
     ) -> Result<()> {
-        let (cfg, store, suite) = (self.cfg, self.store, self.suite);
+        let (cfg, store, suite, part) = (self.cfg, self.store, self.suite, self.part);
         let suite_dir = crate::outputs::new_suite_dir(&cfg.out_dir, suite).with_context(|| {
             format!("cannot create a suite folder in {}", cfg.out_dir.display())
         })?;
@@ -211,7 +214,9 @@ impl Stream<'_> {
             .context("the package task panicked")??
         };
         package.set_build_timeout(cfg.build_timeout);
-        store.record_suite_phase(suite, &prepare.finish()).await?;
+        store
+            .record_suite_phase(suite, &part, &prepare.finish())
+            .await?;
 
         let bar = self.progress.bar("programs", 0);
         let (built_tx, mut built_rx) = mpsc::unbounded_channel::<Built>();
@@ -223,7 +228,9 @@ impl Stream<'_> {
 
         let producing = async {
             if let Some(draw) = producer.await? {
-                store.record_suite_phase(suite, &draw.finish()).await?;
+                store
+                    .record_suite_phase(suite, &part, &draw.finish())
+                    .await?;
             }
             programs.close();
             anyhow::Ok(())
@@ -267,7 +274,9 @@ impl Stream<'_> {
                 }
             }
             drop(built_tx);
-            store.record_suite_phase(suite, &guard.finish()).await?;
+            store
+                .record_suite_phase(suite, &part, &guard.finish())
+                .await?;
             anyhow::Ok(PhaseGuard::start(Phase::ScoreRun))
         };
         let running = async {
@@ -293,7 +302,9 @@ impl Stream<'_> {
             anyhow::Ok(())
         };
         let ((), tail, ()) = tokio::try_join!(producing, building, running)?;
-        store.record_suite_phase(suite, &tail.finish()).await?;
+        store
+            .record_suite_phase(suite, &part, &tail.finish())
+            .await?;
         bar.finish();
         Ok(())
     }

@@ -1,0 +1,587 @@
+//! What a lane runs: a work item with every setting resolved.
+//!
+//! A command queued for a lane (`run --queue`, `suite run --queue`) is
+//! stored as a [`WorkItem`], never as its command line: the queueing
+//! command resolves its flags, their environment variables and the spec's
+//! defaults, and the item holds the result, so a lane runs it under the
+//! settings it was queued with and none of its own environment's
+//! ([`FLAG_VARIABLES`]). An item is stored as JSON and becomes the run's
+//! arguments in one place, [`WorkItem::args`]; nothing parses a command
+//! line back. No key can be in an item (no field has room for one): each
+//! lane draws with its own. Plain data, no IO.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::draw::pools::PoolsFile;
+use crate::draw::DrawOptions;
+use crate::probe::ProbeMode;
+use crate::spec::{PoolChoice, Spec, SplitMode, WavePolicy};
+use crate::store::{BatchId, SuiteId, SuitePart, WorkKind};
+
+/// The environment variables that `assay run` or `assay suite run` read as
+/// flags. A lane removes them all from its runs' environment: the item's
+/// settings are the whole of what the run is to do (a setting it leaves
+/// unset means the spec's or the pools file's, never the lane's variable),
+/// and the store and folders are the lane's own flags.
+pub const FLAG_VARIABLES: [&str; 7] = [
+    "NEV_CANDIDATES",
+    "NEV_CONCURRENCY",
+    "MAX_COMPLETION_TOKENS",
+    "ASSAY_PROBE",
+    "ASSAY_DB",
+    "ASSAY_OUT",
+    "ASSAY_WORK_DIR",
+];
+
+/// One item of a store's queue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WorkItem {
+    /// An `assay run` of a task.
+    Batch(BatchRun),
+    /// A part of a stored suite whose completions are stored with it.
+    SuitePart(SuitePartRun),
+    /// A part of a suite drawn live: its lane draws what is missing.
+    LiveSuitePart(LiveSuitePart),
+}
+
+/// A batch as `assay run` would have run it where it was queued.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchRun {
+    /// The spec, absolute: a lane runs in another folder.
+    pub spec: PathBuf,
+    pub n: usize,
+    #[serde(with = "text")]
+    pub probe: ProbeMode,
+    pub wave_size: usize,
+    #[serde(with = "seconds")]
+    pub wave_wait: Duration,
+    #[serde(with = "seconds")]
+    pub build_timeout: Duration,
+    /// The pools file, absolute, when one was named or found (beside the
+    /// spec or in the queueing command's folder); `None` when there is
+    /// none, which only a replay draw does without.
+    pub pools_file: Option<PathBuf>,
+    pub draw: DrawChoice,
+}
+
+/// A part of a stored suite, with the limits of its runs and builds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuitePartRun {
+    pub suite: SuiteId,
+    #[serde(with = "text")]
+    pub part: SuitePart,
+    #[serde(with = "seconds")]
+    pub run_timeout: Duration,
+    #[serde(with = "seconds")]
+    pub build_timeout: Duration,
+}
+
+/// A part of a live suite: the part, and the draw its lane does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LiveSuitePart {
+    pub part: SuitePartRun,
+    /// The pools file, absolute: every lane must see it there.
+    pub pools_file: PathBuf,
+    pub draw: DrawChoice,
+}
+
+/// The draw flags as resolved: the pools chosen (empty: the spec's), the
+/// split (`None`: the spec's, else fixed) and the overrides of the pools
+/// file (`None`: the file's own). Never a key.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DrawChoice {
+    #[serde(with = "texts")]
+    pub pools: Vec<PoolChoice>,
+    #[serde(with = "text_option")]
+    pub split: Option<SplitMode>,
+    pub max_in_flight: Option<usize>,
+    pub max_completion_tokens: Option<u64>,
+}
+
+/// An item's JSON that could not be read as a [`WorkItem`].
+#[derive(Debug, thiserror::Error)]
+#[error("a work item that cannot be read: {0}")]
+pub struct BadItem(#[from] serde_json::Error);
+
+/// A path that JSON cannot hold: a lane could not be given it.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: a path that is not UTF-8 cannot be queued", .0.display())]
+pub struct NotUtf8(pub PathBuf);
+
+impl WorkItem {
+    /// The kind the store files it under.
+    pub fn kind(&self) -> WorkKind {
+        match self {
+            WorkItem::Batch(_) => WorkKind::Batch,
+            WorkItem::SuitePart(_) | WorkItem::LiveSuitePart(_) => WorkKind::Suite,
+        }
+    }
+
+    /// The JSON the store keeps. Refuses a path that is not UTF-8, which
+    /// JSON cannot hold.
+    pub fn to_json(&self) -> Result<serde_json::Value, NotUtf8> {
+        let paths: Vec<&Path> = match self {
+            WorkItem::Batch(b) => std::iter::once(b.spec.as_path())
+                .chain(b.pools_file.as_deref())
+                .collect(),
+            WorkItem::SuitePart(_) => Vec::new(),
+            WorkItem::LiveSuitePart(p) => vec![p.pools_file.as_path()],
+        };
+        if let Some(bad) = paths.into_iter().find(|p| p.to_str().is_none()) {
+            return Err(NotUtf8(bad.to_path_buf()));
+        }
+        Ok(serde_json::to_value(self).expect("an item of UTF-8 paths serialises"))
+    }
+
+    /// Reads an item the store kept.
+    pub fn from_json(value: &serde_json::Value) -> Result<WorkItem, BadItem> {
+        Ok(WorkItem::deserialize(value)?)
+    }
+
+    /// The arguments of the `assay` run that does the item, after the
+    /// program's name: every setting as its flag. `begun` is the batch an
+    /// earlier claim of a batch item began: the run resumes it (its spec
+    /// and `-n` are the batch's own). The lane adds its store, folders and
+    /// `--json`.
+    pub fn args(&self, begun: Option<BatchId>) -> Vec<OsString> {
+        let mut args = Args::default();
+        match self {
+            WorkItem::Batch(b) => b.args(begun, &mut args),
+            WorkItem::SuitePart(p) => p.args(&mut args),
+            WorkItem::LiveSuitePart(LiveSuitePart {
+                part,
+                pools_file,
+                draw,
+            }) => {
+                part.args(&mut args);
+                args.flag("--pools", pools_file);
+                draw.args(&mut args);
+            }
+        }
+        args.0
+    }
+
+    /// What the item is, in a few words, for `assay queue`.
+    pub fn describe(&self) -> String {
+        match self {
+            WorkItem::Batch(b) => format!("batch {} -n {}", b.spec.display(), b.n),
+            WorkItem::SuitePart(p) => format!("suite {} part {}", p.suite, p.part),
+            WorkItem::LiveSuitePart(p) => {
+                format!("suite {} part {} (drawn)", p.part.suite, p.part.part)
+            }
+        }
+    }
+}
+
+impl BatchRun {
+    /// A batch as `assay run` resolved it where it is queued: `spec` as
+    /// loaded, `n` and the probe's settings from the flags, their
+    /// variables or the spec, and the draw's options; the spec and the
+    /// pools file (given, or found beside the spec or in this folder)
+    /// made absolute.
+    pub fn resolved(
+        spec: &Spec,
+        n: usize,
+        probe: ProbeMode,
+        waves: WavePolicy,
+        build_timeout: Duration,
+        draw: &DrawOptions,
+    ) -> BatchRun {
+        let pools_file = draw
+            .pools_file
+            .clone()
+            .or_else(|| PoolsFile::default_path(&spec.dir));
+        BatchRun {
+            spec: absolute(&spec.path),
+            n,
+            probe,
+            wave_size: waves.size,
+            wave_wait: waves.wait,
+            build_timeout,
+            pools_file: pools_file.as_deref().map(absolute),
+            draw: DrawChoice::of(draw),
+        }
+    }
+
+    fn args(&self, begun: Option<BatchId>, args: &mut Args) {
+        // Every field named, so a new setting cannot be left out here.
+        let BatchRun {
+            spec,
+            n,
+            probe,
+            wave_size,
+            wave_wait,
+            build_timeout,
+            pools_file,
+            draw,
+        } = self;
+        args.word("run");
+        match begun {
+            Some(batch) => args.flag("--resume", batch),
+            None => {
+                args.word(spec);
+                args.flag("-n", n);
+            }
+        }
+        args.flag("--probe", probe);
+        args.flag("--wave-size", wave_size);
+        args.flag("--wave-wait", wave_wait.as_secs_f64());
+        args.flag("--build-timeout", build_timeout.as_secs_f64());
+        if let Some(file) = pools_file {
+            args.flag("--pools", file);
+        }
+        draw.args(args);
+    }
+}
+
+impl SuitePartRun {
+    fn args(&self, args: &mut Args) {
+        let SuitePartRun {
+            suite,
+            part,
+            run_timeout,
+            build_timeout,
+        } = self;
+        args.word("suite");
+        args.word("run");
+        args.flag("--resume", suite);
+        args.flag("--part", part);
+        args.flag("--run-timeout", run_timeout.as_secs_f64());
+        args.flag("--build-timeout", build_timeout.as_secs_f64());
+    }
+}
+
+impl DrawChoice {
+    /// The choices of `opts`; its key stays behind.
+    pub fn of(opts: &DrawOptions) -> DrawChoice {
+        DrawChoice {
+            pools: opts.pools.clone(),
+            split: opts.split,
+            max_in_flight: opts.max_in_flight,
+            max_completion_tokens: opts.max_completion_tokens,
+        }
+    }
+
+    fn args(&self, args: &mut Args) {
+        let DrawChoice {
+            pools,
+            split,
+            max_in_flight,
+            max_completion_tokens,
+        } = self;
+        for pool in pools {
+            args.flag("--pool", pool);
+        }
+        if let Some(split) = split {
+            args.flag("--split", split);
+        }
+        if let Some(k) = max_in_flight {
+            args.flag("--max-in-flight", k);
+        }
+        if let Some(t) = max_completion_tokens {
+            args.flag("--max-completion-tokens", t);
+        }
+    }
+}
+
+/// `path` from this process's folder, as a lane elsewhere must see it.
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// A command line being built.
+#[derive(Default)]
+struct Args(Vec<OsString>);
+
+impl Args {
+    fn word(&mut self, word: impl AsArg) {
+        self.0.push(word.as_arg());
+    }
+
+    fn flag(&mut self, flag: &str, value: impl AsArg) {
+        self.0.push(flag.into());
+        self.0.push(value.as_arg());
+    }
+}
+
+/// A value as one argument: paths as they are, the rest as they print
+/// (an `f64` prints the shortest text that parses back to it).
+trait AsArg {
+    fn as_arg(&self) -> OsString;
+}
+
+impl AsArg for &Path {
+    fn as_arg(&self) -> OsString {
+        self.as_os_str().to_owned()
+    }
+}
+
+impl AsArg for &PathBuf {
+    fn as_arg(&self) -> OsString {
+        self.as_os_str().to_owned()
+    }
+}
+
+macro_rules! displayed_arg {
+    ($($t:ty),*) => {$(
+        impl AsArg for $t {
+            fn as_arg(&self) -> OsString {
+                self.to_string().into()
+            }
+        }
+    )*};
+}
+
+displayed_arg!(
+    &str,
+    f64,
+    &i64,
+    i64,
+    &usize,
+    &u64,
+    &ProbeMode,
+    &PoolChoice,
+    &SplitMode,
+    &SuitePart
+);
+
+/// A value as its stable string (`Display` / `FromStr`).
+mod text {
+    use std::fmt::Display;
+    use std::str::FromStr;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<T: Display, S: Serializer>(value: &T, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(value)
+    }
+
+    pub fn deserialize<'de, T, D>(d: D) -> Result<T, D::Error>
+    where
+        T: FromStr<Err = String>,
+        D: Deserializer<'de>,
+    {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// An optional value as its stable string, or null.
+mod text_option {
+    use std::fmt::Display;
+    use std::str::FromStr;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<T: Display, S: Serializer>(
+        value: &Option<T>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(v) => s.collect_str(v),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, T, D>(d: D) -> Result<Option<T>, D::Error>
+    where
+        T: FromStr<Err = String>,
+        D: Deserializer<'de>,
+    {
+        Option::<String>::deserialize(d)?
+            .map(|text| text.parse().map_err(serde::de::Error::custom))
+            .transpose()
+    }
+}
+
+/// A list of values as their stable strings.
+mod texts {
+    use std::fmt::Display;
+    use std::str::FromStr;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<T: Display, S: Serializer>(values: &[T], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(values.iter().map(ToString::to_string))
+    }
+
+    pub fn deserialize<'de, T, D>(d: D) -> Result<Vec<T>, D::Error>
+    where
+        T: FromStr<Err = String>,
+        D: Deserializer<'de>,
+    {
+        Vec::<String>::deserialize(d)?
+            .iter()
+            .map(|text| text.parse().map_err(serde::de::Error::custom))
+            .collect()
+    }
+}
+
+/// A duration as seconds, as the flags take it.
+mod seconds {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(value: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(value.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let secs = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(secs).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch() -> BatchRun {
+        BatchRun {
+            spec: "/tasks/tiny/spec.toml".into(),
+            n: 5,
+            probe: ProbeMode::Serial,
+            wave_size: 8,
+            wave_wait: Duration::from_millis(1500),
+            build_timeout: Duration::from_secs(90),
+            pools_file: Some("/tasks/pools.toml".into()),
+            draw: DrawChoice {
+                pools: vec!["fast=3".parse().unwrap(), "slow=1".parse().unwrap()],
+                split: Some(SplitMode::Fixed),
+                max_in_flight: Some(2),
+                max_completion_tokens: Some(4000),
+            },
+        }
+    }
+
+    fn part() -> SuitePartRun {
+        SuitePartRun {
+            suite: 7,
+            part: "4..8".parse().unwrap(),
+            run_timeout: Duration::from_millis(2500),
+            build_timeout: Duration::from_secs(600),
+        }
+    }
+
+    fn live() -> LiveSuitePart {
+        LiveSuitePart {
+            part: part(),
+            pools_file: "/rig/pools.toml".into(),
+            draw: DrawChoice {
+                pools: vec!["tiny".parse().unwrap()],
+                split: Some(SplitMode::Race),
+                max_in_flight: None,
+                max_completion_tokens: Some(64),
+            },
+        }
+    }
+
+    fn line(item: &WorkItem, begun: Option<BatchId>) -> String {
+        let args: Vec<String> = item
+            .args(begun)
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect();
+        args.join(" ")
+    }
+
+    #[test]
+    fn every_setting_becomes_its_flag() {
+        let cases = [
+            (
+                WorkItem::Batch(batch()),
+                None,
+                "run /tasks/tiny/spec.toml -n 5 --probe serial --wave-size 8 --wave-wait 1.5 \
+                 --build-timeout 90 --pools /tasks/pools.toml --pool fast=3 --pool slow=1 \
+                 --split fixed --max-in-flight 2 --max-completion-tokens 4000",
+            ),
+            // A resume: the batch has its spec and n; the rest is the item's.
+            (
+                WorkItem::Batch(batch()),
+                Some(12),
+                "run --resume 12 --probe serial --wave-size 8 --wave-wait 1.5 \
+                 --build-timeout 90 --pools /tasks/pools.toml --pool fast=3 --pool slow=1 \
+                 --split fixed --max-in-flight 2 --max-completion-tokens 4000",
+            ),
+            // Unset overrides stay unset: the spec's and pools file's own.
+            (
+                WorkItem::Batch(BatchRun {
+                    pools_file: None,
+                    draw: DrawChoice::default(),
+                    ..batch()
+                }),
+                None,
+                "run /tasks/tiny/spec.toml -n 5 --probe serial --wave-size 8 --wave-wait 1.5 \
+                 --build-timeout 90",
+            ),
+            (
+                WorkItem::SuitePart(part()),
+                None,
+                "suite run --resume 7 --part 4..8 --run-timeout 2.5 --build-timeout 600",
+            ),
+            (
+                WorkItem::LiveSuitePart(live()),
+                None,
+                "suite run --resume 7 --part 4..8 --run-timeout 2.5 --build-timeout 600 \
+                 --pools /rig/pools.toml --pool tiny --split race --max-completion-tokens 64",
+            ),
+        ];
+        for (item, begun, want) in cases {
+            assert_eq!(line(&item, begun), want, "{item:?}");
+        }
+    }
+
+    #[test]
+    fn an_item_reads_back_as_stored() {
+        for item in [
+            WorkItem::Batch(batch()),
+            WorkItem::SuitePart(part()),
+            WorkItem::LiveSuitePart(live()),
+        ] {
+            let json = item.to_json().unwrap();
+            assert_eq!(WorkItem::from_json(&json).unwrap(), item, "{json}");
+        }
+        let json = WorkItem::Batch(batch()).to_json().unwrap();
+        assert_eq!(json["kind"], "batch");
+        assert_eq!(json["probe"], "serial");
+        assert_eq!(json["wave_wait"], 1.5);
+        assert_eq!(json["draw"]["pools"][0], "fast=3");
+    }
+
+    /// A setting this assay does not know is refused, not dropped: an item
+    /// run without one of its settings is what this module exists to stop.
+    #[test]
+    fn an_unknown_or_bad_setting_is_refused_not_dropped() {
+        let mut json = WorkItem::Batch(batch()).to_json().unwrap();
+        json["temperature"] = 0.5.into();
+        assert!(WorkItem::from_json(&json).is_err(), "{json}");
+        let mut json = WorkItem::Batch(batch()).to_json().unwrap();
+        json["probe"] = "sideways".into();
+        let e = WorkItem::from_json(&json).unwrap_err().to_string();
+        assert!(e.contains("sideways"), "{e}");
+        // An item queued as a command line by an older assay.
+        let legacy = serde_json::json!(["/tasks/tiny", "-n", "3"]);
+        assert!(WorkItem::from_json(&legacy).is_err());
+    }
+
+    #[test]
+    fn a_path_json_cannot_hold_is_refused_when_queued() {
+        use std::os::unix::ffi::OsStrExt;
+        let bad = PathBuf::from(std::ffi::OsStr::from_bytes(b"/tasks/\xff/spec.toml"));
+        let item = WorkItem::Batch(BatchRun {
+            spec: bad.clone(),
+            ..batch()
+        });
+        assert_eq!(item.to_json().unwrap_err().0, bad);
+    }
+}

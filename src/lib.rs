@@ -35,6 +35,7 @@ pub mod probe;
 pub mod progress;
 pub mod promote;
 pub mod repair;
+pub mod repair_round;
 pub mod replay;
 pub mod report;
 pub mod resume;

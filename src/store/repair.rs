@@ -134,6 +134,23 @@ impl Store {
         Ok(())
     }
 
+    /// Says why no round follows `round` (which has ended).
+    pub async fn stop_rounds(
+        &self,
+        batch: BatchId,
+        round: u32,
+        why: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE repair_rounds SET stopped = $1 WHERE batch_id = $2 AND round = $3")
+            .bind(why)
+            .bind(batch)
+            .bind(i64::from(round))
+            .execute(&self.pool)
+            .await
+            .map_err(self.sql())?;
+        Ok(())
+    }
+
     /// Stores a repair round's reply, with its round and parent, in one
     /// transaction (the reply, its attempts, its lineage).
     pub async fn record_repair_draw(

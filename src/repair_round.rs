@@ -155,9 +155,6 @@ pub async fn next_round(
     if let Some(stopped) = stop_rule(store, batch, settings.stop_when(), &attempts).await? {
         return Ok(Next::Stop(stopped));
     }
-    if done >= settings.rounds {
-        return Ok(Next::Stop(Stopped::RoundsDone));
-    }
     if let Some(max) = settings.max_tokens {
         let spent: u64 = store
             .draw_replies(batch)
@@ -168,6 +165,9 @@ pub async fn next_round(
         if spent >= max {
             return Ok(Next::Stop(Stopped::Budget));
         }
+    }
+    if done >= settings.rounds {
+        return Ok(Next::Stop(Stopped::RoundsDone));
     }
     let rounds = store.repair_rounds(batch).await?;
     let repaired: BTreeSet<usize> = rounds

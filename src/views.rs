@@ -125,7 +125,8 @@ pub async fn budget(
         let rounds = store.repair_rounds(batch).await?;
         let repair_rounds = rounds.iter().filter(|r| r.round > 0).count();
         let kind = if repair_rounds > 0 {
-            format!("repair, {repair_rounds} rounds")
+            let s = if repair_rounds == 1 { "" } else { "s" };
+            format!("repair, {repair_rounds} round{s}")
         } else {
             "resample".to_owned()
         };

@@ -329,19 +329,19 @@ struct RunArgs {
     /// failing candidates with their compiler errors and failed visible
     /// cases, and draws their repairs (docs/repair.md) [default: the
     /// spec's [repair] rounds, else 0].
-    #[arg(long, value_name = "K", conflicts_with = "resume")]
+    #[arg(long, value_name = "K", conflicts_with_all = ["resume", "queue"])]
     rounds: Option<u64>,
     /// Draw the repair rounds from this pool instead of the batch's own
     /// (repeatable); NAME=SHARE for a fixed share.
     #[arg(
         long = "repair-pool",
         value_name = "NAME[=SHARE]",
-        conflicts_with = "resume"
+        conflicts_with_all = ["resume", "queue"]
     )]
     repair_pool: Vec<assay::spec::PoolChoice>,
     /// Stop drawing once the batch's replies have spent this many output
     /// tokens (the servers' counts; a reply without usage counts 0).
-    #[arg(long, value_name = "TOKENS", conflicts_with = "resume")]
+    #[arg(long, value_name = "TOKENS", conflicts_with_all = ["resume", "queue"])]
     max_tokens: Option<u64>,
     /// Print the summary as one JSON object.
     #[arg(long)]

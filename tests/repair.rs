@@ -433,3 +433,28 @@ fn the_token_budget_stops_the_draw_once_spent() {
     assert_eq!(rounds(&s, batch), [(0, 6, Some("budget".to_owned()))]);
     assert_eq!(summary["rounds"][0]["output_tokens"], 3 * c);
 }
+
+/// Repair flags the run cannot honour are refused before anything is
+/// written: a replay corpus cannot answer a repair prompt, a queued item
+/// does not carry repair settings, and the bounds are checked.
+#[test]
+fn repair_flags_that_cannot_be_honoured_are_refused() {
+    let s = Scratch::new();
+    let task = tiny_with_visible(&s);
+    let task = task.display().to_string();
+    for (args, want) in [
+        (
+            vec!["run", &task, "--rounds", "1"],
+            "a replay corpus cannot answer a repair prompt",
+        ),
+        (vec!["run", &task, "--rounds", "1", "--queue"], "--queue"),
+        (vec!["run", &task, "--rounds", "51"], "--rounds"),
+        (vec!["run", &task, "--max-tokens", "0"], "--max-tokens"),
+    ] {
+        let out = run(&s, &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
+    assert!(!s.db().exists(), "nothing is written");
+}

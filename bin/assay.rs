@@ -176,6 +176,11 @@ struct CompareArgs {
     /// Also draw latency and score distributions per pool into this SVG file.
     #[arg(long)]
     svg: Option<PathBuf>,
+    /// Also write the equal-budget chart there: each batch's best score
+    /// against the output tokens it had spent (a repair run against a
+    /// resampling run; docs/repair.md).
+    #[arg(long, value_name = "FILE")]
+    budget_svg: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -321,6 +326,24 @@ struct RunArgs {
     /// Token cap of every request (overrides the pools file).
     #[arg(long, env = "MAX_COMPLETION_TOKENS", allow_negative_numbers = true)]
     max_completion_tokens: Option<u64>,
+    /// Repair rounds after the first draw: each shows the pools its best
+    /// failing candidates with their compiler errors and failed visible
+    /// cases, and draws their repairs (docs/repair.md) [default: the
+    /// spec's [repair] rounds, else 0].
+    #[arg(long, value_name = "K", conflicts_with_all = ["resume", "queue"])]
+    rounds: Option<u64>,
+    /// Draw the repair rounds from this pool instead of the batch's own
+    /// (repeatable); NAME=SHARE for a fixed share.
+    #[arg(
+        long = "repair-pool",
+        value_name = "NAME[=SHARE]",
+        conflicts_with_all = ["resume", "queue"]
+    )]
+    repair_pool: Vec<assay::spec::PoolChoice>,
+    /// Stop drawing once the batch's replies have spent this many output
+    /// tokens (the servers' counts; a reply without usage counts 0).
+    #[arg(long, value_name = "TOKENS", conflicts_with_all = ["resume", "queue"])]
+    max_tokens: Option<u64>,
     /// Print the summary as one JSON object.
     #[arg(long)]
     json: bool,
@@ -610,11 +633,18 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
             args.work_item,
             reading(&db, async |store| {
                 views::refuse_suite_batch(store, batch, &args.db.reach()).await?;
-                Ok(store.batch(batch).await?)
+                Ok((
+                    store.batch(batch).await?,
+                    store.repair_settings(batch).await?,
+                ))
             })
             .await,
         )?),
         None => None,
+    };
+    let (resumed, resumed_repair) = match resumed {
+        Some((row, repair)) => (Some(row), repair),
+        None => (None, None),
     };
     let spec = match (&args.spec, &resumed) {
         (Some(path), _) => assay::task::load(path)?,
@@ -665,7 +695,13 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
         args.out.as_deref().or(resumed_out.as_deref()),
         args.work_dir.as_deref(),
     )?;
-    let cfg = RunConfig {
+    let rounds = checked("--rounds", args.rounds, assay::spec::check_rounds)?;
+    let max_tokens = checked(
+        "--max-tokens",
+        args.max_tokens,
+        assay::spec::check_token_budget,
+    )?;
+    let mut cfg = RunConfig {
         probe,
         n,
         target_dir: outputs.work.target_dir(),
@@ -673,12 +709,23 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
         out_dir: outputs.out.clone(),
         spec,
         work_item: args.work_item,
+        repair: None,
     };
     let (plan, warnings) = pipeline::prepare(&cfg, &draw)?;
     for w in warnings {
         eprintln!("warning: {w}");
     }
     plan.check_reachable().await?;
+    cfg.repair = repairing(
+        &cfg,
+        &plan,
+        &draw,
+        rounds,
+        args.repair_pool,
+        max_tokens,
+        resumed_repair,
+    )
+    .await?;
     // Every path is checked, and an existing database opened, before
     // anything is written; the work directory is made before the task's
     // check builds there, the output folder and a new database once the
@@ -717,6 +764,62 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
     })
     .await;
     assay::exit::opened_for(args.work_item, ran)
+}
+
+/// What a batch's repair rounds need, from the flags (a new batch) or
+/// from what the batch stored (a resume): `None` when it asks for neither
+/// rounds nor a budget. A replay corpus cannot answer a repair prompt.
+async fn repairing(
+    cfg: &RunConfig,
+    plan: &assay::draw::Plan,
+    draw: &DrawOptions,
+    rounds: Option<u32>,
+    repair_pool: Vec<assay::spec::PoolChoice>,
+    max_tokens: Option<u64>,
+    stored: Option<String>,
+) -> Result<Option<pipeline::Repairing>> {
+    let settings = match stored {
+        Some(json) => assay::repair_round::RepairSettings::from_json(&json),
+        None => {
+            let mut s = assay::repair_round::RepairSettings::new(&cfg.spec, rounds, cfg.n);
+            s.pools = repair_pool.iter().map(ToString::to_string).collect();
+            s.max_tokens = max_tokens;
+            (s.rounds > 0 || s.max_tokens.is_some()).then_some(s)
+        }
+    };
+    let Some(settings) = settings else {
+        return Ok(None);
+    };
+    let pools: Vec<assay::spec::PoolChoice> = settings
+        .pools
+        .iter()
+        .map(|p| p.parse())
+        .collect::<Result<_, _>>()
+        .map_err(|e: String| UsageError(format!("--repair-pool: {e}")))?;
+    let repair_plan = if pools.is_empty() {
+        None
+    } else {
+        let opts = DrawOptions {
+            pools,
+            ..draw.clone()
+        };
+        let (p, warnings) = assay::draw::Plan::build(&cfg.spec, &opts)?;
+        for w in warnings {
+            eprintln!("warning: {w}");
+        }
+        p.check_reachable().await?;
+        Some(p)
+    };
+    if settings.rounds > 0 && !repair_plan.as_ref().unwrap_or(plan).can_repair() {
+        return Err(UsageError(
+            "--rounds: a replay corpus cannot answer a repair prompt; draw from HTTP pools (--pool or --repair-pool)".into(),
+        )
+        .into());
+    }
+    Ok(Some(pipeline::Repairing {
+        settings,
+        plan: repair_plan,
+    }))
 }
 
 /// `run --queue`: the run as resolved here (flags, their variables, the
@@ -784,6 +887,9 @@ async fn compare(args: CompareArgs) -> Result<ExitCode> {
     if let Some(path) = &args.svg {
         assay::outputs::check_output_file("--svg", path)?;
     }
+    if let Some(path) = &args.budget_svg {
+        assay::outputs::check_output_file("--budget-svg", path)?;
+    }
     let db = args.db.db()?;
     let batches = match &args.spec {
         Some(spec) => {
@@ -831,10 +937,23 @@ async fn compare(args: CompareArgs) -> Result<ExitCode> {
         if let Some(path) = &args.svg {
             write_svg(path, &assay::plot::compare_svg(&samples)?)?;
         }
+        // The equal-budget table, when a batch repaired or it is asked for.
+        let (budget, curves) = views::budget(store, &batches).await?;
+        if let Some(path) = &args.budget_svg {
+            write_svg(path, &assay::repair::budget_svg(&budget.figure, &curves)?)?;
+        }
+        let weigh = args.budget_svg.is_some() || budget.runs.iter().any(|r| r.kind != "resample");
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&comparison)?);
+            let mut value = serde_json::to_value(&comparison)?;
+            if weigh {
+                value["budget"] = serde_json::to_value(&budget)?;
+            }
+            println!("{}", serde_json::to_string_pretty(&value)?);
         } else {
             print!("{}", comparison.render());
+            if weigh {
+                print!("\nat equal output tokens:\n{budget}");
+            }
             if args.spec.is_some() && !args.sequential {
                 println!("(the batches ran at once: CPU-s of overlapping phases include each other's work; --sequential for separate figures)");
             }
@@ -913,6 +1032,7 @@ fn sweep_config(
         out_dir: outputs.out.clone(),
         spec,
         work_item: None,
+        repair: None,
     };
     Ok((cfg, outputs))
 }

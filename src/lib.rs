@@ -35,6 +35,8 @@ pub mod policy;
 pub mod probe;
 pub mod progress;
 pub mod promote;
+pub mod repair;
+pub mod repair_round;
 pub mod replay;
 pub mod report;
 pub mod resume;

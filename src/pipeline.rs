@@ -30,6 +30,7 @@ use crate::package::{ModuleKey, Package};
 use crate::probe::stream::{StreamCandidate, Waves};
 use crate::probe::{self, ProbeMode, ProbeStats, Probed};
 use crate::progress::Progress;
+use crate::repair_round::{self, Next, RepairSettings, RoundPlan};
 use crate::resume::{self, ResumePlan};
 use crate::sandbox::Sandbox;
 use crate::score::{self, RunLimits, ScoreVerdict, Scored};
@@ -56,6 +57,18 @@ pub struct RunConfig {
     /// attached to it as soon as it begins, so a lane that takes the item
     /// over resumes it.
     pub work_item: Option<i64>,
+    /// Repair rounds after the first draw, or an output-token budget
+    /// (issue 28); `None`: one round, as ever.
+    pub repair: Option<Repairing>,
+}
+
+/// What a batch's repair rounds need: their settings, stored with the
+/// batch so a resume goes on with them, and the pools they draw from when
+/// not the batch's own (`--repair-pool`).
+#[derive(Debug, Clone)]
+pub struct Repairing {
+    pub settings: RepairSettings,
+    pub plan: Option<Plan>,
 }
 
 /// The probe's mode, its streaming waves and each build's time limit.
@@ -127,6 +140,11 @@ pub async fn run(
         .await?;
     if let Some(item) = cfg.work_item {
         store.attach_batch(item, batch).await?;
+    }
+    if let Some(repair) = &cfg.repair {
+        store
+            .set_repair_settings(batch, &repair.settings.to_json())
+            .await?;
     }
     tracing::info!(batch, task = %cfg.spec.name, n = cfg.n, "batch started");
     drive(
@@ -250,7 +268,7 @@ async fn drive(
         // A batch that has just finished is finished, whatever came in
         // at the same moment.
         biased;
-        done = run_batch(cfg, plan, store, progress, batch, &stored, prepared) => Ok(done),
+        done = run_rounds(cfg, plan, store, progress, batch, stored, prepared) => Ok(done),
         signal = interrupt.fired() => Err(signal),
     };
     match ended {
@@ -289,6 +307,148 @@ async fn batch_dir(cfg: &RunConfig, store: &Store, batch: BatchId) -> Result<Pat
         .with_context(|| format!("cannot create a batch folder in {}", cfg.out_dir.display()))
 }
 
+/// A round of a batch: its first draw, or a repair round.
+enum Round {
+    First,
+    Repair(RoundPlan),
+}
+
+impl Round {
+    fn number(&self) -> u32 {
+        match self {
+            Round::First => 0,
+            Round::Repair(p) => p.round,
+        }
+    }
+
+    /// One past the round's last reply.
+    fn end(&self, n: usize) -> usize {
+        match self {
+            Round::First => n,
+            Round::Repair(p) => p.end(),
+        }
+    }
+}
+
+/// Runs a batch's rounds: its first draw and, while its repair settings
+/// ask for more, each repair round on what the rounds before it stored
+/// (a loop around the one-round batch: the same stages on the replies the
+/// store lacks). A resume goes on in the round it stopped in, with the
+/// prompts that round stored. Then the batch is finished.
+async fn run_rounds(
+    cfg: &RunConfig,
+    plan: &Plan,
+    store: &Store,
+    progress: &Progress,
+    batch: BatchId,
+    mut stored: ResumePlan,
+    prepared: PhaseFigures,
+) -> Result<()> {
+    let settings = store
+        .repair_settings(batch)
+        .await?
+        .and_then(|json| RepairSettings::from_json(&json));
+    let Some(settings) = settings else {
+        run_batch(
+            cfg,
+            plan,
+            store,
+            progress,
+            batch,
+            &stored,
+            Some(prepared),
+            &Round::First,
+            None,
+        )
+        .await?;
+        return finish(store, batch).await;
+    };
+    let repair_plan = cfg
+        .repair
+        .as_ref()
+        .and_then(|r| r.plan.as_ref())
+        .unwrap_or(plan);
+    let rounds = store.repair_rounds(batch).await?;
+    let (mut current, mut done) = match rounds.last() {
+        None => {
+            store.begin_round(batch, 0, 0, cfg.n, &[]).await?;
+            (Some(Round::First), 0)
+        }
+        Some(r) if r.wall_s.is_none() => {
+            match repair_round::unfinished_round(store, batch).await? {
+                Some(p) => (Some(Round::Repair(p)), r.round),
+                None => (Some(Round::First), 0),
+            }
+        }
+        Some(r) => (None, r.round),
+    };
+    let mut prepared = Some(prepared);
+    loop {
+        if let Some(round) = current.take() {
+            let started = std::time::Instant::now();
+            let drawing_from = match round {
+                Round::First => plan,
+                Round::Repair(_) => repair_plan,
+            };
+            run_batch(
+                cfg,
+                drawing_from,
+                store,
+                progress,
+                batch,
+                &stored,
+                prepared.take(),
+                &round,
+                settings.max_tokens,
+            )
+            .await?;
+            done = round.number();
+            store
+                .end_round(batch, done, started.elapsed().as_secs_f64(), None)
+                .await?;
+            testpoint::reached("repair.round").await;
+            stored = ResumePlan::load(store, batch).await?;
+        }
+        match repair_round::next_round(store, &cfg.spec, batch, &settings, done).await? {
+            Next::Round(p) => {
+                if p.round == 1 && crate::repair::ShownCase::visible(&cfg.spec).is_empty() {
+                    progress.note(&format!(
+                        "note: task `{}` has no visible cases: repair rounds show the model compiler errors and crashes only",
+                        cfg.spec.name
+                    ));
+                }
+                progress.note(&format!(
+                    "repair round {}: {} replies for {} parents",
+                    p.round,
+                    p.n(),
+                    p.parents.len()
+                ));
+                current = Some(Round::Repair(p));
+            }
+            Next::Stop(why) => {
+                store.stop_rounds(batch, done, why.as_str()).await?;
+                break;
+            }
+        }
+    }
+    finish(store, batch).await
+}
+
+/// Marks the batch finished, its last phase.
+async fn finish(store: &Store, batch: BatchId) -> Result<()> {
+    testpoint::reached("persist").await;
+    let guard = PhaseGuard::start(Phase::Persist);
+    store
+        .finish_batch(batch, BatchStatus::Finished, None)
+        .await?;
+    record(store, batch, guard.finish()).await?;
+    Ok(())
+}
+
+/// One round of a batch: draws the replies `round` asks for that the
+/// store lacks, and extracts, dedups (against every earlier round),
+/// probes and scores what is new.
+#[allow(clippy::too_many_arguments)]
 async fn run_batch(
     cfg: &RunConfig,
     plan: &Plan,
@@ -296,7 +456,9 @@ async fn run_batch(
     progress: &Progress,
     batch: BatchId,
     stored: &ResumePlan,
-    prepared: PhaseFigures,
+    prepared: Option<PhaseFigures>,
+    round: &Round,
+    max_tokens: Option<u64>,
 ) -> Result<()> {
     let batch_dir = batch_dir(cfg, store, batch).await?;
     let errors_dir = batch_dir.join("errors");
@@ -321,7 +483,8 @@ async fn run_batch(
     // and Ctrl-C must still work.
     let guard = PhaseGuard::start(Phase::Prepare);
     let package = open_package(cfg).await?;
-    record(store, batch, prepared.then(guard.finish())).await?;
+    let figures = guard.finish();
+    record(store, batch, prepared.map_or(figures, |p| p.then(figures))).await?;
     // Asked while the draw runs; a toolchain that cannot say what it is
     // leaves the run's record empty, not the batch failed.
     let asking_toolchain = async {
@@ -340,7 +503,18 @@ async fn run_batch(
     ));
     let drawing = async {
         let guard = PhaseGuard::start(Phase::Draw);
-        let replies = draw(plan, cfg.n, store, progress, batch, stored, Some(tap)).await;
+        let replies = draw(
+            plan,
+            round.end(cfg.n),
+            store,
+            progress,
+            batch,
+            stored,
+            Some(tap),
+            round,
+            max_tokens,
+        )
+        .await;
         (replies, guard.finish(), PhaseGuard::start(Phase::Probe))
     };
     let streaming = stream_probe(&package, cfg.probe, candidates_rx, progress);
@@ -433,13 +607,6 @@ async fn run_batch(
     scoring
         .build_and_score(package, keys, ready, sandbox)
         .await?;
-    testpoint::reached("persist").await;
-
-    let guard = PhaseGuard::start(Phase::Persist);
-    store
-        .finish_batch(batch, BatchStatus::Finished, None)
-        .await?;
-    record(store, batch, guard.finish()).await?;
     Ok(())
 }
 
@@ -474,8 +641,12 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
-/// Draws `n` replies, storing each (with its attempts) as it arrives.
-/// Replies the resume plan has stored are not requested again.
+/// Draws `n` replies, storing each (with its attempts, and in a repair
+/// round its round and parent) as it arrives. Replies the resume plan has
+/// stored are not requested again. Once the replies stored have spent
+/// `max_tokens` output tokens, nothing more is asked: the requests still
+/// out are cancelled.
+#[allow(clippy::too_many_arguments)]
 async fn draw(
     plan: &Plan,
     n: usize,
@@ -484,8 +655,19 @@ async fn draw(
     batch: BatchId,
     stored: &ResumePlan,
     tap: Option<mpsc::UnboundedSender<Drawn>>,
+    round: &Round,
+    max_tokens: Option<u64>,
 ) -> Result<Vec<Drawn>> {
     let mut replies: Vec<Drawn> = stored.replies().filter(|d| d.idx < n).cloned().collect();
+    let mut spent: u64 = stored
+        .replies()
+        .filter_map(|d| d.reply.completion_tokens)
+        .sum();
+    let over = |spent: u64| max_tokens.is_some_and(|max| spent >= max);
+    if over(spent) {
+        replies.sort_by_key(|d| d.idx);
+        return Ok(replies);
+    }
     // Every pool draws indices in order from `skip`, so skipping the stored
     // prefix asks for nothing twice below it; a reply past a gap that is
     // already stored is passed by (a race may leave such gaps).
@@ -494,10 +676,18 @@ async fn draw(
     let mut drawing = {
         let plan = plan.clone();
         let progress = progress.clone();
+        let asks = match round {
+            Round::First => None,
+            Round::Repair(p) => Some((p.asks(), stored.replies().map(|d| d.idx).collect())),
+        };
         AbortOnDrop(tokio::spawn(async move {
-            plan.draw(n, skip, tx, &progress).await
+            match asks {
+                None => plan.draw(n, skip, tx, &progress).await,
+                Some((asks, done)) => plan.draw_asking(asks, &done, tx, &progress).await,
+            }
         }))
     };
+    let mut budget_spent = false;
     let mut arrived = Vec::new();
     while let Some(event) = rx.recv().await {
         // Store what has arrived together in one transaction: a reply is
@@ -527,7 +717,18 @@ async fn draw(
         // One transaction per reply: `draw.reply#K` holds the process with
         // exactly K replies stored, and a kill loses only unstored ones.
         for drawn in arrived.drain(..) {
-            store.record_draw(batch, &drawn).await?;
+            match round {
+                Round::First => store.record_draw(batch, &drawn).await?,
+                Round::Repair(p) => {
+                    let parent = p
+                        .parent_of(drawn.idx)
+                        .context("a repair reply outside its round")?;
+                    store
+                        .record_repair_draw(batch, &drawn, p.round, parent)
+                        .await?
+                }
+            }
+            spent += drawn.reply.completion_tokens.unwrap_or(0);
             if let Some(tap) = &tap {
                 // The streaming probe may have stopped on an error of its
                 // own, which the batch reports; the draw goes on regardless.
@@ -536,8 +737,19 @@ async fn draw(
             replies.push(drawn);
             testpoint::reached("draw.reply").await;
         }
+        if over(spent) {
+            progress.note(&format!(
+                "the output-token budget is spent ({spent} of {}): nothing more is drawn",
+                max_tokens.unwrap_or_default()
+            ));
+            budget_spent = true;
+            break;
+        }
     }
-    (&mut drawing.0).await.context("the draw task panicked")??;
+    // Dropping the draw task cancels the requests still out.
+    if !budget_spent {
+        (&mut drawing.0).await.context("the draw task panicked")??;
+    }
     replies.sort_by_key(|d| d.idx);
     Ok(replies)
 }

@@ -52,6 +52,10 @@ pub struct Summary {
     pub sandbox_warnings: Vec<String>,
     /// Promotions made from this batch (filled by the caller from the store).
     pub promotions: Vec<Promotion>,
+    /// Each round's figures, for a batch that ran repair rounds or a token
+    /// budget (filled by the caller from the store); empty otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<crate::repair::RoundFigures>,
     /// The batch's own probe run (not a replay's): mode, waves, builds,
     /// retries, toolchain. Filled by the caller from the store; `None`
     /// before the batch probed.
@@ -193,6 +197,7 @@ impl Summary {
                 .map(|w| w.lines().map(str::to_owned).collect())
                 .unwrap_or_default(),
             promotions: Vec::new(),
+            rounds: Vec::new(),
             probe_run: None,
             lane: batch.lane.clone(),
             lease_lapsed: batch.lease_lapsed,
@@ -277,6 +282,9 @@ impl Summary {
         }
         for w in &self.sandbox_warnings {
             let _ = writeln!(out, "sandbox warning: {w}");
+        }
+        if !self.rounds.is_empty() {
+            let _ = write!(out, "{}", crate::repair::RoundsTable(&self.rounds));
         }
         for p in &self.promotions {
             let _ = writeln!(

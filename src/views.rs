@@ -93,6 +93,52 @@ pub async fn comparison(
     Ok((Comparison { pools }, samples))
 }
 
+/// Stored batches weighed at equal output tokens (a repair run against a
+/// resampling run): each batch's best score so far against the output
+/// tokens its replies had spent, in reply order, with the table `compare`
+/// prints.
+pub async fn budget(
+    store: &Store,
+    batches: &[BatchId],
+) -> Result<(crate::repair::BudgetTable, Vec<crate::repair::RunCurve>)> {
+    let mut runs = Vec::with_capacity(batches.len());
+    for &batch in batches {
+        let candidates = store.candidates(batch).await?;
+        let by_idx: std::collections::HashMap<usize, &crate::store::CandidateRow> =
+            candidates.iter().map(|c| (c.idx, c)).collect();
+        // A duplicate scores as its representative did.
+        let figure = |idx: usize| -> Option<f64> {
+            let c = by_idx.get(&idx)?;
+            let scored = match c.dup_of {
+                Some(rep) => by_idx.get(&rep)?.score.as_ref(),
+                None => c.score.as_ref(),
+            }?;
+            (scored.total > 0).then(|| scored.passed as f64 / scored.total as f64)
+        };
+        let replies = store.draw_replies(batch).await?;
+        let curve = crate::repair::Curve::of_replies(
+            replies
+                .iter()
+                .map(|d| (d.reply.completion_tokens, figure(d.idx))),
+            None,
+        );
+        let rounds = store.repair_rounds(batch).await?;
+        let repair_rounds = rounds.iter().filter(|r| r.round > 0).count();
+        let kind = if repair_rounds > 0 {
+            let s = if repair_rounds == 1 { "" } else { "s" };
+            format!("repair, {repair_rounds} round{s}")
+        } else {
+            "resample".to_owned()
+        };
+        runs.push(crate::repair::RunCurve {
+            label: format!("batch {batch}"),
+            kind,
+            curve,
+        });
+    }
+    Ok((crate::repair::BudgetTable::new("best score", &runs), runs))
+}
+
 /// The batch summary, as every command shows it (`run`, `show`, `export`,
 /// their JSON): its rows, resumes, own probe run and promotions.
 pub async fn summary(store: &Store, batch: BatchId) -> Result<Summary> {
@@ -112,7 +158,33 @@ pub async fn summary(store: &Store, batch: BatchId) -> Result<Summary> {
         .iter()
         .map(crate::report::Promotion::new)
         .collect();
+    summary.rounds = round_figures(store, batch, &candidates).await?;
     Ok(summary)
+}
+
+/// Each repair round's figures (none for a batch of one round).
+async fn round_figures(
+    store: &Store,
+    batch: BatchId,
+    candidates: &[crate::store::CandidateRow],
+) -> Result<Vec<crate::repair::RoundFigures>> {
+    let rounds = store.repair_rounds(batch).await?;
+    if rounds.is_empty() {
+        return Ok(Vec::new());
+    }
+    let lineage = store.lineage(batch).await?;
+    let prompt_tokens = store
+        .draw_replies(batch)
+        .await?
+        .into_iter()
+        .map(|d| (d.idx, d.reply.prompt_tokens))
+        .collect();
+    Ok(crate::repair::RoundFigures::of_batch(
+        &rounds,
+        &lineage,
+        candidates,
+        &prompt_tokens,
+    ))
 }
 
 /// `show --json`: the summary, the draw figures and every candidate.

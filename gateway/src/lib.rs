@@ -115,6 +115,12 @@ pub struct Model {
     /// The fault applies to the first this many requests for the alias
     /// (`usize::MAX`: every request).
     pub fault_times: usize,
+    /// A scripted model: a request whose messages contain a rule's text is
+    /// answered with that rule's reply (the first rule that matches), any
+    /// other with the corpus. So a test can answer a repair prompt that
+    /// carries a given compiler error or failed case with fixed code, and
+    /// everything else with broken code.
+    pub rules: Vec<(String, Recorded)>,
     /// A server that thrashes past this many concurrent streams: while
     /// `active` streams of the alias are open, each token takes
     /// `(active / knee)^2` times `per_token` (never less than `per_token`),
@@ -132,8 +138,29 @@ impl Model {
             per_token: Duration::ZERO,
             fault: None,
             fault_times: usize::MAX,
+            rules: Vec::new(),
             knee: None,
         }
+    }
+
+    /// The reply to the `nth` request for the alias, whose messages read
+    /// `asked`, and the rule that chose it.
+    fn reply_for(&self, asked: &str, nth: usize) -> (&Recorded, Option<&str>) {
+        match self
+            .rules
+            .iter()
+            .find(|(text, _)| asked.contains(text.as_str()))
+        {
+            Some((text, reply)) => (reply, Some(text)),
+            None => (&self.replies[nth % self.replies.len().max(1)], None),
+        }
+    }
+
+    /// Answers a request whose messages contain `text` with `reply`
+    /// (see [`Model::rules`]).
+    pub fn answer_when(mut self, text: &str, reply: Recorded) -> Model {
+        self.rules.push((text.to_owned(), reply));
+        self
     }
 
     /// Slows every token down once more than `knee` streams are open (see
@@ -205,6 +232,8 @@ pub struct Served {
     pub fault: Option<Fault>,
     /// The answer text served (reasoning and `<think>` blocks excluded).
     pub content: String,
+    /// The rule's text that chose the reply, for a scripted model.
+    pub rule: Option<String>,
     /// When the first chunk was due, from the request's arrival: the
     /// injected latency.
     pub first_due: Duration,
@@ -421,6 +450,7 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
             text_chunks: 0,
             fault,
             content: String::new(),
+            rule: None,
             first_due: Duration::ZERO,
             last_due: Duration::ZERO,
         });
@@ -499,7 +529,7 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
                 .sum()
         })
         .unwrap_or(0);
-    let recorded = &model.replies[nth % model.replies.len().max(1)];
+    let (recorded, rule) = model.reply_for(&messages_text(&body), nth);
     let plan = Plan::new(model, recorded, fault.clone(), cap);
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(16);
     let stream = Stream {
@@ -515,6 +545,7 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
         prompt_tokens,
         arrived,
         fault,
+        rule: rule.map(str::to_owned),
     };
     tokio::spawn(stream.run(plan, tx, shared.clone()));
     let mut resp = Response::new(Body::from_stream(
@@ -610,6 +641,20 @@ struct Stream {
     prompt_tokens: usize,
     arrived: Instant,
     fault: Option<Fault>,
+    rule: Option<String>,
+}
+
+/// Every message's text of a chat request, one after the other.
+fn messages_text(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .map(|ms| {
+            ms.iter()
+                .filter_map(|m| m["content"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
 }
 
 impl Stream {
@@ -798,6 +843,7 @@ impl Stream {
                 Some(i) => content[i + "</think>".len()..].to_owned(),
                 None => content,
             },
+            rule: self.rule.clone(),
             first_due: self.latency,
             last_due: due - self.arrived,
         });
@@ -814,6 +860,32 @@ mod tests {
         assert_eq!(tokens("abcdefghij"), ["abcd", "efgh", "ij"]);
         assert_eq!(tokens(""), Vec::<&str>::new());
         assert_eq!(tokens("a\n\n b"), ["a", "\n\n ", "b"]);
+    }
+
+    #[test]
+    fn a_scripted_model_answers_by_its_rules_then_its_corpus() {
+        let reply = |c: &str| Recorded {
+            content: c.into(),
+            reasoning: None,
+        };
+        let model = Model::new(Dialect::Tabby, vec![reply("broken 0"), reply("broken 1")])
+            .answer_when("error[E0308]", reply("fixed"))
+            .answer_when("case `two`", reply("fixed two"));
+        let body = json!({"messages": [
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": "it failed:\n- case `two`\n"},
+        ]});
+        let asked = messages_text(&body);
+        assert_eq!(
+            model.reply_for(&asked, 0),
+            (&reply("fixed two"), Some("case `two`"))
+        );
+        assert_eq!(
+            model.reply_for("error[E0308]: and case `two`", 5).1,
+            Some("error[E0308]"),
+            "the first rule wins"
+        );
+        assert_eq!(model.reply_for("write f", 3), (&reply("broken 1"), None));
     }
 
     #[test]

@@ -158,7 +158,16 @@ impl HttpPool {
 
     /// The JSON body of request number `k` of a batch.
     pub fn body(&self, k: u64) -> Value {
-        let mut body = self.body.clone();
+        self.seeded(self.body.clone(), k)
+    }
+
+    /// The JSON body of request number `k` asking `prompt` as its one user
+    /// message instead of the pool's own (a repair round's prompt).
+    pub fn body_asking(&self, k: u64, prompt: &str) -> Value {
+        self.seeded(request_body(&self.cfg, &Prompt::Chat(prompt.to_owned())), k)
+    }
+
+    fn seeded(&self, mut body: Value, k: u64) -> Value {
         if let Some(seed) = self.cfg.sampling.as_ref().and_then(|s| s.seed) {
             body["seed"] = json!(seed.wrapping_add(k));
         }
@@ -169,7 +178,15 @@ impl HttpPool {
     /// and returns the reply with every attempt. Never fails: a failure is a
     /// reply whose outcome says what happened.
     pub async fn request(&self, k: u64) -> Reply {
-        let body = self.body(k);
+        self.send(self.body(k), k).await
+    }
+
+    /// Runs request number `k` asking `prompt` (see [`HttpPool::body_asking`]).
+    pub async fn request_asking(&self, k: u64, prompt: &str) -> Reply {
+        self.send(self.body_asking(k, prompt), k).await
+    }
+
+    async fn send(&self, body: Value, k: u64) -> Reply {
         let start = Instant::now();
         let mut attempts = Vec::new();
         let mut number = 1;

@@ -22,7 +22,7 @@ pub mod pools;
 mod replay;
 mod schedule;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -654,6 +654,68 @@ impl Plan {
         };
         tokio::join!(schedule, forward);
         Ok(())
+    }
+}
+
+impl Plan {
+    /// Draws a repair round: reply `idx` asks `asks[idx]`, the pools
+    /// sharing the round's replies as their weights say (a race shares
+    /// them evenly: a reply's index names its parent, so no pool may take
+    /// another's). Replies in `stored` are not asked again. A replay corpus
+    /// cannot answer a prompt it has never seen, and is refused.
+    pub async fn draw_asking(
+        &self,
+        asks: BTreeMap<usize, String>,
+        stored: &BTreeSet<usize>,
+        tx: mpsc::Sender<DrawEvent>,
+        progress: &Progress,
+    ) -> Result<(), DrawError> {
+        let http = self.every_http_pool().ok_or_else(|| DrawError::BadChoice {
+            what: "a repair round".into(),
+            message: "a replay corpus cannot answer a repair prompt: name HTTP pools".into(),
+        })?;
+        let weights = match &self.split {
+            Split::Fixed(w) => w.clone(),
+            Split::Race => vec![1; http.len()],
+        };
+        let mut order = asks.keys().copied();
+        let todo: Vec<Vec<usize>> = apportion(asks.len(), &weights)
+            .into_iter()
+            .map(|count| {
+                order
+                    .by_ref()
+                    .take(count)
+                    .filter(|i| !stored.contains(i))
+                    .collect()
+            })
+            .collect();
+        let (qtx, mut qrx) = mpsc::unbounded_channel();
+        let forward = async move {
+            while let Some(e) = qrx.recv().await {
+                if tx.send(e).await.is_err() {
+                    break;
+                }
+            }
+        };
+        let schedule = schedule::fixed_lists(&http, todo, Some(Arc::new(asks)), qtx, progress);
+        tokio::join!(schedule, forward);
+        Ok(())
+    }
+
+    /// The plan's pools when every one is an HTTP pool.
+    fn every_http_pool(&self) -> Option<Vec<Arc<HttpPool>>> {
+        self.pools
+            .iter()
+            .map(|p| match p {
+                Pool::Http(h) => Some(h.clone()),
+                Pool::Replay(_) => None,
+            })
+            .collect()
+    }
+
+    /// Whether the plan can draw a repair round (every pool is HTTP).
+    pub fn can_repair(&self) -> bool {
+        self.every_http_pool().is_some()
     }
 }
 

@@ -10,6 +10,7 @@
 //! stopped: one notice, and its remaining work is not sent (fixed: those
 //! replies are recorded as `pool_stopped`; race: the other pools take it).
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -78,13 +79,31 @@ pub(super) async fn fixed(
     tx: mpsc::UnboundedSender<DrawEvent>,
     progress: &Progress,
 ) {
+    let mut offset = 0;
+    let todo = counts
+        .iter()
+        .map(|&count| {
+            let range = offset..offset + count;
+            offset += count;
+            range.filter(|i| *i >= skip).collect()
+        })
+        .collect();
+    fixed_lists(pools, todo, None, tx, progress).await
+}
+
+/// Pool i serves the reply indices `todo[i]`, in order; with `asks`, reply
+/// `idx` asks `asks[idx]` instead of the pool's own prompt (a repair
+/// round, whose every reply has its parent's prompt).
+pub(super) async fn fixed_lists(
+    pools: &[Arc<HttpPool>],
+    todo: Vec<Vec<usize>>,
+    asks: Option<Arc<BTreeMap<usize, String>>>,
+    tx: mpsc::UnboundedSender<DrawEvent>,
+    progress: &Progress,
+) {
     let mut tasks = JoinSet::new();
     let mut bars = Vec::new();
-    let mut offset = 0;
-    for (pool, &count) in pools.iter().zip(counts) {
-        let range = offset..offset + count;
-        offset += count;
-        let todo: Vec<usize> = range.filter(|i| *i >= skip).collect();
+    for (pool, todo) in pools.iter().zip(todo) {
         if todo.is_empty() {
             continue;
         }
@@ -92,7 +111,7 @@ pub(super) async fn fixed(
         bars.push(bar.clone());
         let stop = Arc::new(Stop::default());
         let slots = Arc::new(Semaphore::new(pool.max_in_flight()));
-        let (pool, tx) = (pool.clone(), tx.clone());
+        let (pool, tx, asks) = (pool.clone(), tx.clone(), asks.clone());
         // One driver per pool hands out slots in index order, so requests
         // go out in order (and a stopped pool stops at the next index).
         tasks.spawn(async move {
@@ -100,6 +119,7 @@ pub(super) async fn fixed(
             for idx in todo {
                 let slot = slots.clone().acquire_owned().await.expect("never closed");
                 let (pool, bar, stop, tx) = (pool.clone(), bar.clone(), stop.clone(), tx.clone());
+                let asked = asks.as_ref().and_then(|a| a.get(&idx).cloned());
                 running.spawn(async move {
                     let _slot = slot;
                     let name = pool.name().to_owned();
@@ -108,7 +128,10 @@ pub(super) async fn fixed(
                         stop.stopped_reply(&name)
                     } else {
                         bar.started();
-                        let reply = pool.request(idx as u64).await;
+                        let reply = match &asked {
+                            Some(prompt) => pool.request_asking(idx as u64, prompt).await,
+                            None => pool.request(idx as u64).await,
+                        };
                         bar.ended(Some((reply.outcome.is_ok(), reply.completion_tokens)));
                         if reply.outcome.is_refusal() {
                             if let Some(notice) = stop.stop(&name, &reply) {

@@ -37,6 +37,36 @@ pub const MAX_WAVE_SIZE: usize = 100_000;
 /// The longest a candidate may be asked to wait for its wave.
 pub const MAX_WAVE_WAIT: Duration = Duration::from_secs(3600);
 
+/// The most repair rounds a batch may run (`[repair] rounds`, `--rounds`):
+/// past a few rounds the self-repair literature finds nothing left to
+/// gain, so a larger number is a typo.
+pub const MAX_ROUNDS: u64 = 50;
+
+/// The most parents of one kind a round may repair.
+pub const MAX_PARENTS: u64 = 10_000;
+
+/// The most compiler errors or failed cases one prompt may show.
+pub const MAX_FEEDBACK_ITEMS: u64 = 100;
+
+/// The most characters of compiler errors one prompt may carry.
+pub const MAX_ERROR_CHARS: u64 = 100_000;
+
+/// The most characters of one case's value one prompt may carry.
+pub const MAX_CASE_CHARS: u64 = 100_000;
+
+/// The largest output-token budget a run may be given (`--max-tokens`).
+pub const MAX_TOKEN_BUDGET: u64 = 1 << 50;
+
+/// A number of repair rounds is between 0 (none) and [`MAX_ROUNDS`].
+pub fn check_rounds(rounds: u64) -> Result<u32, String> {
+    in_range(rounds, 0, MAX_ROUNDS).map(|r| r as u32)
+}
+
+/// An output-token budget is between 1 and [`MAX_TOKEN_BUDGET`].
+pub fn check_token_budget(tokens: u64) -> Result<u64, String> {
+    in_range(tokens, 1, MAX_TOKEN_BUDGET)
+}
+
 /// A batch's number of candidates is between 1 and [`MAX_CANDIDATES`].
 pub fn check_candidates(n: usize) -> Result<usize, String> {
     in_range(n as u64, 1, MAX_CANDIDATES as u64).map(|_| n)

@@ -12,6 +12,7 @@ use super::bounds::{
     MAX_COMPILE_MEMORY_MB, MAX_MEMORY_MB, MAX_PROCESSES, MAX_WALL_MS, MAX_WAVE_WAIT,
     MIN_COMPILE_MEMORY_MB,
 };
+use super::repair::{CaseFacts, RawRepair};
 use super::{
     AdmitRule, Cases, Committed, CompileLimits, DedupBy, Draw, Harness, Isolation, Limits, Policy,
     PoolChoice, ProbeSpec, Rule, Spec, SpecError, WavePolicy,
@@ -36,6 +37,8 @@ pub(super) struct RawSpec {
     probe: RawProbe,
     #[serde(default)]
     policy: RawPolicy,
+    #[serde(default)]
+    repair: RawRepair,
 }
 
 /// `[policy]`: one key per rule, `"allow"` or `"forbid"` (the default).
@@ -196,6 +199,14 @@ impl Validator {
                 })?;
             guard.push(pos);
         }
+        let repair = self.repair(
+            &raw.repair,
+            &CaseFacts {
+                path: &cases_path,
+                names: &names,
+                guard: &guard,
+            },
+        )?;
         let committed_source = read(&committed_path)?;
         Ok(Spec {
             prompt: read(&prompt_path)?,
@@ -234,6 +245,7 @@ impl Validator {
             dedup_by,
             probe,
             policy,
+            repair,
             name: raw.name,
             entry: raw.entry,
             path: self.file,
@@ -317,7 +329,7 @@ impl Validator {
         ))
     }
 
-    fn file_at(&self, key: &'static str, rel: &Path) -> Result<PathBuf, SpecError> {
+    pub(super) fn file_at(&self, key: &'static str, rel: &Path) -> Result<PathBuf, SpecError> {
         let path = self.dir.join(rel);
         let problem = if rel.as_os_str().is_empty() {
             "is empty"
@@ -440,7 +452,12 @@ impl Validator {
     }
 
     /// An invalid value whose place in the file is known.
-    fn invalid_at(&self, key: &'static str, offset: usize, message: String) -> SpecError {
+    pub(super) fn invalid_at(
+        &self,
+        key: &'static str,
+        offset: usize,
+        message: String,
+    ) -> SpecError {
         SpecError::Invalid {
             file: self.file.clone(),
             line: Some(line_of(&self.text, offset)),

@@ -15,10 +15,13 @@
 //! - `settings.rs`: the settings a spec or a flag chooses (dedup, pools and
 //!   split, waves, compile limits, policy rules), with their stable
 //!   strings and defaults.
+//! - `repair.rs`: `[repair]`: rounds, parents, feedback and its caps, the
+//!   prompt template, and which cases a model may see.
 //! - `bounds.rs`: the ranges, shared by a spec's keys and the flags.
 
 mod bounds;
 mod load;
+mod repair;
 mod settings;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -28,11 +31,16 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use bounds::{
-    check_build_timeout, check_candidates, DEFAULT_PROCESSES, MAX_BUILD_TIMEOUT, MAX_CANDIDATES,
-    MAX_COMPILE_CPU_S, MAX_COMPILE_MEMORY_MB, MAX_MEMORY_MB, MAX_PROCESSES, MAX_WALL_MS,
-    MAX_WAVE_SIZE, MAX_WAVE_WAIT, MIN_COMPILE_MEMORY_MB,
+    check_build_timeout, check_candidates, check_rounds, check_token_budget, DEFAULT_PROCESSES,
+    MAX_BUILD_TIMEOUT, MAX_CANDIDATES, MAX_COMPILE_CPU_S, MAX_COMPILE_MEMORY_MB, MAX_MEMORY_MB,
+    MAX_PROCESSES, MAX_ROUNDS, MAX_TOKEN_BUDGET, MAX_WALL_MS, MAX_WAVE_SIZE, MAX_WAVE_WAIT,
+    MIN_COMPILE_MEMORY_MB,
 };
 pub(crate) use load::line_of;
+pub use repair::{
+    Feedback, FeedbackLimits, ParentChoice, Piece, Repair, Slot, StopWhen, Template, VisibleCases,
+    DEFAULT_TEMPLATE,
+};
 pub use settings::{
     CompileLimits, DedupBy, Policy, PoolChoice, Rule, SplitMode, WavePolicy,
     DEFAULT_COMPILE_CPU_SECS, DEFAULT_COMPILE_MEMORY_BYTES,
@@ -66,6 +74,8 @@ pub struct Spec {
     /// What candidates' sources may contain (`[policy]`; every rule
     /// enforced unless relaxed there).
     pub policy: Policy,
+    /// Repair rounds and the cases a model may see (`[repair]`).
+    pub repair: Repair,
 }
 
 /// What a task may set about its probe (`[probe]`, every key optional):

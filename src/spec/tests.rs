@@ -294,3 +294,208 @@ fn a_bad_case_line_is_named() {
     let err = Spec::load(dir.path()).unwrap_err().to_string();
     assert!(err.contains("cases.jsonl:2"), "{err}");
 }
+
+#[test]
+fn the_repair_table_defaults_to_no_rounds_and_no_visible_case() {
+    let spec = load(GOOD).unwrap();
+    assert_eq!(spec.repair, Repair::default());
+    assert_eq!(spec.repair.rounds, 0);
+    assert!(spec.repair.visible.is_empty());
+    assert_eq!(spec.repair.template.path, None);
+}
+
+#[test]
+fn the_repair_table_loads() {
+    let dir = task_dir();
+    std::fs::write(
+        dir.path().join("fix.md"),
+        "Task: {{prompt}}\n```rust\n{{code}}\n```\n{{errors}}{{cases}} {{ not a slot }}",
+    )
+    .unwrap();
+    let text = format!(
+        "{GOOD}
+[repair]
+rounds = 3
+candidates = 8
+best_failing = 2
+compile_failures = 0
+feedback = \"errors_only\"
+stop = \"beats_committed\"
+template = \"fix.md\"
+visible = [\"two\"]
+max_errors = 5
+max_error_chars = 900
+max_cases = 1
+max_case_chars = 50
+"
+    );
+    std::fs::write(dir.path().join("spec.toml"), text).unwrap();
+    let repair = Spec::load(dir.path()).unwrap().repair;
+    assert_eq!(repair.rounds, 3);
+    assert_eq!(repair.candidates, Some(8));
+    assert_eq!(
+        repair.parents,
+        ParentChoice {
+            best_failing: 2,
+            compile_failures: 0
+        }
+    );
+    assert_eq!(repair.feedback, Feedback::ErrorsOnly);
+    assert_eq!(repair.stop, StopWhen::BeatsCommitted);
+    assert_eq!(repair.visible.positions(), &[1]);
+    assert_eq!(
+        repair.limits,
+        FeedbackLimits {
+            errors: 5,
+            error_chars: 900,
+            cases: 1,
+            case_chars: 50
+        }
+    );
+    assert_eq!(repair.template.path, Some(dir.path().join("fix.md")));
+    let slots: Vec<Slot> = repair
+        .template
+        .pieces()
+        .iter()
+        .filter_map(|p| match p {
+            Piece::Slot(s) => Some(*s),
+            Piece::Text(_) => None,
+        })
+        .collect();
+    assert_eq!(
+        slots,
+        [Slot::Prompt, Slot::Code, Slot::Errors, Slot::Cases],
+        "`{{{{ not a slot }}}}` is text"
+    );
+    // A count is the first cases in file order.
+    let spec = load(&format!("{GOOD}\n[repair]\nvisible = 1\n")).unwrap();
+    assert_eq!(spec.repair.visible.positions(), &[0]);
+}
+
+/// Each bad `[repair]` and a fragment its one-line error must contain.
+#[test]
+fn bad_repair_tables_name_file_line_and_key() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "[repair]\nrounds = 51\n",
+            "spec.toml:19: `repair.rounds`: must be between 0 and 50",
+        ),
+        (
+            "[repair]\ncandidates = 0\n",
+            "spec.toml:19: `repair.candidates`: must be between 1 and 1000000",
+        ),
+        (
+            "[repair]\nbest_failing = 0\ncompile_failures = 0\n",
+            "spec.toml:19: `repair.best_failing`: `best_failing` and `compile_failures` are both 0",
+        ),
+        (
+            "[repair]\nmax_errors = 0\n",
+            "spec.toml:19: `repair.max_errors`: must be between 1 and 100",
+        ),
+        (
+            "[repair]\nmax_error_chars = 99\n",
+            "spec.toml:19: `repair.max_error_chars`: must be between 100 and 100000",
+        ),
+        (
+            "[repair]\nmax_case_chars = 100001\n",
+            "spec.toml:19: `repair.max_case_chars`",
+        ),
+        (
+            "[repair]\nstop = \"soon\"\n",
+            "spec.toml:19: `repair.stop`: `soon`: expected `all_pass`, `beats_committed` or `never`",
+        ),
+        (
+            "[repair]\nfeedback = \"tests\"\n",
+            "spec.toml:19: `repair.feedback`: `tests`",
+        ),
+        (
+            "[repair]\nvisible = 2\n",
+            "spec.toml:19: `repair.visible`: would show all 2 cases",
+        ),
+        (
+            "[repair]\nvisible = [\"three\"]\n",
+            "spec.toml:19: `repair.visible`: no case named `three`",
+        ),
+        (
+            "[repair]\nvisible = [\"one\", \"one\"]\n",
+            "`repair.visible`: case `one` is named twice",
+        ),
+        (
+            "[repair]\nvisible = \"one\"\n",
+            "spec.toml:19",
+        ),
+        (
+            "[repair]\ntemplate = \"none.md\"\n",
+            "`repair.template` names",
+        ),
+        ("[repair]\nround = 1\n", "spec.toml:19: unknown field `round`"),
+    ];
+    for (table, want) in cases {
+        let err = load(&format!("{GOOD}\n{table}")).unwrap_err().to_string();
+        assert!(err.contains(want), "{err:?} lacks {want:?}");
+        assert!(!err.contains('\n'), "{err:?} is not one line");
+    }
+}
+
+#[test]
+fn a_guard_case_cannot_be_visible() {
+    let text = GOOD.replace("min_score = 0.5", "min_score = 0.5\nguard = [\"one\"]")
+        + "\n[repair]\nvisible = [\"one\"]\n";
+    let err = load(&text).unwrap_err().to_string();
+    assert!(
+        err.contains("spec.toml:20: `repair.visible`: case `one` is an `admit.guard` case"),
+        "{err}"
+    );
+    let text = GOOD.replace("min_score = 0.5", "min_score = 0.5\nguard = [\"two\"]")
+        + "\n[repair]\nvisible = [\"one\"]\n";
+    assert_eq!(load(&text).unwrap().repair.visible.positions(), &[0]);
+}
+
+#[test]
+fn a_template_names_its_own_file_and_line() {
+    let dir = task_dir();
+    std::fs::write(
+        dir.path().join("fix.md"),
+        "{{code}}\n\n{{errors}} {{hidden}}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("spec.toml"),
+        format!("{GOOD}\n[repair]\ntemplate = \"fix.md\"\n"),
+    )
+    .unwrap();
+    let err = Spec::load(dir.path()).unwrap_err().to_string();
+    assert!(
+        err.contains("fix.md:3: `repair.template`: unknown placeholder `{{hidden}}`"),
+        "{err}"
+    );
+    std::fs::write(dir.path().join("fix.md"), "{{errors}}\n").unwrap();
+    let err = Spec::load(dir.path()).unwrap_err().to_string();
+    assert!(
+        err.contains("fix.md:1: `repair.template`: has no `{{code}}`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_default_template_has_every_slot() {
+    let pieces = Template::default();
+    for slot in Slot::ALL {
+        assert!(
+            pieces.pieces().contains(&Piece::Slot(slot)),
+            "{}",
+            slot.as_str()
+        );
+    }
+}
+
+#[test]
+fn repair_settings_round_trip_through_their_strings() {
+    for stop in [StopWhen::AllPass, StopWhen::BeatsCommitted, StopWhen::Never] {
+        assert_eq!(stop.as_str().parse::<StopWhen>(), Ok(stop));
+    }
+    for feedback in [Feedback::Full, Feedback::ErrorsOnly] {
+        assert_eq!(feedback.as_str().parse::<Feedback>(), Ok(feedback));
+    }
+    assert_eq!("errors-only".parse::<Feedback>(), Ok(Feedback::ErrorsOnly));
+}

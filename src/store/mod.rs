@@ -1,8 +1,8 @@
 //! Store: a SQLite file or a PostgreSQL database, through sqlx's `Any`
 //! driver (`backend`). The only module that runs SQL; one file per group
 //! of tables (`batches`, `draws`, `candidates`, `probe`, `scores`,
-//! `suites`, `phases`, `queue`), and here the one place that maps a
-//! statement's error.
+//! `suites`, `phases`, `queue`, `repair`), and here the one place that maps
+//! a statement's error.
 //!
 //! The schemas are in `migrations/sqlite` and `migrations/postgres`,
 //! embedded and applied on open. Every write
@@ -25,6 +25,7 @@ mod phases;
 mod pg_test;
 mod probe;
 mod queue;
+mod repair;
 mod scores;
 mod suites;
 
@@ -34,6 +35,7 @@ pub use batches::{BatchRow, BatchStatus, Claim, Kept, NewBatch, ResumeRow, Runni
 pub use candidates::CandidateRow;
 pub use probe::{ProbeRunRow, ProbeRunStats, ProbeVerdictRow};
 pub use queue::{Claimed, WorkItemRow, WorkKind, WorkState};
+pub use repair::{Lineage, PlannedParent, RoundRow};
 pub use scores::PromotionRow;
 pub use suites::{
     NewCompletion, NewProblem, NewSuite, SuiteCompletionRow, SuiteId, SuiteOrigin, SuiteOutcomeRow,
@@ -240,13 +242,13 @@ mod tests {
     use crate::score::ScoreVerdict;
     use crate::score::Scored;
 
-    async fn sqlite_store() -> (tempfile::TempDir, Store) {
+    pub(super) async fn sqlite_store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("t.db")).await.unwrap();
         (dir, store)
     }
 
-    async fn pg_store() -> (pg_test::PgSchema, Store) {
+    pub(super) async fn pg_store() -> (pg_test::PgSchema, Store) {
         let schema = pg_test::PgSchema::new();
         let store = Store::open(schema.url.parse::<Db>().unwrap())
             .await
@@ -275,6 +277,8 @@ mod tests {
             }
         )*};
     }
+    // For the store's other files' tests.
+    pub(super) use on_both_backends;
 
     on_both_backends!(
         a_batch_round_trips,

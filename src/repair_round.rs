@@ -1,0 +1,324 @@
+//! The next repair round of a batch, read from what the store holds of
+//! the rounds before it (issue 28): whether the rounds stop, and if not,
+//! its parents, their prompts and the replies it asks for. The pure parts
+//! (parents, feedback, prompts) are `repair`'s; this module reads the rows
+//! and writes the round's plan before any of its requests is sent, so a
+//! resume asks the same parents the same prompts.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use crate::repair::{self, Attempt, PromptContext, ShownCase};
+use crate::spec::{Feedback, Spec, StopWhen};
+use crate::store::{BatchId, PlannedParent, Store, StoreError};
+
+/// What a run asked of repair, stored with the batch (`batches.repair`) so
+/// that a resume goes on with the same.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepairSettings {
+    /// Repair rounds after the first draw.
+    pub rounds: u32,
+    /// Candidates drawn per repair round.
+    pub candidates: usize,
+    pub stop: String,
+    pub feedback: String,
+    /// The pools repair rounds draw from (`--repair-pool`); empty: the
+    /// batch's own.
+    #[serde(default)]
+    pub pools: Vec<String>,
+    /// Output tokens after which nothing more is drawn (`--max-tokens`).
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+}
+
+impl RepairSettings {
+    /// The spec's `[repair]` table with the flags' overrides.
+    pub fn new(spec: &Spec, rounds: Option<u32>, n: usize) -> RepairSettings {
+        RepairSettings {
+            rounds: rounds.unwrap_or(spec.repair.rounds),
+            candidates: spec.repair.candidates.unwrap_or(n),
+            stop: spec.repair.stop.as_str().to_owned(),
+            feedback: spec.repair.feedback.as_str().to_owned(),
+            pools: Vec::new(),
+            max_tokens: None,
+        }
+    }
+
+    fn stop_when(&self) -> StopWhen {
+        self.stop.parse().unwrap_or_default()
+    }
+
+    fn feedback_mode(&self) -> Feedback {
+        match self.feedback.as_str() {
+            "errors_only" => Feedback::ErrorsOnly,
+            _ => Feedback::Full,
+        }
+    }
+
+    /// Stored as JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("plain data serialises")
+    }
+
+    pub fn from_json(json: &str) -> Option<RepairSettings> {
+        serde_json::from_str(json).ok()
+    }
+}
+
+/// Why no round follows the last one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    /// A candidate passes every case.
+    AllPass,
+    /// A candidate passes more cases than the committed one.
+    BeatsCommitted,
+    /// Every round asked for has run.
+    RoundsDone,
+    /// No failing candidate is left to repair.
+    NoParents,
+    /// The output-token budget is spent.
+    Budget,
+}
+
+impl Stopped {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stopped::AllPass => "all_pass",
+            Stopped::BeatsCommitted => "beats_committed",
+            Stopped::RoundsDone => "rounds_done",
+            Stopped::NoParents => "no_parents",
+            Stopped::Budget => "budget",
+        }
+    }
+}
+
+/// A repair round as planned: its replies are `first_idx ..
+/// first_idx + n`, each parent's children a run of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoundPlan {
+    pub round: u32,
+    pub first_idx: usize,
+    pub parents: Vec<PlannedParent>,
+}
+
+impl RoundPlan {
+    /// Replies the round asks for.
+    pub fn n(&self) -> usize {
+        self.parents.iter().map(|p| p.children).sum()
+    }
+
+    /// One past the round's last reply.
+    pub fn end(&self) -> usize {
+        self.first_idx + self.n()
+    }
+
+    /// Each reply's prompt, by index.
+    pub fn asks(&self) -> BTreeMap<usize, String> {
+        self.parents
+            .iter()
+            .flat_map(|p| (p.first_idx..p.first_idx + p.children).map(|i| (i, p.prompt.clone())))
+            .collect()
+    }
+
+    /// The candidate reply `idx` repairs.
+    pub fn parent_of(&self, idx: usize) -> Option<usize> {
+        self.parents
+            .iter()
+            .find(|p| (p.first_idx..p.first_idx + p.children).contains(&idx))
+            .map(|p| p.parent)
+    }
+}
+
+/// What comes after the rounds stored so far.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    Round(RoundPlan),
+    Stop(Stopped),
+}
+
+/// Decides what follows round `done` of `batch` (every one of its replies
+/// stored, probed and scored), and when it is a round, stores its plan
+/// (the round's row and its parents' prompts) before returning it.
+pub async fn next_round(
+    store: &Store,
+    spec: &Spec,
+    batch: BatchId,
+    settings: &RepairSettings,
+    done: u32,
+) -> Result<Next, StoreError> {
+    let candidates = store.candidates(batch).await?;
+    let lineage = store.lineage(batch).await?;
+    let diagnostics = diagnostics(store, batch).await?;
+    let outputs = store.case_outputs(batch).await?;
+    let attempts = repair::attempts(&candidates, &lineage, &diagnostics, &outputs);
+    if let Some(stopped) = stop_rule(store, batch, settings.stop_when(), &attempts).await? {
+        return Ok(Next::Stop(stopped));
+    }
+    if let Some(max) = settings.max_tokens {
+        let spent: u64 = store
+            .draw_replies(batch)
+            .await?
+            .iter()
+            .filter_map(|d| d.reply.completion_tokens)
+            .sum();
+        if spent >= max {
+            return Ok(Next::Stop(Stopped::Budget));
+        }
+    }
+    if done >= settings.rounds {
+        return Ok(Next::Stop(Stopped::RoundsDone));
+    }
+    let rounds = store.repair_rounds(batch).await?;
+    let repaired: BTreeSet<usize> = rounds
+        .iter()
+        .flat_map(|r| r.parents.iter().map(|p| p.parent))
+        .collect();
+    let chosen = repair::choose_parents(&attempts, &repaired, spec.repair.parents);
+    let spread = repair::spread(&chosen, settings.candidates);
+    if spread.is_empty() {
+        return Ok(Next::Stop(Stopped::NoParents));
+    }
+    let shown = ShownCase::visible(spec);
+    let ctx = PromptContext::of_spec(spec, &shown, settings.feedback_mode());
+    let by_idx: HashMap<usize, &Attempt> = attempts.iter().map(|a| (a.idx, a)).collect();
+    let first_idx = lineage
+        .iter()
+        .map(|l| l.idx + 1)
+        .max()
+        .unwrap_or(0)
+        .max(rounds.iter().map(|r| r.first_idx + r.n).max().unwrap_or(0));
+    let mut next = first_idx;
+    let parents: Vec<PlannedParent> = spread
+        .iter()
+        .map(|p| {
+            let planned = PlannedParent {
+                parent: p.idx,
+                first_idx: next,
+                children: p.children,
+                prompt: repair::repair_prompt(&ctx, by_idx[&p.idx]),
+            };
+            next += p.children;
+            planned
+        })
+        .collect();
+    let plan = RoundPlan {
+        round: done + 1,
+        first_idx,
+        parents,
+    };
+    store
+        .begin_round(batch, plan.round, plan.first_idx, plan.n(), &plan.parents)
+        .await?;
+    Ok(Next::Round(plan))
+}
+
+/// The round a resume goes on with: the last one begun, if it did not
+/// end, as it was planned (the same prompts).
+pub async fn unfinished_round(
+    store: &Store,
+    batch: BatchId,
+) -> Result<Option<RoundPlan>, StoreError> {
+    let rounds = store.repair_rounds(batch).await?;
+    Ok(rounds
+        .last()
+        .filter(|r| r.round > 0 && r.wall_s.is_none())
+        .map(|r| RoundPlan {
+            round: r.round,
+            first_idx: r.first_idx,
+            parents: r.parents.clone(),
+        }))
+}
+
+/// Whether the stop rule holds on what the rounds so far came to.
+async fn stop_rule(
+    store: &Store,
+    batch: BatchId,
+    when: StopWhen,
+    attempts: &[Attempt],
+) -> Result<Option<Stopped>, StoreError> {
+    Ok(match when {
+        StopWhen::Never => None,
+        StopWhen::AllPass => attempts
+            .iter()
+            .any(Attempt::passes_all)
+            .then_some(Stopped::AllPass),
+        StopWhen::BeatsCommitted => {
+            let committed = store.batch(batch).await?.committed.map(|s| s.passed);
+            let best = attempts.iter().filter_map(Attempt::passed).max();
+            match (best, committed) {
+                (Some(best), Some(committed)) if best > committed => Some(Stopped::BeatsCommitted),
+                (Some(_), None) if attempts.iter().any(Attempt::passes_all) => {
+                    Some(Stopped::AllPass)
+                }
+                _ => None,
+            }
+        }
+    })
+}
+
+/// What rustc said of each candidate that did not build, from the batch's
+/// own probe run.
+async fn diagnostics(store: &Store, batch: BatchId) -> Result<HashMap<usize, String>, StoreError> {
+    let Some(run) = store.first_probe_run(batch).await? else {
+        return Ok(HashMap::new());
+    };
+    Ok(store
+        .probe_verdicts(batch, run)
+        .await?
+        .into_iter()
+        .filter(|v| !v.diagnostics.is_empty())
+        .map(|v| (v.idx, v.diagnostics))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plan_gives_each_reply_its_parent_s_prompt() {
+        let plan = RoundPlan {
+            round: 1,
+            first_idx: 4,
+            parents: vec![
+                PlannedParent {
+                    parent: 2,
+                    first_idx: 4,
+                    children: 2,
+                    prompt: "fix 2".into(),
+                },
+                PlannedParent {
+                    parent: 0,
+                    first_idx: 6,
+                    children: 1,
+                    prompt: "fix 0".into(),
+                },
+            ],
+        };
+        assert_eq!((plan.n(), plan.end()), (3, 7));
+        let asks = plan.asks();
+        let asks: Vec<(usize, &str)> = asks.iter().map(|(i, p)| (*i, p.as_str())).collect();
+        assert_eq!(asks, [(4, "fix 2"), (5, "fix 2"), (6, "fix 0")]);
+        assert_eq!(
+            [3, 4, 5, 6, 7].map(|i| plan.parent_of(i)),
+            [None, Some(2), Some(2), Some(0), None]
+        );
+    }
+
+    #[test]
+    fn settings_round_trip_through_json() {
+        let settings = RepairSettings {
+            rounds: 2,
+            candidates: 8,
+            stop: "all_pass".into(),
+            feedback: "full".into(),
+            pools: vec!["fixer".into()],
+            max_tokens: Some(4000),
+        };
+        assert_eq!(
+            RepairSettings::from_json(&settings.to_json()),
+            Some(settings)
+        );
+    }
+}

@@ -1,0 +1,460 @@
+//! Repair rounds (issue 28) end to end: the real binary against the test
+//! gateway's scripted model, which answers a repair prompt carrying a given
+//! compiler error or failed case with fixed code and anything else with
+//! broken code, and records every request body.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use assay_gateway::{Config, Dialect, Gateway, Model, Recorded};
+use serde_json::Value;
+
+use common::{repo, Scratch};
+
+const PRESET: &str = "sampling = { temperature = 0.6, top_p = 0.95, top_k = 20, seed = 1 }";
+
+/// The tiny task's first draw: one reply that does not compile, one that
+/// compiles and fails cases (`x + 1` passes only `1 -> 2`).
+const BROKEN_COMPILE: &str = "```rust\npub fn double(x: u64) -> u64 { x + \"a\" }\n```";
+const BROKEN_CASES: &str = "```rust\npub fn double(x: u64) -> u64 { x + 1 }\n```";
+/// Their repairs, each only when the prompt carries its parent's failure.
+const FIXED_COMPILE: &str = "```rust\npub fn double(x: u64) -> u64 { x * 2 }\n```";
+const FIXED_CASES: &str = "```rust\npub fn double(x: u64) -> u64 { x << 1 }\n```";
+/// What rustc says of `x + "a"`, and what the prompt shows of the failed
+/// visible case `0 -> 0`.
+const COMPILE_ERROR: &str = "cannot add `&str` to `u64`";
+const FAILED_CASE: &str = "expected: 0";
+
+fn reply(content: &str) -> Recorded {
+    Recorded {
+        content: content.into(),
+        reasoning: None,
+    }
+}
+
+/// The scripted model: broken code in turn, fixed code for a prompt that
+/// carries the failure.
+fn scripted() -> Model {
+    Model::new(
+        Dialect::LlamaCpp,
+        vec![reply(BROKEN_COMPILE), reply(BROKEN_CASES)],
+    )
+    .answer_when(COMPILE_ERROR, reply(FIXED_COMPILE))
+    .answer_when(FAILED_CASE, reply(FIXED_CASES))
+}
+
+fn pools_file(s: &Scratch, gw: &Gateway, alias: &str) -> PathBuf {
+    s.write(
+        "pools.toml",
+        &format!(
+            "[pools.fixer]\nbase_url = \"{}\"\nmodel = \"{alias}\"\nmax_in_flight = 1\n{PRESET}\n",
+            gw.base_url()
+        ),
+    )
+}
+
+/// The tiny task with its first three cases visible.
+fn tiny_with_visible(s: &Scratch) -> PathBuf {
+    let task = s.tiny_copy();
+    let spec = task.join("spec.toml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, format!("{text}\n[repair]\nvisible = 3\n")).unwrap();
+    task
+}
+
+fn run(s: &Scratch, args: &[&str]) -> Output {
+    s.command(args).output().expect("assay starts")
+}
+
+fn run_json(s: &Scratch, args: &[&str]) -> Value {
+    let out = run(s, args);
+    assert!(
+        out.status.success(),
+        "assay {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Each stored reply: index, round, parent, content, cases passed (`None`:
+/// not scored), in index order.
+type ReplyRow = (i64, i64, Option<i64>, Option<String>, Option<i64>);
+
+fn replies(s: &Scratch, batch: i64) -> Vec<ReplyRow> {
+    s.sql(async |pool| {
+        sqlx::query_as(
+            "SELECT r.idx, r.round, r.parent, r.content, sc.passed FROM replies r
+             LEFT JOIN scores sc ON sc.batch_id = r.batch_id AND sc.idx = r.idx
+             WHERE r.batch_id = ? ORDER BY r.idx",
+        )
+        .bind(batch)
+        .fetch_all(pool)
+        .await
+        .unwrap()
+    })
+}
+
+/// Each round: number, replies, why the rounds stopped there.
+fn rounds(s: &Scratch, batch: i64) -> Vec<(i64, i64, Option<String>)> {
+    s.sql(async |pool| {
+        sqlx::query_as(
+            "SELECT round, n, stopped FROM repair_rounds WHERE batch_id = ? ORDER BY round",
+        )
+        .bind(batch)
+        .fetch_all(pool)
+        .await
+        .unwrap()
+    })
+}
+
+/// The user messages the gateway received, in order.
+fn asked(gw: &Gateway) -> Vec<String> {
+    gw.received()
+        .iter()
+        .flat_map(|r| {
+            r.body["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|m| m["content"].as_str().map(str::to_owned))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn content(code: &str) -> Option<String> {
+    Some(code.to_owned())
+}
+
+/// Round 0 has no passing candidate; round 1 repairs both failures from
+/// their feedback (the scripted model answers the compiler error and the
+/// failed visible case with fixed code), each reply names the parent it
+/// repairs, and the batch stops at the first pass although two rounds were
+/// asked for.
+#[test]
+fn a_repair_round_fixes_what_round_0_broke_and_stops_at_the_first_pass() {
+    let gw = Gateway::start_on_thread(Config::new().model("fixer", scripted())).unwrap();
+    let s = Scratch::new();
+    let task = tiny_with_visible(&s);
+    let pools = pools_file(&s, &gw, "fixer");
+    let summary = run_json(
+        &s,
+        &[
+            "run",
+            &task.display().to_string(),
+            "--json",
+            "-n",
+            "2",
+            "--pools",
+            &pools.display().to_string(),
+            "--pool",
+            "fixer",
+            "--rounds",
+            "2",
+        ],
+    );
+    assert_eq!(summary["status"], "finished", "{summary}");
+    let batch = summary["batch_id"].as_i64().unwrap();
+    assert_eq!(
+        replies(&s, batch),
+        [
+            (0, 0, None, content(BROKEN_COMPILE), None),
+            (1, 0, None, content(BROKEN_CASES), Some(1)),
+            // The best failing first, then the compile failure.
+            (2, 1, Some(1), content(FIXED_CASES), Some(10)),
+            (3, 1, Some(0), content(FIXED_COMPILE), Some(10)),
+        ]
+    );
+    assert_eq!(
+        rounds(&s, batch),
+        [(0, 2, None), (1, 2, Some("all_pass".to_owned()))]
+    );
+    let served: Vec<Option<String>> = gw.served().iter().map(|g| g.rule.clone()).collect();
+    assert_eq!(
+        served,
+        [
+            None,
+            None,
+            Some(FAILED_CASE.to_owned()),
+            Some(COMPILE_ERROR.to_owned())
+        ]
+    );
+    // Hidden cases (inputs 3 to 9) never reach the model; the visible
+    // ones the parent failed do.
+    let prompts = asked(&gw);
+    assert!(prompts[2].contains("input: 0") && prompts[2].contains("input: 2"));
+    for prompt in &prompts {
+        for hidden in 3..10 {
+            assert!(
+                !prompt.contains(&format!("input: {hidden}")),
+                "case {hidden} is hidden: {prompt}"
+            );
+        }
+    }
+    // `show` gives each round's figures.
+    let shown = s.assay_ok(&["show", &batch.to_string()]);
+    eprintln!("{}\n{shown}\n{}", prompts[3], prompts[2]);
+    assert!(shown.contains("rounds stopped: all_pass"), "{shown}");
+    // Resampling as many replies draws broken code only: at equal output
+    // tokens the repair run is ahead.
+    let resample = run_json(
+        &s,
+        &[
+            "run",
+            &task.display().to_string(),
+            "--json",
+            "-n",
+            "4",
+            "--pools",
+            &pools.display().to_string(),
+            "--pool",
+            "fixer",
+        ],
+    );
+    let other = resample["batch_id"].as_i64().unwrap().to_string();
+    let compared = s.json(&["compare", &batch.to_string(), &other, "--json"]);
+    let runs = &compared["budget"]["runs"];
+    assert_eq!(runs[0]["kind"], "repair, 1 round");
+    assert_eq!(runs[1]["kind"], "resample");
+    assert_eq!(
+        (runs[0]["best"].as_f64(), runs[1]["best"].as_f64()),
+        (Some(1.0), Some(0.1))
+    );
+    eprintln!("{}", s.assay_ok(&["compare", &batch.to_string(), &other]));
+}
+
+/// A batch killed in the middle of its repair round resumes in that round,
+/// asks only for the replies it lacks, and ends as an uninterrupted one.
+#[test]
+fn a_batch_killed_mid_round_resumes_in_that_round_and_ends_the_same() {
+    let reference = {
+        let gw = Gateway::start_on_thread(Config::new().model("fixer", scripted())).unwrap();
+        let s = Scratch::new();
+        let task = tiny_with_visible(&s);
+        let pools = pools_file(&s, &gw, "fixer");
+        let summary = run_json(
+            &s,
+            &[
+                "run",
+                &task.display().to_string(),
+                "--json",
+                "-n",
+                "2",
+                "--pools",
+                &pools.display().to_string(),
+                "--pool",
+                "fixer",
+                "--rounds",
+                "2",
+            ],
+        );
+        let batch = summary["batch_id"].as_i64().unwrap();
+        (replies(&s, batch), rounds(&s, batch))
+    };
+    let gw = Gateway::start_on_thread(Config::new().model("fixer", scripted())).unwrap();
+    let s = Scratch::new();
+    let task = tiny_with_visible(&s);
+    let pools = pools_file(&s, &gw, "fixer");
+    let (task, pools) = (task.display().to_string(), pools.display().to_string());
+    // The third reply stored is round 1's first.
+    s.start_at(
+        "pause@draw.reply#3",
+        &[
+            "run", &task, "-n", "2", "--pools", &pools, "--pool", "fixer", "--rounds", "2",
+        ],
+    )
+    .kill9();
+    let stored = replies(&s, 1);
+    assert_eq!(stored.len(), 3, "{stored:?}");
+    assert_eq!(rounds(&s, 1).len(), 2);
+    let summary = run_json(
+        &s,
+        &[
+            "run", "--resume", "1", "--json", "--pools", &pools, "--pool", "fixer",
+        ],
+    );
+    assert_eq!(summary["status"], "finished", "{summary}");
+    assert_eq!((replies(&s, 1), rounds(&s, 1)), reference);
+    // Nothing stored was asked again: the first draw's two replies and
+    // round 1's first (its parent's failed case) were asked once each.
+    // Round 1's second may have been in flight at the kill, and is asked
+    // again.
+    let asked = asked(&gw);
+    let first_draw = asked
+        .iter()
+        .filter(|p| !p.contains(FAILED_CASE) && !p.contains(COMPILE_ERROR))
+        .count();
+    let stored_repair = asked.iter().filter(|p| p.contains(FAILED_CASE)).count();
+    assert_eq!((first_draw, stored_repair), (2, 1), "{asked:#?}");
+}
+
+/// The bundled tasks' hidden cases never leave: a round of repairs of a
+/// broken and a failing candidate, where every request the gateway
+/// received is searched for each hidden case's input and expected output.
+#[test]
+fn hidden_cases_of_the_bundled_tasks_never_reach_a_model() {
+    for task in ["absolute", "shellwords"] {
+        hidden_cases_stay_hidden(&repo().join("specs").join(task));
+    }
+}
+
+fn hidden_cases_stay_hidden(task: &Path) {
+    let spec = assay::spec::Spec::load(task).unwrap();
+    let visible = &spec.repair.visible;
+    assert!(!visible.is_empty(), "{}: no visible split", task.display());
+    let committed = &spec.committed.source;
+    // A copy that does not compile, and one that panics on every case.
+    let broken = format!("{committed}\nfn broken() -> u32 {{ \"no\" }}\n");
+    let at = committed
+        .find(&format!("fn {}", spec.entry))
+        .expect("the committed file has the entry");
+    let body = at + committed[at..].find('{').unwrap() + 1;
+    let panics = format!(
+        "{}\n    panic!(\"wrong\");\n{}",
+        &committed[..body],
+        &committed[body..]
+    );
+    let fence = |code: &str| format!("```rust\n{code}\n```");
+    let gw = Gateway::start_on_thread(Config::new().model(
+        "fixer",
+        Model::new(
+            Dialect::LlamaCpp,
+            vec![reply(&fence(&broken)), reply(&fence(&panics))],
+        ),
+    ))
+    .unwrap();
+    let s = Scratch::new();
+    let pools = pools_file(&s, &gw, "fixer");
+    let summary = run_json(
+        &s,
+        &[
+            "run",
+            &task.display().to_string(),
+            "--json",
+            "-n",
+            "2",
+            "--pools",
+            &pools.display().to_string(),
+            "--pool",
+            "fixer",
+            "--rounds",
+            "1",
+        ],
+    );
+    let batch = summary["batch_id"].as_i64().unwrap();
+    assert_eq!(
+        rounds(&s, batch),
+        [(0, 2, None), (1, 2, Some("rounds_done".to_owned()))],
+        "{}",
+        task.display()
+    );
+    let prompts = asked(&gw);
+    assert_eq!(prompts.len(), 4);
+    let cases: Vec<(usize, Value)> = spec
+        .cases
+        .text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .enumerate()
+        .collect();
+    let shown = |v: &Value| v.to_string();
+    // Text the model may see anyway: the task's prompt and the visible
+    // cases (a hidden case may share a value with one of them).
+    let seen_anyway = |text: &str| {
+        spec.prompt.contains(text)
+            || cases.iter().any(|(pos, c)| {
+                visible.contains(*pos)
+                    && (shown(&c["input"]).contains(text) || shown(&c["expected"]).contains(text))
+            })
+    };
+    let mut checked = 0;
+    for (pos, case) in &cases {
+        if visible.contains(*pos) {
+            continue;
+        }
+        for field in ["input", "expected"] {
+            let text = shown(&case[field]);
+            if text.len() < 4 || seen_anyway(&text) {
+                continue;
+            }
+            checked += 1;
+            for prompt in &prompts {
+                assert!(
+                    !prompt.contains(&text),
+                    "{}: hidden case {pos}'s {field} {text} was sent",
+                    task.display()
+                );
+            }
+        }
+    }
+    assert!(checked > 20, "{}: only {checked} checked", task.display());
+    // The repair prompts do carry visible cases: the search above could
+    // have found a leak.
+    let first_visible = cases
+        .iter()
+        .find(|(pos, _)| visible.contains(*pos))
+        .map(|(_, c)| shown(&c["input"]))
+        .unwrap();
+    assert!(
+        prompts[2..].iter().any(|p| p.contains(&first_visible)),
+        "{}: no repair prompt shows the first visible case {first_visible}",
+        task.display()
+    );
+}
+
+/// `--max-tokens` stops the draw once the stored replies have spent the
+/// budget: with every reply costing `c` tokens and a budget of `2c + 1`,
+/// the third reply spends it and nothing more is stored.
+#[test]
+fn the_token_budget_stops_the_draw_once_spent() {
+    let model = Model::new(Dialect::LlamaCpp, vec![reply(BROKEN_CASES)]);
+    let gw = Gateway::start_on_thread(Config::new().model("fixer", model)).unwrap();
+    let s = Scratch::new();
+    let task = tiny_with_visible(&s);
+    let pools = pools_file(&s, &gw, "fixer");
+    let (task, pools) = (task.display().to_string(), pools.display().to_string());
+    let base = ["run", &task, "--json", "--pools", &pools, "--pool", "fixer"];
+    let one = run_json(&s, &[&base[..], &["-n", "1"]].concat());
+    let first = s.draw_replies(one["batch_id"].as_i64().unwrap());
+    let c = first[0].reply.completion_tokens.unwrap();
+    let budget = (2 * c + 1).to_string();
+    let summary = run_json(
+        &s,
+        &[&base[..], &["-n", "6", "--max-tokens", &budget]].concat(),
+    );
+    assert_eq!(summary["status"], "finished", "{summary}");
+    let batch = summary["batch_id"].as_i64().unwrap();
+    let stored = s.draw_replies(batch);
+    assert_eq!(stored.len(), 3, "{stored:?}");
+    assert_eq!(rounds(&s, batch), [(0, 6, Some("budget".to_owned()))]);
+    assert_eq!(summary["rounds"][0]["output_tokens"], 3 * c);
+}
+
+/// Repair flags the run cannot honour are refused before anything is
+/// written: a replay corpus cannot answer a repair prompt, a queued item
+/// does not carry repair settings, and the bounds are checked.
+#[test]
+fn repair_flags_that_cannot_be_honoured_are_refused() {
+    let s = Scratch::new();
+    let task = tiny_with_visible(&s);
+    let task = task.display().to_string();
+    for (args, want) in [
+        (
+            vec!["run", &task, "--rounds", "1"],
+            "a replay corpus cannot answer a repair prompt",
+        ),
+        (vec!["run", &task, "--rounds", "1", "--queue"], "--queue"),
+        (vec!["run", &task, "--rounds", "51"], "--rounds"),
+        (vec!["run", &task, "--max-tokens", "0"], "--max-tokens"),
+    ] {
+        let out = run(&s, &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
+    assert!(!s.db().exists(), "nothing is written");
+}

@@ -2,9 +2,9 @@
 //!
 //! Taken from this machine's clock and written as text, so both store
 //! backends hold the same thing and order it the same way (the text sorts
-//! as the time does).
+//! as the time does). The calendar is humantime's RFC 3339.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Now, to the millisecond, as the store writes it.
 pub fn utc_now() -> String {
@@ -13,9 +13,7 @@ pub fn utc_now() -> String {
 
 /// Now, to the second (`YYYY-MM-DDTHH:MM:SSZ`), for what people read.
 pub fn utc_now_secs() -> String {
-    let ms = epoch_ms();
-    let (date, time) = civil(ms / 1000);
-    format!("{date}T{time}Z")
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
 }
 
 fn epoch_ms() -> u64 {
@@ -26,56 +24,15 @@ fn epoch_ms() -> u64 {
 
 /// Formats milliseconds since the epoch.
 pub fn format_utc_ms(ms: u64) -> String {
-    let (date, time) = civil(ms / 1000);
-    format!("{date}T{time}.{:03}Z", ms % 1000)
+    let at = UNIX_EPOCH + Duration::from_millis(ms);
+    humantime::format_rfc3339_millis(at).to_string()
 }
 
 /// Seconds since the epoch of a stored timestamp (with or without
 /// milliseconds); `None` if it is not one.
 pub fn parse_utc(s: &str) -> Option<f64> {
-    let s = s.strip_suffix('Z')?;
-    let (date, time) = s.split_once('T')?;
-    let mut d = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
-    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
-    let mut t = time.splitn(3, ':');
-    let h: i64 = t.next()?.parse().ok()?;
-    let min: i64 = t.next()?.parse().ok()?;
-    let sec: f64 = t.next()?.parse().ok()?;
-    if !(1..=12).contains(&m) || !(1..=31).contains(&day) {
-        return None;
-    }
-    let days = days_from_civil(y, m, day);
-    Some((days * 86_400 + h * 3600 + min * 60) as f64 + sec)
-}
-
-/// (`YYYY-MM-DD`, `HH:MM:SS`) of seconds since the epoch
-/// (civil-from-days, proleptic Gregorian).
-fn civil(secs: u64) -> (String, String) {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (
-        format!("{year:04}-{month:02}-{day:02}"),
-        format!("{:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60),
-    )
-}
-
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    let at = humantime::parse_rfc3339(s).ok()?;
+    Some(at.duration_since(UNIX_EPOCH).ok()?.as_secs_f64())
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ use anyhow::{Context, Result};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 use tokio::task::JoinSet;
 
+use crate::backoff::Policy;
 use crate::exit::ExitClass;
 use crate::owner::Owner;
 use crate::store::{BatchId, BatchStatus, Claimed, Db, Store, WorkItemRow};
@@ -68,7 +69,7 @@ pub async fn run(cfg: &LaneConfig, store: &Store) -> Result<LaneSummary> {
     let owner = Owner::current();
     let mut running = JoinSet::new();
     let mut summary = LaneSummary::default();
-    let mut backoff = Backoff::default();
+    let mut backoff = STORE_AWAY.start();
     loop {
         // Whether the store answered that nothing is left to claim.
         let mut empty = false;
@@ -82,7 +83,7 @@ pub async fn run(cfg: &LaneConfig, store: &Store) -> Result<LaneSummary> {
                 }
                 // The store away: wait and ask again; a lane outlives it.
                 Err(e) => {
-                    let wait = backoff.next();
+                    let wait = backoff.next_wait();
                     tracing::warn!("cannot claim work (again in {wait:?}): {e}");
                     tokio::time::sleep(wait).await;
                     break;
@@ -252,7 +253,7 @@ async fn end(
     claimed: &Claimed,
     outcome: RunOutcome,
 ) -> Result<Ending> {
-    let mut backoff = Backoff::default();
+    let mut backoff = STORE_AWAY.start();
     let started = tokio::time::Instant::now();
     loop {
         let ended = match &outcome {
@@ -267,7 +268,7 @@ async fn end(
             // Everything is stored; only the item's end is not. Past the
             // lease another lane resumes it and finds nothing left to do.
             (Err(e), _) if started.elapsed() < cfg.lease => {
-                let wait = backoff.next();
+                let wait = backoff.next_wait();
                 tracing::warn!(
                     item = claimed.id,
                     "cannot end the item (again in {wait:?}): {e}"
@@ -350,21 +351,10 @@ fn lease_outlives_next_try(held: Duration, renew_every: Duration, lease: Duratio
     held + renew_every < lease
 }
 
-/// Waits between attempts on an unreachable store: 0.5 s, doubling to 30 s.
-#[derive(Default)]
-struct Backoff(u32);
-
-impl Backoff {
-    fn next(&mut self) -> Duration {
-        let wait = Duration::from_millis(500) * 2u32.pow(self.0.min(6));
-        self.0 += 1;
-        wait.min(Duration::from_secs(30))
-    }
-
-    fn reset(&mut self) {
-        self.0 = 0;
-    }
-}
+/// Waits between attempts on an unreachable store: under 0.5 s, the
+/// ceiling doubling to 30 s, jittered so the lanes of a store that
+/// restarts do not all come back at once.
+const STORE_AWAY: Policy = Policy::new(Duration::from_millis(500), Duration::from_secs(30));
 
 /// What is left of a batch an earlier claim began.
 enum Left {
@@ -516,11 +506,8 @@ mod tests {
     }
 
     #[test]
-    fn a_backoff_doubles_to_thirty_seconds_and_starts_over() {
-        let mut b = Backoff::default();
-        let waits: Vec<u64> = (0..8).map(|_| b.next().as_millis() as u64).collect();
-        assert_eq!(waits, [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000]);
-        b.reset();
-        assert_eq!(b.next(), Duration::from_millis(500));
+    fn a_backoff_doubles_to_thirty_seconds() {
+        let ceilings: Vec<u128> = (1..=8).map(|n| STORE_AWAY.ceiling(n).as_millis()).collect();
+        assert_eq!(ceilings, [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000]);
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod account;
 pub mod admit;
+pub mod backoff;
 pub mod clock;
 pub mod command_store;
 pub mod compare;

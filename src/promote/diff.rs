@@ -1,13 +1,10 @@
 //! A line diff for `assay promote`'s preview: pure, no IO.
 //!
-//! Longest common subsequence over lines, printed as a unified diff. A
-//! committed candidate is a few hundred lines at most, so the quadratic
-//! table is small; past `MAX_CELLS` the diff gives up on alignment and shows
-//! the whole old file removed and the new one added (still a true diff).
+//! The alignment is `similar`'s Myers diff over lines (linear memory, a
+//! minimal edit script); what is printed is assay's own unified format,
+//! hunks of changes within `context` lines of each other.
 
-/// Beyond this many table cells (old lines x new lines) no alignment is
-/// searched for.
-const MAX_CELLS: usize = 4_000_000;
+use similar::{Algorithm, DiffTag};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Op {
@@ -58,41 +55,32 @@ pub fn unified(old: &str, new: &str, name: &str, context: usize) -> String {
 
 /// Each step of the edit script with the old and new line index it is at.
 fn align(a: &[&str], b: &[&str]) -> Vec<(Op, usize, usize)> {
-    let (n, m) = (a.len(), b.len());
-    let mut ops = Vec::with_capacity(n + m);
-    if n.saturating_mul(m) > MAX_CELLS {
-        ops.extend((0..n).map(|i| (Op::Del, i, 0)));
-        ops.extend((0..m).map(|j| (Op::Add, n, j)));
-        return ops;
-    }
-    // lcs[i][j]: the common subsequence of a[i..] and b[j..].
-    let mut lcs = vec![0u32; (n + 1) * (m + 1)];
-    let at = |i: usize, j: usize| i * (m + 1) + j;
-    for i in (0..n).rev() {
-        for j in (0..m).rev() {
-            lcs[at(i, j)] = if a[i] == b[j] {
-                lcs[at(i + 1, j + 1)] + 1
-            } else {
-                lcs[at(i + 1, j)].max(lcs[at(i, j + 1)])
-            };
+    let mut ops = Vec::with_capacity(a.len() + b.len());
+    // The changed lines between two runs of equal ones, whatever ops the
+    // algorithm split them into.
+    let mut gap: Option<(std::ops::Range<usize>, std::ops::Range<usize>)> = None;
+    let flush = |gap: &mut Option<(std::ops::Range<usize>, std::ops::Range<usize>)>,
+                 ops: &mut Vec<(Op, usize, usize)>| {
+        if let Some((old, new)) = gap.take() {
+            // Deletions first: a changed line reads `-old` then `+new`, as
+            // diff(1) prints it.
+            ops.extend(old.clone().map(|i| (Op::Del, i, new.start)));
+            ops.extend(new.map(|j| (Op::Add, old.end, j)));
         }
-    }
-    let (mut i, mut j) = (0, 0);
-    while i < n || j < m {
-        if i < n && j < m && a[i] == b[j] {
-            ops.push((Op::Same, i, j));
-            i += 1;
-            j += 1;
-        } else if i < n && (j == m || lcs[at(i + 1, j)] >= lcs[at(i, j + 1)]) {
-            // Deletions first on a tie: a changed line reads `-old` then
-            // `+new`, as diff(1) prints it.
-            ops.push((Op::Del, i, j));
-            i += 1;
-        } else {
-            ops.push((Op::Add, i, j));
-            j += 1;
+    };
+    for op in similar::capture_diff_slices(Algorithm::Myers, a, b) {
+        let (tag, old, new) = op.as_tag_tuple();
+        if tag == DiffTag::Equal {
+            flush(&mut gap, &mut ops);
+            ops.extend(old.zip(new).map(|(i, j)| (Op::Same, i, j)));
+            continue;
         }
+        gap = Some(match gap {
+            Some((o, n)) => (o.start..old.end, n.start..new.end),
+            None => (old, new),
+        });
     }
+    flush(&mut gap, &mut ops);
     ops
 }
 

@@ -337,8 +337,7 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
         for own in out.by_unit.values_mut() {
             own.codes.sort();
             own.codes.dedup();
-            own.rendered
-                .push_str(&summary(own.errors, own.warnings, &own.codes));
+            own.rendered.push_str(&summary(own.errors, &own.codes));
         }
         out
     }

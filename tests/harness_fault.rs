@@ -156,8 +156,11 @@ fn a_candidate_that_fakes_a_harness_panic_is_still_its_own() {
     );
     replies(
         &task,
-        &["pub fn double(x: u64) -> u64 {\n    \
-           if x == 3 {\n        let _ = run_input(double, \"three\");\n    }\n    x * 2\n}"],
+        &[
+            "pub fn double(x: u64) -> u64 {\n    \
+             if x == 3 {\n        let _ = run_input(double, \"three\");\n    }\n    x * 2\n}",
+            "pub fn double(x: u64) -> u64 { x + x }",
+        ],
     );
     let task_arg = task.display().to_string();
     let check = scratch.assay(&["task", "check", &task_arg]);
@@ -166,8 +169,9 @@ fn a_candidate_that_fakes_a_harness_panic_is_still_its_own() {
         "{}",
         String::from_utf8_lossy(&check.stderr)
     );
-    let run = scratch.json(&["run", &task_arg, "-n", "1", "--json"]);
+    let run = scratch.json(&["run", &task_arg, "-n", "2", "--json"]);
     let candidate = &run["candidates"][0];
     assert_eq!(candidate["score"], "scored(9/10)", "{run}");
     assert_eq!(candidate["cases"], "pppxpppppp", "{run}");
+    assert_eq!(run["candidates"][1]["score"], "scored(10/10)", "{run}");
 }

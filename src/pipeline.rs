@@ -1162,7 +1162,9 @@ impl Scoring<'_> {
                     }
                 },
                 Some(scored) = next_run(&mut runs) => {
-                    store_score(self.store, self.batch, &scored?).await?;
+                    // A harness fault fails the batch; the run is no one's.
+                    let scored = scored.map_err(|e| task::harness_fault_in_batch(self.spec, e))?;
+                    store_score(self.store, self.batch, &scored).await?;
                     testpoint::reached("score.run").await;
                     bar.inc(1);
                 }

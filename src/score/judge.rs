@@ -7,7 +7,10 @@
 //! no candidate, but it parses what a candidate's run printed with harness
 //! code. For the same reason a judge that fails over one run's outputs
 //! (crashes, runs out of time or memory, answers garbage) costs only that
-//! run's candidate, which gets `judge_failed`; the batch goes on.
+//! run's candidate, which gets `judge_failed`; the batch goes on. A panic
+//! of the harness's `judge` on a case is caught in the judge and reported
+//! as such: a harness fault ([`super::fault`]), since no candidate's code
+//! runs in this process; never a wrong answer.
 
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
@@ -47,8 +50,8 @@ pub struct Oracle {
 /// The judge's word on one run's outputs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Judged {
-    /// Per output, whether the harness accepts it.
-    Verdicts(Vec<bool>),
+    /// Per output, what the harness's `judge` said of it.
+    Verdicts(Vec<Judgement>),
     /// The judge failed over these outputs; why, in one line.
     Failed(String),
 }
@@ -123,7 +126,17 @@ impl Oracle {
     }
 }
 
-/// Reads the judge's `I p` / `I f` lines, one per output in order.
+/// What the harness's `judge` said of one output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Judgement {
+    Right,
+    Wrong,
+    /// It panicked; the panic, on one line.
+    Panicked(String),
+}
+
+/// Reads the judge's `I p` / `I f` / `I h PANIC` lines, one per output in
+/// order.
 fn read_answer(answer: &str, outputs: &[(usize, &str)]) -> Judged {
     let mut lines = answer.lines();
     let mut verdicts = Vec::with_capacity(outputs.len());
@@ -131,9 +144,15 @@ fn read_answer(answer: &str, outputs: &[(usize, &str)]) -> Judged {
         let Some(line) = lines.next() else {
             return Judged::Failed(format!("the judge answered too few cases (none for {i})"));
         };
-        match line.split_once(' ') {
-            Some((j, "p")) if j.parse() == Ok(*i) => verdicts.push(true),
-            Some((j, "f")) if j.parse() == Ok(*i) => verdicts.push(false),
+        let mut words = line.splitn(3, ' ');
+        let (j, letter, rest) = (words.next(), words.next(), words.next());
+        let ours = j.is_some_and(|j| j.parse() == Ok(*i));
+        match (letter, rest) {
+            (Some("p"), None) if ours => verdicts.push(Judgement::Right),
+            (Some("f"), None) if ours => verdicts.push(Judgement::Wrong),
+            (Some("h"), panic) if ours => {
+                verdicts.push(Judgement::Panicked(panic.unwrap_or_default().to_owned()))
+            }
             _ => {
                 let line: String = line.chars().take(80).collect();
                 return Judged::Failed(format!("the judge answered `{line}` for case {i}"));
@@ -248,7 +267,14 @@ mod tests {
         let outputs = [(0, "a"), (3, "b")];
         assert_eq!(
             read_answer("0 p\n3 f\n", &outputs),
-            Judged::Verdicts(vec![true, false])
+            Judged::Verdicts(vec![Judgement::Right, Judgement::Wrong])
+        );
+        assert_eq!(
+            read_answer("0 h panicked at h.rs:1:2: no\n3 p\n", &outputs),
+            Judged::Verdicts(vec![
+                Judgement::Panicked("panicked at h.rs:1:2: no".into()),
+                Judgement::Right
+            ])
         );
     }
 
@@ -262,6 +288,10 @@ mod tests {
         ));
         assert!(matches!(
             read_answer("0 p\n3 yes\n", &outputs),
+            Judged::Failed(_)
+        ));
+        assert!(matches!(
+            read_answer("0 p\n3 f extra\n", &outputs),
             Judged::Failed(_)
         ));
     }

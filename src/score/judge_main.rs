@@ -8,8 +8,9 @@
 // `judge compare`: stdin is one line with the cases file's length in bytes,
 // the cases file, then one line per answered case, `I OUTPUT` (the output as
 // the candidate's run encoded it); stdout is one line per answered case, `I
-// p` when the harness's `judge` accepts it, `I f` otherwise (a panic of the
-// comparison is `f`).
+// p` when the harness's `judge` accepts it, `I f` otherwise, and `I h PANIC`
+// when `judge` panicked (`PANIC` is the panic as the hook saw it, on one
+// line): a harness fault, never the answer's (score::fault).
 
 fn main() {
     use std::io::{Read, Write};
@@ -43,7 +44,12 @@ fn main() {
             std::process::exit(103);
         }
     };
-    std::panic::set_hook(Box::new(|_| {}));
+    // The last panic, as its hook saw it: where and why, on one line.
+    static PANIC: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+    std::panic::set_hook(Box::new(|info| {
+        let mut last = PANIC.lock().unwrap_or_else(|e| e.into_inner());
+        *last = info.to_string().replace(['\n', '\r'], " ");
+    }));
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if mode == "inputs" {
         for case in &cases {
@@ -61,12 +67,14 @@ fn main() {
             let verdict = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 __assay_harness::judge(case, output)
             }));
-            let letter = if matches!(verdict, Ok(true)) {
-                'p'
-            } else {
-                'f'
+            let _ = match verdict {
+                Ok(true) => writeln!(out, "{i} p"),
+                Ok(false) => writeln!(out, "{i} f"),
+                Err(_) => {
+                    let panic = PANIC.lock().unwrap_or_else(|e| e.into_inner());
+                    writeln!(out, "{i} h {panic}")
+                }
             };
-            let _ = writeln!(out, "{i} {letter}");
         }
     }
     if out.flush().is_err() {

@@ -12,10 +12,13 @@
 //! else. The child gets the cases' inputs and reports outputs over a
 //! nonce-framed protocol on stdout (`protocol`, `runner_lib.rs`); the judge
 //! decides which are right. Each child is reaped with `wait4`, which gives its
-//! CPU time for ranking. Verdicts and their stored strings are in `verdict`.
+//! CPU time for ranking. Verdicts and their stored strings are in `verdict`;
+//! a harness that panics on a case is a [`HarnessFault`] (`fault`), an error
+//! of the run and never a verdict.
 
 mod build;
 mod child;
+mod fault;
 mod image;
 mod judge;
 mod program;
@@ -30,6 +33,7 @@ use crate::spec::{Isolation, Limits};
 
 pub use build::{build_images, image_name, image_root, judge_name, judge_root, Built, Images};
 pub use child::kill_live_groups;
+pub use fault::{Given, HarnessFault, HarnessFn};
 pub use image::TaskLayout;
 pub use judge::Oracle;
 pub use program::{run_program, ProgramRun};

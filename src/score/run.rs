@@ -18,7 +18,8 @@ use super::child::{
     apply_rlimits, die_with_parent, feed_stdin, keep_stderr, kill_group, nonce, wait4, GroupKill,
     LiveGroup,
 };
-use super::judge::{Judged, Oracle};
+use super::fault::{Given, HarnessFault, HarnessFn};
+use super::judge::{Judged, Judgement, Oracle};
 use super::protocol::{Protocol, Reported};
 use super::{CaseOutcome, RunLimits, ScoreVerdict, Scored};
 use crate::package::ModuleKey;
@@ -86,7 +87,9 @@ impl Runs {
 /// Runs one candidate's image over all cases under `limits`, then has the
 /// judge decide its outputs. Whatever the candidate does is a verdict, and
 /// so is a judge that fails over its outputs (`judge_failed`); an error
-/// means the host could not run it or the judge at all.
+/// means the host could not run it or the judge at all, or the harness's
+/// `judge` panicked on one of its answers: a [`HarnessFault`], the task's
+/// and never the candidate's, so no verdict is made of the run.
 ///
 /// Without isolation one child runs every case and the first loop, crash
 /// or early exit ends the run. With per-case isolation each case has its
@@ -149,10 +152,18 @@ pub async fn run_one(
     let answers: Vec<(usize, &str)> = outputs.iter().map(|(i, o)| (*i, o.as_str())).collect();
     let judged = oracle.judge(&answers).await?;
     let verdict = match judged {
-        Judged::Verdicts(rights) => {
-            for ((i, _), right) in answers.iter().zip(rights) {
-                if right {
-                    cases[*i] = CaseOutcome::Pass;
+        Judged::Verdicts(judgements) => {
+            for ((i, answer), judgement) in answers.iter().zip(judgements) {
+                match judgement {
+                    Judgement::Right => cases[*i] = CaseOutcome::Pass,
+                    Judgement::Wrong => {}
+                    Judgement::Panicked(panic) => {
+                        let given = Given::Answer {
+                            whose: key,
+                            answer: (*answer).to_owned(),
+                        };
+                        return Err(HarnessFault::new(HarnessFn::Judge, *i, &panic, given).into());
+                    }
                 }
             }
             let passed = cases.iter().filter(|c| **c == CaseOutcome::Pass).count();

@@ -22,7 +22,7 @@ use crate::spec::{Spec, SpecError};
 /// `SpecError` naming the cases file (and line) if the harness cannot load
 /// them, or loads a different number of them.
 pub async fn check(exe: &Path, spec: &Spec, sandbox: &Sandbox) -> Result<()> {
-    let answer = run_checker(exe, &spec.cases.text, spec, sandbox).await?;
+    let answer = run_program(exe, &spec.cases.text, spec, sandbox, "the case checker").await?;
     let cases = &spec.cases.path;
     let rejected = |line: Option<usize>, message: String| SpecError::Syntax {
         file: cases.clone(),
@@ -76,13 +76,20 @@ pub fn checker_root(harness_crate: &str) -> String {
     )
 }
 
-/// Runs the checker under the confinement of a scoring run (`sandbox`):
-/// it links no candidate, but it is harness code, and every child that
-/// runs compiled code is confined alike.
-async fn run_checker(exe: &Path, cases: &str, spec: &Spec, sandbox: &Sandbox) -> Result<String> {
+/// Runs one of the check's harness programs (`what`: the case checker,
+/// the input probe) on `stdin` under the confinement of a scoring run
+/// (`sandbox`): it links no batch's candidate, but it is harness code, and
+/// every child that runs compiled code is confined alike.
+pub(super) async fn run_program(
+    exe: &Path,
+    stdin: &str,
+    spec: &Spec,
+    sandbox: &Sandbox,
+    what: &str,
+) -> Result<String> {
     let exe = sandbox.runnable_exe(exe)?;
     let workdir = ScratchDir::new(Kind::CaseCheck)
-        .context("cannot create the case checker's working directory")?;
+        .with_context(|| format!("cannot create {what}'s working directory"))?;
     let mut confinement = sandbox.prepare_run(&exe, workdir.path(), spec.limits.memory_bytes)?;
     let mut cmd = tokio::process::Command::new(&exe);
     cmd.env_clear()
@@ -96,10 +103,10 @@ async fn run_checker(exe: &Path, cases: &str, spec: &Spec, sandbox: &Sandbox) ->
         .spawn()
         .with_context(|| format!("cannot start {}", exe.display()))?;
     confinement.spawned();
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let text = cases.to_owned();
+    let mut pipe = child.stdin.take().expect("piped stdin");
+    let text = stdin.to_owned();
     let writer = tokio::spawn(async move {
-        let _ = stdin.write_all(text.as_bytes()).await;
+        let _ = pipe.write_all(text.as_bytes()).await;
     });
     let mut out = String::new();
     let mut stdout = child.stdout.take().expect("piped stdout");
@@ -109,15 +116,15 @@ async fn run_checker(exe: &Path, cases: &str, spec: &Spec, sandbox: &Sandbox) ->
     };
     let status = tokio::time::timeout(Duration::from_secs(60), read)
         .await
-        .context("the case checker did not finish in 60 s")?
-        .context("cannot run the case checker")?;
+        .with_context(|| format!("{what} did not finish in 60 s"))?
+        .with_context(|| format!("cannot run {what}"))?;
     writer.abort();
     if !status.success() {
         let mut err = String::new();
         if let Some(mut e) = child.stderr.take() {
             let _ = e.read_to_string(&mut err).await;
         }
-        bail!("the case checker failed ({status}): {}", err.trim());
+        bail!("{what} failed ({status}): {}", err.trim());
     }
     Ok(out.trim().to_owned())
 }

@@ -1,7 +1,9 @@
 //! The task's check, in the order a mistake would show: the prompt, the
 //! replay corpus, the harness builds, the harness fits the contract, the
-//! cases load, the committed candidate defines the entry, compiles and runs
-//! over the cases. All generated code is built in one cargo build, in a
+//! cases load, the committed candidate defines the entry and compiles,
+//! `run_input` decodes every case's input without panicking (`inputs`),
+//! and the committed candidate runs over the cases with a `judge` that
+//! does not panic on its answers. All generated code is built in one cargo build, in a
 //! package of the check's own (`WORK/taskcheck/TASK`, with its own lock, so
 //! it never waits for a batch holding the task's package) that shares the
 //! warm target directory.
@@ -18,11 +20,11 @@ use anyhow::{anyhow, Context, Result};
 
 use super::committed::{self, CommittedFault};
 use super::contract::{self, ContractItem, Fault, Finding};
-use super::mistake::{Mistake, TaskError};
+use super::mistake::{HarnessFailed, Mistake, TaskError};
 use crate::draw::ReplayPool;
 use crate::package::{BuildReport, ModuleKey, Package, Profile};
 use crate::sandbox::Sandbox;
-use crate::score::{self, CaseOutcome, RunLimits, ScoreVerdict};
+use crate::score::{self, CaseOutcome, HarnessFault, RunLimits, ScoreVerdict};
 use crate::spec::Spec;
 
 /// Whether a stamp of an earlier check may stand for this one.
@@ -88,7 +90,7 @@ pub struct FirstFailure {
 
 /// Bumped when the check learns something new, so that stamps of an older
 /// check do not stand for it.
-const CHECK_VERSION: &str = "assay task check 1";
+const CHECK_VERSION: &str = "assay task check 2";
 
 /// The check's targets; named after the task, because binaries of every
 /// package land in the shared target directory under their own names.
@@ -97,6 +99,7 @@ struct Targets {
     cases: String,
     judge: String,
     committed: String,
+    inputs: String,
 }
 
 impl Targets {
@@ -106,6 +109,7 @@ impl Targets {
             cases: format!("check_{task}_cases"),
             judge: format!("check_{task}_judge"),
             committed: format!("check_{task}_committed"),
+            inputs: format!("check_{task}_inputs"),
         }
     }
 }
@@ -157,7 +161,13 @@ pub async fn check(
     package.write_bin(&t.judge, &score::judge_root(h))?;
     package.write_module(&ModuleKey::Committed, &spec.committed.source)?;
     package.write_bin(&t.committed, &score::image_root(h, &ModuleKey::Committed))?;
-    let bins = [t.cases.clone(), t.judge.clone(), t.committed.clone()];
+    let mut bins = vec![t.cases.clone(), t.judge.clone(), t.committed.clone()];
+    let probe_module = super::inputs::module_source(spec);
+    if let Some(module) = &probe_module {
+        package.write_cands_file(&format!("{}.rs", super::inputs::MODULE), module)?;
+        package.write_bin(&t.inputs, &super::inputs::probe_root(h))?;
+        bins.push(t.inputs.clone());
+    }
     let libs = [t.contract.clone()];
     package.set_targets(
         bins.iter().map(String::as_str),
@@ -195,6 +205,18 @@ pub async fn check(
         spec.limits.memory_bytes,
     )
     .await?;
+    // Built from the committed candidate, which compiled: a probe that did
+    // not (a `const fn` entry cannot panic at run time) is skipped.
+    match report.built.get(&t.inputs) {
+        Some(probe) => super::inputs::check(probe, spec, oracle.inputs(), &sandbox)
+            .await
+            .map_err(|e| located(spec, e))?,
+        None => tracing::info!(
+            entry = %spec.entry,
+            "task check: no input probe (no top-level `fn` entry in the committed candidate \
+             to stand in for): `run_input`'s panics are not told from the entry's"
+        ),
+    }
     let scored = score::run_one(
         image,
         ModuleKey::Committed,
@@ -202,7 +224,8 @@ pub async fn check(
         RunLimits::from_spec(&spec.limits),
         &sandbox,
     )
-    .await?;
+    .await
+    .map_err(|e| located(spec, e))?;
     drop(package);
 
     let mut warnings = Vec::new();
@@ -436,6 +459,36 @@ fn built<'a>(
             "{what} of the task's check did not build:\n{}",
             report.stderr
         )),
+    }
+}
+
+/// A [`HarnessFault`] as bad input: the line of the cases file where the
+/// case is; any other error as it was.
+fn located(spec: &Spec, e: anyhow::Error) -> anyhow::Error {
+    match e.downcast::<HarnessFault>() {
+        Ok(fault) => harness_fault(spec, fault).into(),
+        Err(e) => e,
+    }
+}
+
+/// A harness fault, at its case's line of the cases file.
+fn harness_fault(spec: &Spec, fault: HarnessFault) -> TaskError {
+    TaskError {
+        file: spec.cases.path.clone(),
+        line: Some(case_line(&spec.cases.text, fault.case)),
+        mistake: Mistake::HarnessPanics {
+            name: spec.cases.names.get(fault.case).cloned().flatten(),
+            fault,
+        },
+    }
+}
+
+/// A batch's run's error: a harness fault becomes [`HarnessFailed`], the
+/// line the check gives it; any other error stays as it was.
+pub fn harness_fault_in_batch(spec: &Spec, e: anyhow::Error) -> anyhow::Error {
+    match e.downcast::<HarnessFault>() {
+        Ok(fault) => HarnessFailed(harness_fault(spec, fault)).into(),
+        Err(e) => e,
     }
 }
 

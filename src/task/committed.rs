@@ -86,6 +86,12 @@ pub fn fn_pointer_type(source: &str, name: &str) -> Option<String> {
 
 /// The source text a syntax node spans, whitespace runs made one.
 fn span_text(source: &str, node: &impl syn::spanned::Spanned) -> Option<String> {
+    let text = source.get(span_range(source, node)?)?;
+    Some(text.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// The byte range of `source` a syntax node spans.
+fn span_range(source: &str, node: &impl syn::spanned::Spanned) -> Option<std::ops::Range<usize>> {
     let span = node.span();
     let (start, end) = (span.start(), span.end());
     let offset = |line: usize, column: usize| -> Option<usize> {
@@ -101,8 +107,24 @@ fn span_text(source: &str, node: &impl syn::spanned::Spanned) -> Option<String> 
             .map_or(rest.len(), |(i, _)| i);
         Some(line_start + within)
     };
-    let text = source.get(offset(start.line, start.column)?..offset(end.line, end.column)?)?;
-    Some(text.split_whitespace().collect::<Vec<_>>().join(" "))
+    Some(offset(start.line, start.column)?..offset(end.line, end.column)?)
+}
+
+/// `source` with the body of its top-level function `name` replaced by
+/// `body` (a block), every other line as it was; `None` when `source` does
+/// not parse or has no such function.
+pub fn with_entry_body(source: &str, name: &str, body: &str) -> Option<String> {
+    let file = syn::parse_file(source).ok()?;
+    let block = file.items.iter().find_map(|item| match item {
+        syn::Item::Fn(f) if f.sig.ident == name => Some(&f.block),
+        _ => None,
+    })?;
+    let range = span_range(source, &**block)?;
+    let mut text = String::with_capacity(source.len() + body.len());
+    text.push_str(source.get(..range.start)?);
+    text.push_str(body);
+    text.push_str(source.get(range.end..)?);
+    Some(text)
 }
 
 #[cfg(test)]
@@ -162,5 +184,17 @@ mod tests {
         );
         assert_eq!(fn_pointer_type(source, "missing"), None);
         assert_eq!(fn_line(source, "split"), Some(3));
+    }
+
+    #[test]
+    fn an_entry_body_is_replaced_and_nothing_else() {
+        let source = "pub fn double(x: u64) -> u64 {\n    if x > 7 { x } else { x * 2 }\n}\n\
+                      fn helper() -> u8 { 1 }\n";
+        assert_eq!(
+            with_entry_body(source, "double", "{ stub() }").as_deref(),
+            Some("pub fn double(x: u64) -> u64 { stub() }\nfn helper() -> u8 { 1 }\n")
+        );
+        assert_eq!(with_entry_body(source, "missing", "{}"), None);
+        assert_eq!(with_entry_body("fn (", "double", "{}"), None);
     }
 }

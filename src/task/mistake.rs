@@ -6,6 +6,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use super::contract::{ContractItem, Fault};
+use crate::score::{HarnessFault, HarnessFn};
 
 /// A task that cannot be used as written: bad input (exit code 2).
 #[derive(Debug, thiserror::Error)]
@@ -15,6 +16,13 @@ pub struct TaskError {
     pub line: Option<usize>,
     pub mistake: Mistake,
 }
+
+/// A harness fault a batch met in its runs, after it had stored work: the
+/// batch fails (exit 1, not bad input: the batch exists) with the line its
+/// check would have given, and the run that met it is stored as no one's.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct HarnessFailed(pub TaskError);
 
 /// What is wrong. `compiler` is rustc's first error, on one line.
 #[derive(Debug)]
@@ -40,6 +48,12 @@ pub enum Mistake {
     EntryType { entry: String, compiler: String },
     /// The committed candidate has an error in its own source.
     CommittedDoesNotBuild { compiler: String },
+    /// Harness code panicked on a case (the file and line are the case's).
+    HarnessPanics {
+        fault: HarnessFault,
+        /// The case's `name`, where it has one.
+        name: Option<String>,
+    },
     /// Generated code that links the harness did not build, though the
     /// contract's probe did: the harness's, most likely.
     Unexplained {
@@ -110,6 +124,26 @@ impl fmt::Display for Mistake {
                 "the committed candidate does not compile against the harness: fix it, it is \
                  every batch's reference ({compiler})"
             ),
+            Mistake::HarnessPanics { fault, name } => {
+                let case = match name {
+                    Some(name) => format!("case `{name}`"),
+                    None => "this case".to_owned(),
+                };
+                let fix = match fault.function {
+                    HarnessFn::RunInput => {
+                        "fix `run_input` so that it decodes what `input_line` encodes, or the case"
+                    }
+                    HarnessFn::Judge => {
+                        "fix `judge`: it must say false of an answer it cannot accept, never panic"
+                    }
+                };
+                write!(
+                    f,
+                    "the harness's `{}` panics on {case} ({}): {}; a fault of the harness, not \
+                     of any candidate: {fix}",
+                    fault.function, fault.given, fault.panic
+                )
+            }
             Mistake::Unexplained { what, compiler } => write!(
                 f,
                 "{what} does not compile, though the harness fits the contract: check the \

@@ -12,6 +12,8 @@
 //! - `committed.rs` (pure): the committed candidate's errors, told apart by
 //!   the line they point at (its source, or the glue naming the entry).
 //! - `cases.rs`: the cases' checker program and its answer.
+//! - `inputs.rs`: the input probe, which finds a `run_input` that panics on
+//!   a case's input in a process that runs no candidate.
 //! - `mistake.rs`: `TaskError`, the one line that reports a mistake.
 //! - `check.rs`: the build, the runs and the stamp.
 //! - `load.rs`: the spec as every command loads it: `Spec::load`, then the
@@ -22,12 +24,13 @@ mod cases;
 mod check;
 mod committed;
 mod contract;
+mod inputs;
 mod load;
 mod mistake;
 mod skeleton;
 
-pub use check::{check, CacheUse, FirstFailure, Outcome, Report, Warning};
+pub use check::{check, harness_fault_in_batch, CacheUse, FirstFailure, Outcome, Report, Warning};
 pub use contract::{ContractItem, Fault};
 pub use load::load;
-pub use mistake::{Mistake, TaskError};
+pub use mistake::{HarnessFailed, Mistake, TaskError};
 pub use skeleton::{write as write_skeleton, SkeletonError};

@@ -621,17 +621,25 @@ fn main() {{}}
             });
         }
         crate::sandbox::confine_cargo(&mut cmd, &paths)?;
+        let target_dir = std::path::absolute(&self.target_dir)
+            .with_context(|| format!("cannot resolve {}", self.target_dir.display()))?;
         cmd.arg("build")
             .arg("--keep-going")
             .arg("--message-format=json")
             .arg("--manifest-path")
             .arg(self.dir.join("Cargo.toml"))
             .arg("--target-dir")
-            .arg(&self.target_dir);
+            .arg(&target_dir);
         // One profile for every build (see `Profile`).
         cmd.arg("--release");
         cmd.args(selection);
-        cmd.current_dir(&self.dir)
+        // cargo reads `.cargo/config.toml` in every folder above its working
+        // directory; from the package's (under `~/.cache` by default) that
+        // includes the user's `~/.cargo/config.toml`, which the confined
+        // build may not read ("could not load Cargo configuration"). From
+        // `/` it reads only its shadow home's, as the sandbox intends;
+        // cargo runs rustc from the package's root whatever its own.
+        cmd.current_dir("/")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -482,13 +482,22 @@ struct Owned {
 /// never unsatisfy a bound or change a type rustc settled on.
 const AMBIGUITY_CODES: &[&str] = &["E0282", "E0283", "E0284", "E0790"];
 
+/// Error codes of names that do not resolve, whose help suggests importing
+/// a same-named item from elsewhere in the crate: in a shared image that is
+/// a build-mate (`use crate::c0::absolute_width;`), which a build alone
+/// would not name and a repair prompt must not carry. Such a unit is built
+/// alone for its error text; its verdict is the same either way.
+const NAMING_CODES: &[&str] = &[
+    "E0412", "E0422", "E0423", "E0425", "E0433", "E0531", "E0532",
+];
+
 impl Owned {
     /// Whether an error of this unit may be another unit's doing, so that
     /// only a build of it alone can say.
     fn may_be_a_mates(&self) -> bool {
-        self.codes
-            .iter()
-            .any(|code| AMBIGUITY_CODES.contains(&code.as_str()))
+        self.codes.iter().any(|code| {
+            AMBIGUITY_CODES.contains(&code.as_str()) || NAMING_CODES.contains(&code.as_str())
+        })
     }
 
     fn add(&mut self, msg: &CompilerDiag) {

@@ -18,7 +18,8 @@
 //! above SERIAL_MAX candidates is measured on the first SERIAL_SAMPLE and
 //! scaled to N, and the table says so. CPU-s are this process's and its
 //! reaped children's (cargo, rustc, the linker). The dependencies are built
-//! once, untimed, before anything is measured.
+//! once, untimed, before anything is measured. `ASSAY_BENCH_LOG=1` logs each
+//! shared build's size, pass, wall time and outcome to stderr.
 //!
 //! Candidates are generated from five templates (a match table, a solver
 //! struct, iterators and closures, a trait with generic helpers, an enum of
@@ -47,6 +48,14 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    if std::env::var_os("ASSAY_BENCH_LOG").is_some() {
+        // Each shared build's size, pass, wall and outcome, to see where a
+        // mode's time goes (`ASSAY_BENCH_LOG=1`).
+        tracing_subscriber::fmt()
+            .with_env_filter("assay::exec=debug")
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("probe benchmark: task absolute, {cpus} CPUs");
     println!(

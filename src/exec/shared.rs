@@ -131,8 +131,17 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
                 continue;
             }
             let target = self.target_name();
+            let started = std::time::Instant::now();
             let report = self.build_group(&target, &group.members, stats).await?;
-            match self.judge(&target, &group, &report) {
+            let judged = self.judge(&target, &group, &report);
+            tracing::debug!(
+                units = group.members.len(),
+                pass = group.passes,
+                wall_ms = started.elapsed().as_millis() as u64,
+                outcome = judged.name(),
+                "shared build"
+            );
+            match judged {
                 Judged::Built { image, warnings } => {
                     let size = if group.members.len() > 1 {
                         super::oversize::check_image(
@@ -448,6 +457,19 @@ enum Judged {
     Spurious(ProbeFailure),
     /// Something no module owns: narrow by halves.
     Narrow,
+}
+
+impl Judged {
+    /// For the build log.
+    fn name(&self) -> &'static str {
+        match self {
+            Judged::Built { .. } => "built",
+            Judged::Alone(_) => "alone",
+            Judged::Failing(_) => "failing",
+            Judged::Spurious(_) => "spurious",
+            Judged::Narrow => "narrow",
+        }
+    }
 }
 
 struct Alone {

@@ -3,13 +3,15 @@
 //! MultiPL-E-derived harness does), by the floor (one `rustc` over every
 //! program that compiles, each a module of one crate, then each program's
 //! `main` once in its own process, one worker per CPU) and by assay itself
-//! (`assay suite run --completions`, the real binary with its sandbox: one
-//! image per program built in waves of 100 targets, the whole `main` and
-//! every case each run in a sandboxed process of its own), side by side in
-//! one run. All three must give the same MultiPL-E status for every
-//! completion.
+//! (`assay suite run --completions`, the real binary with its sandbox: the
+//! programs as modules of shared images (`exec::SharedBuild`), each
+//! program's whole `main` in a sandboxed process of its own, its cases
+//! alone only when it failed), side by side in one run. All three must give
+//! the same MultiPL-E status for every completion.
 //!
-//! `cargo bench --bench suite -- [--sizes 300,1000] [--seed 1] [--no-assay]`
+//! `cargo bench --bench suite -- [--sizes 300,1000] [--seed 1] [--no-assay]`;
+//! `ASSAY_BENCH_LOG=assay::exec=debug` (a `RUST_LOG` filter) prints assay's
+//! log, each shared build's size and wall among it.
 
 #[path = "multiple_ref.rs"]
 mod multiple_ref;
@@ -215,7 +217,13 @@ fn assay_measurement(suite: &[Generated], scratch: &Path) -> Assay {
     std::fs::write(&problems_path, problems).expect("write problems");
     std::fs::write(&completions_path, completions).expect("write completions");
     let started = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_assay"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_assay"));
+    match std::env::var("ASSAY_BENCH_LOG") {
+        // Where assay's time goes: its shared builds and waves, on stderr.
+        Ok(filter) if !filter.is_empty() => cmd.env("RUST_LOG", filter),
+        _ => cmd.env_remove("RUST_LOG"),
+    };
+    let out = cmd
         .arg("suite")
         .arg("run")
         .arg(&problems_path)
@@ -228,10 +236,12 @@ fn assay_measurement(suite: &[Generated], scratch: &Path) -> Assay {
         .arg(dir.path().join("out"))
         .arg("--work-dir")
         .arg(dir.path().join("work"))
-        .env_remove("RUST_LOG")
         .output()
         .expect("assay starts");
     let wall = started.elapsed();
+    if std::env::var_os("ASSAY_BENCH_LOG").is_some() {
+        eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    }
     assert!(
         out.status.success(),
         "assay suite run failed: {}",

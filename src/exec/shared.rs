@@ -20,6 +20,9 @@
 //!   compiler error, cargo killed) is narrowed by halves, down to the unit
 //!   alone, whose verdict is then exactly an isolated build's. Each half
 //!   that builds hands its image on at once.
+//! - **Units built alone share one cargo build** as targets of their own
+//!   (one cargo start, a rustc per CPU), each with an isolated build's
+//!   limits; one that gets no answer of its own there is built by itself.
 //!
 //! A rustc of one unit gets the package's own per-target limits; a shared
 //! rustc of `n` gets [`scaled`] limits, so a compile bomb needs `n` times
@@ -130,6 +133,21 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
             if group.members.is_empty() {
                 continue;
             }
+            if group.members.len() == 1 && !group.solo {
+                let mut singles = vec![group];
+                while groups
+                    .last()
+                    .is_some_and(|g| g.members.len() == 1 && !g.solo)
+                {
+                    singles.extend(groups.pop());
+                }
+                if singles.len() > 1 {
+                    self.build_singles(singles, stats, &mut settled, &mut groups)
+                        .await?;
+                    continue;
+                }
+                group = singles.pop().expect("one single");
+            }
             let target = self.target_name();
             let started = std::time::Instant::now();
             let report = self.build_group(&target, &group.members, stats).await?;
@@ -190,28 +208,8 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
                         });
                     }
                 }
-                Judged::Alone(verdict) => {
-                    let key = group.members[0].clone();
-                    if let ProbeVerdict::ProbeFailure(why) = verdict.verdict {
-                        if why.is_spurious() && group.retries < MAX_RETRIES {
-                            group.retry(why, stats);
-                            groups.push(group);
-                            continue;
-                        }
-                    }
-                    let image = verdict.image.map(|path| {
-                        Arc::new(Image {
-                            path,
-                            members: vec![key.clone()],
-                        })
-                    });
-                    settled(Settled {
-                        key,
-                        verdict: verdict.verdict,
-                        diagnostics: verdict.diagnostics,
-                        warnings: verdict.warnings,
-                        image,
-                    });
+                Judged::Alone(alone) => {
+                    self.settle_alone(group, alone, stats, &mut settled, &mut groups);
                 }
                 Judged::Failing(failing) => {
                     stats.passes += 1;
@@ -248,6 +246,89 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
                 Judged::Spurious(_) | Judged::Narrow => {
                     stats.fallbacks += group.members.len();
                     groups.extend(group.halves());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The verdict of a unit built alone, or the unit back on the stack
+    /// when its failure may be transient.
+    fn settle_alone(
+        &self,
+        mut group: Group,
+        alone: Alone,
+        stats: &mut ProbeStats,
+        settled: &mut impl FnMut(Settled),
+        groups: &mut Vec<Group>,
+    ) {
+        let key = group.members[0].clone();
+        if let ProbeVerdict::ProbeFailure(why) = alone.verdict {
+            if why.is_spurious() && group.retries < MAX_RETRIES {
+                group.retry(why, stats);
+                groups.push(group);
+                return;
+            }
+        }
+        let image = alone.image.map(|path| {
+            Arc::new(Image {
+                path,
+                members: vec![key.clone()],
+            })
+        });
+        settled(Settled {
+            key,
+            verdict: alone.verdict,
+            diagnostics: alone.diagnostics,
+            warnings: alone.warnings,
+            image,
+        });
+    }
+
+    /// Units each to be built alone, as targets of one cargo build: one
+    /// cargo start for them all, and a rustc per CPU side by side (a
+    /// failing pass leaves several, and rustc's front end uses one core).
+    /// Each target keeps its own limits. A unit whose build gave no answer
+    /// of its own (no image, no error, no limit of its own hit; say a
+    /// build-mate ran the build to its wall limit) is built again by
+    /// itself, so a mate's failure is never its verdict.
+    async fn build_singles(
+        &self,
+        singles: Vec<Group>,
+        stats: &mut ProbeStats,
+        settled: &mut impl FnMut(Settled),
+        groups: &mut Vec<Group>,
+    ) -> Result<()> {
+        let targets: Vec<String> = singles.iter().map(|_| self.target_name()).collect();
+        for (target, group) in targets.iter().zip(&singles) {
+            self.package
+                .write_bin(target, &self.layout.root(&group.members))
+                .with_context(|| format!("cannot write the root of {target}"))?;
+        }
+        self.package.set_bins(targets.iter().map(String::as_str))?;
+        let started = std::time::Instant::now();
+        let report = self
+            .package
+            .build_limited(
+                self.layout.profile(),
+                &targets,
+                self.package.compile_limits(),
+            )
+            .await?;
+        stats.add_build(&report);
+        tracing::debug!(
+            units = singles.len(),
+            wall_ms = started.elapsed().as_millis() as u64,
+            "shared build of units alone, side by side"
+        );
+        for (target, mut group) in targets.iter().zip(singles) {
+            match self.judge(target, &group, &report) {
+                Judged::Alone(alone) if !matches!(alone.verdict, ProbeVerdict::ProbeFailure(_)) => {
+                    self.settle_alone(group, alone, stats, settled, groups);
+                }
+                _ => {
+                    group.solo = true;
+                    groups.push(group);
                 }
             }
         }
@@ -398,6 +479,9 @@ struct Group {
     members: Vec<ModuleKey>,
     passes: usize,
     retries: usize,
+    /// Built by itself, not beside other units alone (see
+    /// [`SharedBuild::build_singles`]).
+    solo: bool,
 }
 
 impl Group {
@@ -406,6 +490,7 @@ impl Group {
             members,
             passes: 0,
             retries: 0,
+            solo: false,
         }
     }
 

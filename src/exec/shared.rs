@@ -87,7 +87,15 @@ pub struct SharedBuild<'a, L: Layout> {
     /// The address space each run gets: an image that one unit's statics
     /// would make unrunnable within it is narrowed (`oversize`).
     run_address_space: u64,
+    /// How many groups to build side by side: cargo's own default for its
+    /// jobs, one rustc per CPU.
+    parallel: usize,
 }
+
+/// A wave is split into one first group per CPU only when each gets at
+/// least this many units: below it, a second rustc's start-up (and std's
+/// code generated once more) costs more than the core it uses gives back.
+const MIN_PER_GROUP: usize = 16;
 
 /// At most this many passes (removing the units with errors each time)
 /// before what is left is narrowed by halves: each pass usually removes
@@ -115,6 +123,7 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
             package,
             layout,
             run_address_space,
+            parallel: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
     }
 
@@ -128,125 +137,137 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
         stats: &mut ProbeStats,
         mut settled: impl FnMut(Settled),
     ) -> Result<()> {
-        let mut groups: Vec<Group> = vec![Group::new(units.to_vec())];
-        while let Some(mut group) = groups.pop() {
-            if group.members.is_empty() {
+        let mut groups: Vec<Group> = first_groups(units, self.parallel);
+        while let Some(first) = groups.pop() {
+            if first.members.is_empty() {
                 continue;
             }
-            if group.members.len() == 1 && !group.solo {
-                let mut singles = vec![group];
-                while groups
-                    .last()
-                    .is_some_and(|g| g.members.len() == 1 && !g.solo)
-                {
-                    singles.extend(groups.pop());
-                }
-                if singles.len() > 1 {
-                    self.build_singles(singles, stats, &mut settled, &mut groups)
-                        .await?;
+            let together = take_together(first, &mut groups, self.parallel);
+            let targets: Vec<String> = together.iter().map(|_| self.target_name()).collect();
+            let started = std::time::Instant::now();
+            let report = self.build_groups(&targets, &together, stats).await?;
+            let side_by_side = together.len() > 1;
+            for (target, mut group) in targets.iter().zip(together) {
+                let judged = self.judge(target, &group, &report);
+                tracing::debug!(
+                    units = group.members.len(),
+                    pass = group.passes,
+                    side_by_side = targets.len(),
+                    wall_ms = started.elapsed().as_millis() as u64,
+                    outcome = judged.name(),
+                    "shared build"
+                );
+                if side_by_side && !judged.is_own_answer(&report) {
+                    // A mate may have caused it (say, ran the build to
+                    // its wall limit): built again by itself, it is its
+                    // own.
+                    group.solo = true;
+                    groups.push(group);
                     continue;
                 }
-                group = singles.pop().expect("one single");
+                self.settle(group, judged, stats, &mut settled, &mut groups)?;
             }
-            let target = self.target_name();
-            let started = std::time::Instant::now();
-            let report = self.build_group(&target, &group.members, stats).await?;
-            let judged = self.judge(&target, &group, &report);
-            tracing::debug!(
-                units = group.members.len(),
-                pass = group.passes,
-                wall_ms = started.elapsed().as_millis() as u64,
-                outcome = judged.name(),
-                "shared build"
-            );
-            match judged {
-                Judged::Built { image, warnings } => {
-                    let size = if group.members.len() > 1 {
-                        super::oversize::check_image(
-                            &image,
-                            self.run_address_space,
-                            super::oversize::module_owner,
-                        )?
-                    } else {
-                        Oversize::Fits
-                    };
-                    match size {
-                        Oversize::Fits => {}
-                        Oversize::TakeOut(oversized) => {
-                            tracing::info!(
-                                units = ?oversized,
-                                "units whose statics would make a shared image unrunnable; built alone"
-                            );
-                            stats.fallbacks += oversized.len();
-                            group.members.retain(|k| !oversized.contains(k));
-                            groups.push(group);
-                            groups.extend(oversized.into_iter().map(|k| Group::new(vec![k])));
-                            continue;
-                        }
-                        Oversize::Halve => {
-                            tracing::info!(
-                                units = group.members.len(),
-                                "an image too large to run that no unit's symbols account for; halved"
-                            );
-                            stats.fallbacks += 1;
-                            groups.extend(group.halves());
-                            continue;
-                        }
-                    }
-                    let image = Arc::new(Image {
-                        path: image,
-                        members: group.members.clone(),
-                    });
-                    for key in &group.members {
-                        let own = warnings.get(key).cloned().unwrap_or_default();
-                        settled(Settled {
-                            key: key.clone(),
-                            verdict: ProbeVerdict::Compiled,
-                            diagnostics: own.rendered,
-                            warnings: own.warnings,
-                            image: Some(image.clone()),
-                        });
-                    }
-                }
-                Judged::Alone(alone) => {
-                    self.settle_alone(group, alone, stats, &mut settled, &mut groups);
-                }
-                Judged::Failing(failing) => {
-                    stats.passes += 1;
-                    let gone: BTreeSet<&ModuleKey> = failing.keys().collect();
-                    group.members.retain(|k| !gone.contains(k));
-                    group.passes += 1;
-                    let (unsure, failing): (Vec<_>, Vec<_>) = failing
-                        .into_iter()
-                        .partition(|(_, own)| own.may_be_a_mates());
-                    for (key, _) in unsure {
-                        // Built alone, its verdict is its own either way.
-                        stats.fallbacks += 1;
-                        groups.push(Group::new(vec![key]));
-                    }
-                    for (key, own) in failing {
-                        settled(Settled {
-                            key,
-                            verdict: ProbeVerdict::CompileError { codes: own.codes },
-                            diagnostics: own.rendered,
-                            warnings: own.warnings,
-                            image: None,
-                        });
-                    }
-                    if group.passes >= MAX_PASSES {
-                        groups.extend(group.halves());
-                    } else {
+        }
+        Ok(())
+    }
+
+    /// Acts on what one group's build said: verdicts for the units it
+    /// settles, and the groups still to build back on the stack.
+    fn settle(
+        &self,
+        mut group: Group,
+        judged: Judged,
+        stats: &mut ProbeStats,
+        settled: &mut impl FnMut(Settled),
+        groups: &mut Vec<Group>,
+    ) -> Result<()> {
+        match judged {
+            Judged::Built { image, warnings } => {
+                let size = if group.members.len() > 1 {
+                    super::oversize::check_image(
+                        &image,
+                        self.run_address_space,
+                        super::oversize::module_owner,
+                    )?
+                } else {
+                    Oversize::Fits
+                };
+                match size {
+                    Oversize::Fits => {}
+                    Oversize::TakeOut(oversized) => {
+                        tracing::info!(
+                            units = ?oversized,
+                            "units whose statics would make a shared image unrunnable; built alone"
+                        );
+                        stats.fallbacks += oversized.len();
+                        group.members.retain(|k| !oversized.contains(k));
                         groups.push(group);
+                        groups.extend(oversized.into_iter().map(|k| Group::new(vec![k])));
+                        return Ok(());
+                    }
+                    Oversize::Halve => {
+                        tracing::info!(
+                            units = group.members.len(),
+                            "an image too large to run that no unit's symbols account for; halved"
+                        );
+                        stats.fallbacks += 1;
+                        groups.extend(group.halves());
+                        return Ok(());
                     }
                 }
-                Judged::Spurious(why) if group.retries < MAX_RETRIES => {
-                    group.retry(why, stats);
+                let image = Arc::new(Image {
+                    path: image,
+                    members: group.members.clone(),
+                });
+                for key in &group.members {
+                    let own = warnings.get(key).cloned().unwrap_or_default();
+                    settled(Settled {
+                        key: key.clone(),
+                        verdict: ProbeVerdict::Compiled,
+                        diagnostics: own.rendered,
+                        warnings: own.warnings,
+                        image: Some(image.clone()),
+                    });
+                }
+            }
+            Judged::Alone(alone) => {
+                self.settle_alone(group, alone, stats, settled, groups);
+            }
+            Judged::Failing(failing) => {
+                stats.passes += 1;
+                let gone: BTreeSet<&ModuleKey> = failing.keys().collect();
+                group.members.retain(|k| !gone.contains(k));
+                group.passes += 1;
+                let (unsure, failing): (Vec<_>, Vec<_>) = failing
+                    .into_iter()
+                    .partition(|(_, own)| own.may_be_a_mates());
+                for (key, _) in unsure {
+                    // Built alone, its verdict is its own either way.
+                    stats.fallbacks += 1;
+                    groups.push(Group::new(vec![key]));
+                }
+                for (key, own) in failing {
+                    settled(Settled {
+                        key,
+                        verdict: ProbeVerdict::CompileError { codes: own.codes },
+                        diagnostics: own.rendered,
+                        warnings: own.warnings,
+                        image: None,
+                    });
+                }
+                if group.passes >= MAX_PASSES {
+                    groups.extend(group.halves());
+                } else {
                     groups.push(group);
                 }
-                Judged::Spurious(_) | Judged::Narrow => {
-                    stats.fallbacks += group.members.len();
-                    groups.extend(group.halves());
-                }
+            }
+            Judged::Spurious(why) if group.retries < MAX_RETRIES => {
+                group.retry(why, stats);
+                groups.push(group);
+            }
+            Judged::Spurious(_) | Judged::Narrow => {
+                stats.fallbacks += group.members.len();
+                groups.extend(group.halves());
             }
         }
         Ok(())
@@ -285,77 +306,34 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
         });
     }
 
-    /// Units each to be built alone, as targets of one cargo build: one
-    /// cargo start for them all, and a rustc per CPU side by side (a
-    /// failing pass leaves several, and rustc's front end uses one core).
-    /// Each target keeps its own limits. A unit whose build gave no answer
-    /// of its own (no image, no error, no limit of its own hit; say a
-    /// build-mate ran the build to its wall limit) is built again by
-    /// itself, so a mate's failure is never its verdict.
-    async fn build_singles(
+    /// Builds each group as a target of its own in one cargo build: one
+    /// cargo start for them all and a rustc per CPU side by side (rustc's
+    /// front end uses one core, and a single unit's code generation too).
+    /// Every target gets the limits of the largest group's rustc.
+    async fn build_groups(
         &self,
-        singles: Vec<Group>,
+        targets: &[String],
+        together: &[Group],
         stats: &mut ProbeStats,
-        settled: &mut impl FnMut(Settled),
-        groups: &mut Vec<Group>,
-    ) -> Result<()> {
-        let targets: Vec<String> = singles.iter().map(|_| self.target_name()).collect();
-        for (target, group) in targets.iter().zip(&singles) {
+    ) -> Result<BuildReport> {
+        for (target, group) in targets.iter().zip(together) {
             self.package
                 .write_bin(target, &self.layout.root(&group.members))
                 .with_context(|| format!("cannot write the root of {target}"))?;
         }
         self.package.set_bins(targets.iter().map(String::as_str))?;
-        let started = std::time::Instant::now();
+        let largest = together.iter().map(|g| g.members.len()).max().unwrap_or(1);
+        let limits = scaled(self.package.compile_limits(), largest);
         let report = self
             .package
-            .build_limited(
-                self.layout.profile(),
-                &targets,
-                self.package.compile_limits(),
-            )
+            .build_limited(self.layout.profile(), targets, limits)
             .await?;
         stats.add_build(&report);
-        tracing::debug!(
-            units = singles.len(),
-            wall_ms = started.elapsed().as_millis() as u64,
-            "shared build of units alone, side by side"
-        );
-        for (target, mut group) in targets.iter().zip(singles) {
-            match self.judge(target, &group, &report) {
-                Judged::Alone(alone) if !matches!(alone.verdict, ProbeVerdict::ProbeFailure(_)) => {
-                    self.settle_alone(group, alone, stats, settled, groups);
-                }
-                _ => {
-                    group.solo = true;
-                    groups.push(group);
-                }
-            }
-        }
-        Ok(())
+        Ok(report)
     }
 
     fn target_name(&self) -> String {
         self.package.next_image_target()
-    }
-
-    async fn build_group(
-        &self,
-        target: &str,
-        members: &[ModuleKey],
-        stats: &mut ProbeStats,
-    ) -> Result<BuildReport> {
-        self.package
-            .write_bin(target, &self.layout.root(members))
-            .with_context(|| format!("cannot write the root of {target}"))?;
-        self.package.set_bins([target])?;
-        let limits = scaled(self.package.compile_limits(), members.len());
-        let report = self
-            .package
-            .build_limited(self.layout.profile(), &[target.to_owned()], limits)
-            .await?;
-        stats.add_build(&report);
-        Ok(report)
     }
 
     /// What one build of `group` says.
@@ -479,8 +457,7 @@ struct Group {
     members: Vec<ModuleKey>,
     passes: usize,
     retries: usize,
-    /// Built by itself, not beside other units alone (see
-    /// [`SharedBuild::build_singles`]).
+    /// Built by itself, not beside other groups (see `take_together`).
     solo: bool,
 }
 
@@ -544,7 +521,52 @@ enum Judged {
     Narrow,
 }
 
+/// The first groups of a wave: one per CPU when each gets enough units,
+/// the first units on top of the stack.
+fn first_groups(units: &[ModuleKey], parallel: usize) -> Vec<Group> {
+    let parts = parallel.min(units.len() / MIN_PER_GROUP).max(1);
+    let size = units.len().div_ceil(parts).max(1);
+    units
+        .chunks(size)
+        .rev()
+        .map(|chunk| Group::new(chunk.to_vec()))
+        .collect()
+}
+
+/// `first` and the groups of its kind to build beside it in one cargo
+/// build: every unit to be built alone, or up to `parallel` groups of
+/// several. A group marked solo is built by itself.
+fn take_together(first: Group, groups: &mut Vec<Group>, parallel: usize) -> Vec<Group> {
+    if first.solo {
+        return vec![first];
+    }
+    let single = first.members.len() == 1;
+    let mut together = vec![first];
+    let mut i = groups.len();
+    while i > 0 && (single || together.len() < parallel) {
+        i -= 1;
+        let g = &groups[i];
+        if !g.solo && !g.members.is_empty() && (g.members.len() == 1) == single {
+            together.push(groups.remove(i));
+        }
+    }
+    together
+}
+
 impl Judged {
+    /// Whether the answer is the group's own when it was built beside
+    /// others: not a failure of the build as a whole (a wall limit a mate
+    /// may have run it to, cargo killed), which a build of it by itself
+    /// would not share.
+    fn is_own_answer(&self, report: &BuildReport) -> bool {
+        match self {
+            Judged::Built { .. } | Judged::Failing(_) => true,
+            Judged::Alone(alone) => !matches!(alone.verdict, ProbeVerdict::ProbeFailure(_)),
+            Judged::Narrow => !report.timed_out,
+            Judged::Spurious(_) => false,
+        }
+    }
+
     /// For the build log.
     fn name(&self) -> &'static str {
         match self {
@@ -723,5 +745,60 @@ mod tests {
             [ModuleKey::Candidate(0), ModuleKey::Candidate(1)]
         );
         assert_eq!(halves[0].members.len(), 3);
+    }
+
+    fn keys(range: std::ops::Range<usize>) -> Vec<ModuleKey> {
+        range.map(ModuleKey::Candidate).collect()
+    }
+
+    #[test]
+    fn a_wave_gets_a_first_group_per_cpu_only_when_each_is_worth_a_rustc() {
+        let sizes = |n: usize, parallel: usize| -> Vec<usize> {
+            let mut groups = first_groups(&keys(0..n), parallel);
+            let mut sizes = Vec::new();
+            while let Some(g) = groups.pop() {
+                sizes.push(g.members.len());
+            }
+            sizes
+        };
+        assert_eq!(sizes(31, 2), [31]);
+        assert_eq!(sizes(32, 2), [16, 16]);
+        assert_eq!(sizes(201, 2), [101, 100]);
+        assert_eq!(sizes(201, 1), [201]);
+        assert_eq!(sizes(40, 4), [20, 20]);
+        assert!(first_groups(&[], 2).is_empty());
+        let mut groups = first_groups(&keys(0..40), 2);
+        assert_eq!(groups.pop().unwrap().members[0], ModuleKey::Candidate(0));
+    }
+
+    #[test]
+    fn groups_of_several_go_up_to_one_per_cpu_and_units_alone_all_together() {
+        let mut solo = Group::new(keys(9..10));
+        solo.solo = true;
+        let mut stack = vec![
+            Group::new(keys(0..4)),
+            Group::new(keys(4..5)),
+            solo,
+            Group::new(keys(5..8)),
+            Group::new(keys(8..9)),
+            Group::new(keys(10..13)),
+        ];
+        let first = stack.pop().unwrap();
+        let together = take_together(first, &mut stack, 2);
+        let firsts: Vec<_> = together.iter().map(|g| g.members[0].clone()).collect();
+        assert_eq!(firsts, [ModuleKey::Candidate(10), ModuleKey::Candidate(5)]);
+
+        let first = stack.pop().unwrap();
+        let together = take_together(first, &mut stack, 2);
+        let firsts: Vec<_> = together.iter().map(|g| g.members[0].clone()).collect();
+        assert_eq!(
+            firsts,
+            [ModuleKey::Candidate(8), ModuleKey::Candidate(4)],
+            "every unit alone but the solo one"
+        );
+        let first = stack.pop().unwrap();
+        assert!(first.solo);
+        assert_eq!(take_together(first, &mut stack, 2).len(), 1);
+        assert_eq!(stack.len(), 1);
     }
 }

@@ -1,15 +1,15 @@
 //! What the package holds on disk and what its targets are named: the
 //! lock, the module files candidates become, the targets' roots, the
-//! runner crate, and the manifest that lists the targets of a build.
+//! runner crate, and the manifest that lists a build's targets.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::manifest;
+use super::manifest::Manifest;
 use super::Package;
-use crate::spec::{Rule, Spec};
+use crate::spec::Rule;
 
 /// How a candidate's module is named inside the package.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -52,27 +52,17 @@ impl Package {
         format!("img_{}_{n}", self.target_tag())
     }
 
-    /// Clears the previous batch's sources and writes a manifest with no
-    /// targets yet. The target directory and Cargo.lock stay (warm).
-    pub(super) fn reset(&self, spec: &Spec) -> Result<()> {
+    /// Clears the previous batch's sources and writes the runner crate and
+    /// a manifest with no targets yet. The target directory and Cargo.lock
+    /// stay (warm).
+    pub(super) fn reset(&self) -> Result<()> {
         self.clear_sources()?;
-        let manifest = manifest::task(spec);
         write_runner_crate(&self.dir.join("runner"))?;
-        write(&self.dir.join("Cargo.base.toml"), &manifest)?;
-        write(&self.dir.join("Cargo.toml"), &manifest)
-    }
-
-    /// Clears the previous suite's sources and writes the suite manifest
-    /// with no targets yet.
-    pub(super) fn reset_suite(&self) -> Result<()> {
-        self.clear_sources()?;
-        let manifest = manifest::suite();
-        write(&self.dir.join("Cargo.base.toml"), &manifest)?;
-        write(&self.dir.join("Cargo.toml"), &manifest)
+        self.set_targets([], [])
     }
 
     /// Removes the last batch's or suite's sources.
-    fn clear_sources(&self) -> Result<()> {
+    pub(super) fn clear_sources(&self) -> Result<()> {
         let cands = self.dir.join("cands");
         if cands.exists() {
             std::fs::remove_dir_all(&cands)
@@ -143,9 +133,7 @@ impl Package {
         bins: impl IntoIterator<Item = &'a str>,
         libs: impl IntoIterator<Item = &'b str>,
     ) -> Result<()> {
-        let base = std::fs::read_to_string(self.dir.join("Cargo.base.toml"))
-            .context("cannot read the generated base manifest")?;
-        let manifest = manifest::with_targets(base, bins, libs);
+        let manifest = self.manifest.with_targets(bins, libs).render()?;
         write(&self.dir.join("Cargo.toml"), &manifest)
     }
 }
@@ -182,7 +170,8 @@ pub(super) fn lock_dir(dir: &Path) -> Result<(PathBuf, File)> {
 fn write_runner_crate(dir: &Path) -> Result<()> {
     const LIB: &str = include_str!("../score/runner_lib.rs");
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    for (name, text) in [("Cargo.toml", manifest::RUNNER), ("lib.rs", LIB)] {
+    let manifest = Manifest::runner().render()?;
+    for (name, text) in [("Cargo.toml", manifest.as_str()), ("lib.rs", LIB)] {
         let path = dir.join(name);
         if std::fs::read_to_string(&path).is_ok_and(|old| old == text) {
             continue;

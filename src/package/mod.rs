@@ -41,6 +41,7 @@ pub use env::{
 };
 use layout::lock_dir;
 pub use layout::ModuleKey;
+use manifest::Manifest;
 
 /// The name of the scoring binary's target.
 pub const SCORER: &str = "assay_scorer";
@@ -66,6 +67,8 @@ pub struct Package {
     /// Shared images built while the package is open, so no build's
     /// target replaces an image built earlier.
     images: std::sync::atomic::AtomicUsize,
+    /// The manifest without targets; each build's lists its own.
+    manifest: Manifest,
     /// Held for its lock; released on drop.
     _lock: File,
 }
@@ -109,10 +112,15 @@ impl Package {
             fetched: std::sync::atomic::AtomicBool::new(false),
             run_memory: spec.limits.memory_bytes,
             images: std::sync::atomic::AtomicUsize::new(0),
+            manifest: Manifest::task(
+                &spec.name,
+                &spec.harness.package,
+                &spec.harness.dir.display().to_string(),
+            ),
             _lock: lock,
             dir,
         };
-        package.reset(spec)?;
+        package.reset()?;
         Ok(package)
     }
 
@@ -139,10 +147,12 @@ impl Package {
             fetched: std::sync::atomic::AtomicBool::new(false),
             run_memory,
             images: std::sync::atomic::AtomicUsize::new(0),
+            manifest: Manifest::suite(),
             _lock: lock,
             dir,
         };
-        package.reset_suite()?;
+        package.clear_sources()?;
+        package.set_targets([], [])?;
         Ok(package)
     }
 

@@ -35,9 +35,11 @@ impl ModuleKey {
 impl Package {
     /// A tag unique to this package among those sharing its target
     /// directory (they are folders of one work directory, so their names
-    /// differ), fit for a target name: the FNV-1a hash of the folder's
-    /// name. Executed targets carry it, because cargo copies each binary
-    /// to one name in the target directory, shared by every package.
+    /// differ), fit for a target name: the first 8 hex digits of the
+    /// BLAKE3 hash of the folder's name. Executed targets carry it, because
+    /// cargo copies each binary to one name in the target directory, shared
+    /// by every package. Nothing stores it: every build names its targets
+    /// afresh, so a tag that changes only leaves the old binaries unread.
     pub fn target_tag(&self) -> String {
         target_tag_of(&self.dir)
     }
@@ -141,13 +143,7 @@ impl Package {
 /// [`Package::target_tag`] of the package in `dir`.
 fn target_tag_of(dir: &Path) -> String {
     let name = dir.file_name().unwrap_or_default();
-    let hash = name
-        .as_encoded_bytes()
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-        });
-    format!("{:08x}", hash as u32)
+    blake3::hash(name.as_encoded_bytes()).to_hex()[..8].to_owned()
 }
 
 /// Creates `dir`, resolves it and takes the exclusive lock on its

@@ -373,7 +373,7 @@ impl Comparison {
             ),
         ];
         let headings: Vec<String> = cols.iter().map(PoolFigures::label).collect();
-        let mut out = table("", &headings, &rows);
+        let mut out = crate::table::labelled("", &headings, &rows);
         for p in cols {
             for e in &p.errors {
                 let _ = writeln!(
@@ -388,41 +388,6 @@ impl Comparison {
         }
         out
     }
-}
-
-/// A text table: a label column, then one right-aligned column per heading.
-pub fn table(corner: &str, headings: &[String], rows: &[(&str, Vec<String>)]) -> String {
-    let label_w = rows
-        .iter()
-        .map(|(l, _)| l.len())
-        .chain([corner.len()])
-        .max()
-        .unwrap_or(0);
-    let widths: Vec<usize> = headings
-        .iter()
-        .enumerate()
-        .map(|(i, h)| {
-            rows.iter()
-                .map(|(_, v)| v[i].len())
-                .chain([h.len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    let _ = write!(out, "{corner:<label_w$}");
-    for (h, w) in headings.iter().zip(&widths) {
-        let _ = write!(out, "  {h:>w$}");
-    }
-    out.push('\n');
-    for (label, values) in rows {
-        let _ = write!(out, "{label:<label_w$}");
-        for (v, w) in values.iter().zip(&widths) {
-            let _ = write!(out, "  {v:>w$}");
-        }
-        out.push('\n');
-    }
-    out
 }
 
 /// `1200 (cached 1100)`; either part `unknown` when a reply lacks it.
@@ -784,23 +749,5 @@ mod tests {
         assert_eq!(f.output_tokens, None);
         assert_eq!(f.largest_duplicate_group, 0);
         assert_eq!(f.admitted_per_draw_minute, None);
-    }
-
-    #[test]
-    fn table_aligns_columns() {
-        let text = table(
-            "",
-            &["a".into(), "batch 2".into()],
-            &[
-                ("x", vec!["1".into(), "22".into()]),
-                ("long label", vec!["333".into(), "4".into()]),
-            ],
-        );
-        assert_eq!(
-            text,
-            "              a  batch 2\n\
-             x             1       22\n\
-             long label  333        4\n"
-        );
     }
 }

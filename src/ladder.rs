@@ -14,7 +14,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::compare::{num, table};
+use crate::compare::num;
+use crate::table::labelled;
 
 /// What one reply of a round contributes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -207,7 +208,7 @@ impl Ladder {
             ("latency max (ms)", col(&|l| num(l.latency_max_ms, 0))),
             ("hit the cap", col(&|l| l.hit_cap.to_string())),
         ];
-        out.push_str(&table("concurrency", &headings, &rows));
+        out.push_str(&labelled("concurrency", &headings, &rows));
         out
     }
 

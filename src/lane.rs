@@ -398,8 +398,15 @@ fn task_of(row: &WorkItemRow) -> String {
 
 /// `assay queue`: one line per item, its state, lane and batch.
 pub fn queue_table(items: &[WorkItemRow]) -> String {
-    use std::fmt::Write;
-    let mut out = String::from("item  state     lane             batch  claims  task\n");
+    use crate::table::{Column, Table};
+    let mut table = Table::new(vec![
+        Column::right("item").min_width(4),
+        Column::left("state").min_width(8),
+        Column::left("lane").min_width(15),
+        Column::right("batch").min_width(5),
+        Column::right("claims").min_width(6),
+        Column::left("task"),
+    ]);
     for w in items {
         let state = match (w.state, w.lease_expired) {
             (crate::store::WorkState::Running, true) => "lapsed",
@@ -410,20 +417,19 @@ pub fn queue_table(items: &[WorkItemRow]) -> String {
                 crate::store::WorkState::Failed => "failed",
             },
         };
-        let batch = w.batch_id.map_or("-".to_owned(), |b| b.to_string());
-        let _ = writeln!(
-            out,
-            "{:>4}  {state:<8}  {:<15}  {batch:>5}  {:>6}  {}",
-            w.id,
-            w.lane.as_deref().unwrap_or("-"),
-            w.claims,
+        table.row([
+            w.id.to_string(),
+            state.to_owned(),
+            w.lane.as_deref().unwrap_or("-").to_owned(),
+            w.batch_id.map_or("-".to_owned(), |b| b.to_string()),
+            w.claims.to_string(),
             task_of(w),
-        );
+        ]);
         if let Some(why) = &w.failure {
-            let _ = writeln!(out, "      {why}");
+            table.text(format!("      {why}"));
         }
     }
-    out
+    table.render()
 }
 
 #[cfg(test)]

@@ -49,6 +49,7 @@ pub mod suite;
 pub mod suite_report;
 pub mod suite_run;
 pub mod sweep;
+pub mod table;
 pub mod task;
 pub mod testpoint;
 pub mod views;

@@ -22,6 +22,7 @@ use crate::extract::Extraction;
 use crate::package::{Package, Profile};
 use crate::probe::{self, ProbeMode, Probed, Toolchain};
 use crate::store::{BatchId, ProbeRunStats, Store};
+use crate::table::{Column, Table};
 
 /// What to replay and how.
 #[derive(Debug, Clone)]
@@ -220,6 +221,40 @@ impl ReplayReport {
         self.differences.is_empty()
     }
 
+    /// One line per run: its mode, figures and verdict counts.
+    fn runs_table(&self) -> String {
+        let column = |heading: &str, width: usize| Column::right(heading).min_width(width).gap(" ");
+        let mut table = Table::new(vec![
+            Column::left("mode").min_width(6),
+            column("run", 4),
+            column("wall (s)", 9),
+            column("CPU-s", 7),
+            column("avg busy", 9),
+            column("peak busy", 10),
+            column("compiled", 9),
+            column("builds", 7),
+            column("passes", 7),
+            column("fallbacks", 10),
+            column("retries", 8),
+        ]);
+        for r in &self.runs {
+            table.row([
+                r.mode.as_str().to_owned(),
+                r.run.to_string(),
+                format!("{:.2}", r.wall_s),
+                format!("{:.2}", r.cpu_s),
+                format!("{:.1}", r.avg_busy),
+                format!("{:.1}", r.peak_busy),
+                format!("{}/{}", r.compiled, self.candidates),
+                r.builds.to_string(),
+                r.passes.to_string(),
+                r.fallbacks.to_string(),
+                r.retries.to_string(),
+            ]);
+        }
+        table.render()
+    }
+
     /// The text form: one line per run, then every difference.
     pub fn render(&self) -> String {
         let mut out = format!(
@@ -230,25 +265,7 @@ impl ReplayReport {
             Some(t) => out.push_str(&format!("toolchain: {}\n", t.summary())),
             None => out.push_str("toolchain: unknown (it could not be asked)\n"),
         }
-        out.push_str(
-            "mode    run  wall (s)   CPU-s  avg busy  peak busy  compiled  builds  passes  fallbacks  retries\n",
-        );
-        for r in &self.runs {
-            out.push_str(&format!(
-                "{:<6} {:>4} {:>9.2} {:>7.2} {:>9.1} {:>10.1} {:>9} {:>7} {:>7} {:>10} {:>8}\n",
-                r.mode.as_str(),
-                r.run,
-                r.wall_s,
-                r.cpu_s,
-                r.avg_busy,
-                r.peak_busy,
-                format!("{}/{}", r.compiled, self.candidates),
-                r.builds,
-                r.passes,
-                r.fallbacks,
-                r.retries,
-            ));
-        }
+        out.push_str(&self.runs_table());
         if self.differences.is_empty() {
             out.push_str(
                 "verdicts: identical in every mode and run, and equal to the stored ones\n",

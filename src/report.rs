@@ -12,6 +12,7 @@ use crate::probe::Toolchain;
 use crate::score::ScoreVerdict;
 use crate::spec::DedupBy;
 use crate::store::{BatchRow, CandidateRow, ProbeRunRow, ResumeRow};
+use crate::table::{Column, Table};
 
 /// The summary of one batch (`assay run --json`, `assay show --json`).
 #[derive(Debug, Clone, Serialize)]
@@ -388,22 +389,11 @@ fn groups(candidates: &[CandidateRow], by: DedupBy) -> Vec<Group> {
 
 /// The per-phase table.
 pub fn phase_table(phases: &[PhaseFigures]) -> String {
-    let mut out = format!(
-        "{:<14}{:>9}{:>8}{:>10}{:>11}\n",
-        "phase", "wall (s)", "CPU-s", "avg busy", "peak busy"
-    );
+    let mut table = phase_columns();
     for p in phases {
-        let _ = writeln!(
-            out,
-            "{:<14}{:>9.2}{:>8.2}{:>10.1}{:>11.1}",
-            p.phase.as_str(),
-            p.wall_s,
-            p.cpu_s,
-            p.avg_busy,
-            p.peak_busy
-        );
+        table.row(phase_cells(p));
     }
-    out
+    table.render()
 }
 
 /// The phase table of a resumed batch: each attempt's rows under a line
@@ -413,21 +403,41 @@ pub fn resumed_phase_table(
     resumes: &[ResumeRow],
     replies: usize,
 ) -> String {
-    let header_and_rows = phase_table(phases);
-    let mut lines = header_and_rows.lines();
-    let mut out = String::new();
-    let _ = writeln!(out, "{}", lines.next().unwrap_or_default());
-    let _ = writeln!(out, "first attempt");
-    for (seq, line) in lines.enumerate() {
+    let mut table = phase_columns();
+    table.text("first attempt");
+    for (seq, p) in phases.iter().enumerate() {
         for r in resumes.iter().filter(|r| r.first_phase == seq) {
-            let _ = writeln!(out, "{}", resume_line(r, replies));
+            table.text(resume_line(r, replies));
         }
-        let _ = writeln!(out, "{line}");
+        table.row(phase_cells(p));
     }
     for r in resumes.iter().filter(|r| r.first_phase >= phases.len()) {
-        let _ = writeln!(out, "{}", resume_line(r, replies));
+        table.text(resume_line(r, replies));
     }
-    out
+    table.render()
+}
+
+/// The phase table's columns, no gap between them: each number's width
+/// holds the space before it.
+fn phase_columns() -> Table {
+    let number = |heading: &str, width: usize| Column::right(heading).min_width(width).gap("");
+    Table::new(vec![
+        Column::left("phase").min_width(14),
+        number("wall (s)", 9),
+        number("CPU-s", 8),
+        number("avg busy", 10),
+        number("peak busy", 11),
+    ])
+}
+
+fn phase_cells(p: &PhaseFigures) -> [String; 5] {
+    [
+        p.phase.as_str().to_owned(),
+        format!("{:.2}", p.wall_s),
+        format!("{:.2}", p.cpu_s),
+        format!("{:.1}", p.avg_busy),
+        format!("{:.1}", p.peak_busy),
+    ]
 }
 
 fn resume_line(r: &ResumeRow, replies: usize) -> String {
@@ -507,30 +517,31 @@ pub fn candidate_table(lines: &[CandidateLine]) -> String {
         }
         s
     };
-    let rows: Vec<[String; 9]> = lines
-        .iter()
-        .map(|l| {
-            [
-                l.candidate_id.to_string(),
-                l.extract.clone(),
-                l.dup_of.map_or_else(|| "-".into(), |d| d.to_string()),
-                l.probe.clone().unwrap_or_else(|| "-".into()),
-                score(l),
-                l.cpu_ms.map_or_else(|| "-".into(), |ms| format!("{ms:.1}")),
-                admit_cell(l),
-                l.rank.map_or_else(|| "-".into(), |r| r.to_string()),
-                l.error_file.clone().unwrap_or_default(),
-            ]
-        })
-        .collect();
-    let header = [
-        "cand", "extract", "dup of", "probe", "score", "CPU ms", "admit", "rank", "errors",
-    ];
-    aligned(
-        &header,
-        &rows,
-        &[true, false, false, false, false, true, false, true, false],
-    )
+    let mut table = Table::new(vec![
+        Column::right("cand"),
+        Column::left("extract"),
+        Column::left("dup of"),
+        Column::left("probe"),
+        Column::left("score"),
+        Column::right("CPU ms"),
+        Column::left("admit"),
+        Column::right("rank"),
+        Column::left("errors"),
+    ]);
+    for l in lines {
+        table.row([
+            l.candidate_id.to_string(),
+            l.extract.clone(),
+            l.dup_of.map_or_else(|| "-".into(), |d| d.to_string()),
+            l.probe.clone().unwrap_or_else(|| "-".into()),
+            score(l),
+            l.cpu_ms.map_or_else(|| "-".into(), |ms| format!("{ms:.1}")),
+            admit_cell(l),
+            l.rank.map_or_else(|| "-".into(), |r| r.to_string()),
+            l.error_file.clone().unwrap_or_default(),
+        ]);
+    }
+    table.render()
 }
 
 /// `yes` for an admitted candidate (its rank has a column of its own), why
@@ -559,62 +570,28 @@ pub fn case_failures(cases: &str) -> Option<String> {
 
 /// The table of `batches`.
 pub fn batch_table(batches: &[BatchRow]) -> String {
-    let rows: Vec<[String; 6]> = batches
-        .iter()
-        .map(|b| {
-            [
-                b.id.to_string(),
-                b.task.clone(),
-                b.pool.clone(),
-                match (b.status, b.lease_lapsed) {
-                    (crate::store::BatchStatus::Running, true) => "running (lease lapsed)".into(),
-                    (status, _) => status.as_str().to_owned(),
-                },
-                b.n.to_string(),
-                b.started_at.clone(),
-            ]
-        })
-        .collect();
-    let header = ["batch", "task", "pool", "status", "n", "started"];
-    aligned(&header, &rows, &[true, false, false, false, true, false])
-}
-
-/// Columns as wide as their widest cell, two spaces apart; numbers
-/// (`right`) aligned right, text left; the last column is not padded, and
-/// no line ends in spaces (an empty last cell leaves none).
-fn aligned<const N: usize>(header: &[&str; N], rows: &[[String; N]], right: &[bool; N]) -> String {
-    let mut widths = header.map(str::len);
-    for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
+    let mut table = Table::new(vec![
+        Column::right("batch"),
+        Column::left("task"),
+        Column::left("pool"),
+        Column::left("status"),
+        Column::right("n"),
+        Column::left("started"),
+    ]);
+    for b in batches {
+        table.row([
+            b.id.to_string(),
+            b.task.clone(),
+            b.pool.clone(),
+            match (b.status, b.lease_lapsed) {
+                (crate::store::BatchStatus::Running, true) => "running (lease lapsed)".into(),
+                (status, _) => status.as_str().to_owned(),
+            },
+            b.n.to_string(),
+            b.started_at.clone(),
+        ]);
     }
-    let line = |cells: [&str; N]| {
-        let mut l = String::new();
-        for (k, cell) in cells.iter().enumerate() {
-            if k > 0 {
-                l.push_str("  ");
-            }
-            let pad = widths[k].saturating_sub(cell.chars().count());
-            if k + 1 == N && !right[k] {
-                l.push_str(cell);
-            } else if right[k] {
-                l.push_str(&" ".repeat(pad));
-                l.push_str(cell);
-            } else {
-                l.push_str(cell);
-                l.push_str(&" ".repeat(pad));
-            }
-        }
-        l.truncate(l.trim_end().len());
-        l.push('\n');
-        l
-    };
-    let mut out = line(*header);
-    for row in rows {
-        out.push_str(&line(std::array::from_fn(|k| row[k].as_str())));
-    }
-    out
+    table.render()
 }
 
 /// What the summary's words mean, printed under its phase table.
@@ -795,32 +772,5 @@ mod tests {
              \x20  2  extracted  -       compiled  scored(10/10)     1.9  yes                 1\n\
              \x20  3  extracted  -       compiled  -                   -  no                  -\n"
         );
-    }
-
-    /// Issue 17: the `n` header sat three columns right of its values.
-    #[test]
-    fn batch_table_columns_line_up_with_their_headers() {
-        let table = aligned(
-            &["batch", "task", "status", "n"],
-            &[
-                [
-                    "1".into(),
-                    "a-much-longer-task".into(),
-                    "finished".into(),
-                    "42".into(),
-                ],
-                ["12".into(), "t".into(), "interrupted".into(), "7".into()],
-            ],
-            &[true, false, false, true],
-        );
-        let lines: Vec<&str> = table.lines().collect();
-        let end_of = |line: &str, word: &str| line.find(word).unwrap() + word.len();
-        // Right-aligned numbers end where their header ends.
-        assert_eq!(end_of(lines[0], " n"), lines[1].len());
-        assert_eq!(lines[1].len(), lines[2].len());
-        assert_eq!(end_of(lines[0], "batch"), end_of(lines[2], "12"));
-        // Left-aligned text starts where its header starts.
-        assert_eq!(lines[0].find("status"), lines[1].find("finished"));
-        assert_eq!(lines[0].find("status"), lines[2].find("interrupted"));
     }
 }

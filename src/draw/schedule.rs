@@ -1,4 +1,5 @@
-//! The two ways of spreading a batch over HTTP pools.
+//! Running a plan: a replay pool serves its corpus in order; HTTP pools
+//! share the batch in one of two ways.
 //!
 //! Fixed: pool i serves its share of reply indices, at most `max_in_flight`
 //! at once. Race: every pool keeps `max_in_flight` requests going until N
@@ -10,7 +11,7 @@
 //! stopped: one notice, and its remaining work is not sent (fixed: those
 //! replies are recorded as `pool_stopped`; race: the other pools take it).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -19,7 +20,7 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinSet;
 
 use super::http::HttpPool;
-use super::{Attempt, DrawEvent, Drawn, ErrorText, Outcome, Reply};
+use super::{Attempt, DrawError, DrawEvent, Drawn, ErrorText, Outcome, Plan, Pool, Reply, Split};
 use crate::progress::{PoolBar, Progress};
 
 /// Whether a pool was stopped, and why.
@@ -300,5 +301,152 @@ async fn worker(
         if refused {
             break;
         }
+    }
+}
+
+impl Plan {
+    /// Draws replies `skip..n` (the first `skip` are already stored),
+    /// sending each event as it happens. Returns when every reply is sent.
+    pub async fn draw(
+        &self,
+        n: usize,
+        skip: usize,
+        tx: mpsc::Sender<DrawEvent>,
+        progress: &Progress,
+    ) -> Result<(), DrawError> {
+        self.check(n)?;
+        if let [Pool::Replay(r)] = self.pools.as_slice() {
+            let bar = progress.pool_bar(&r.name, n);
+            let (rtx, mut rrx) = mpsc::channel(64);
+            let pool = r.clone();
+            let serving = tokio::spawn(async move { pool.draw(n, skip, rtx).await });
+            while let Some(d) = rrx.recv().await {
+                bar.inc(1);
+                if tx.send(DrawEvent::Reply(d)).await.is_err() {
+                    break;
+                }
+            }
+            bar.finish();
+            return serving.await.expect("the replay task panicked");
+        }
+        let http: Vec<Arc<HttpPool>> = self
+            .pools
+            .iter()
+            .map(|p| match p {
+                Pool::Http(h) => h.clone(),
+                Pool::Replay(_) => unreachable!("replay is never mixed (checked in build)"),
+            })
+            .collect();
+        // Requests hand their replies to an unbounded queue, so a slot is
+        // free again the moment its request ends, however long the caller
+        // takes to store what came before. It holds at most N replies.
+        let (qtx, qrx) = mpsc::unbounded_channel();
+        let schedule = async {
+            match &self.split {
+                Split::Fixed(w) => fixed(&http, &apportion(n, w), skip, qtx, progress).await,
+                Split::Race => race(&http, n, skip, qtx, progress).await,
+            }
+        };
+        tokio::join!(schedule, forward(qrx, tx));
+        Ok(())
+    }
+
+    /// Draws a repair round: reply `idx` asks `asks[idx]`, the pools
+    /// sharing the round's replies as their weights say (a race shares
+    /// them evenly: a reply's index names its parent, so no pool may take
+    /// another's). Replies in `stored` are not asked again. A replay corpus
+    /// cannot answer a prompt it has never seen, and is refused.
+    pub async fn draw_asking(
+        &self,
+        asks: BTreeMap<usize, String>,
+        stored: &BTreeSet<usize>,
+        tx: mpsc::Sender<DrawEvent>,
+        progress: &Progress,
+    ) -> Result<(), DrawError> {
+        let http = self.every_http_pool().ok_or_else(|| DrawError::BadChoice {
+            what: "a repair round".into(),
+            message: "a replay corpus cannot answer a repair prompt: name HTTP pools".into(),
+        })?;
+        let weights = match &self.split {
+            Split::Fixed(w) => w.clone(),
+            Split::Race => vec![1; http.len()],
+        };
+        let mut order = asks.keys().copied();
+        let todo: Vec<Vec<usize>> = apportion(asks.len(), &weights)
+            .into_iter()
+            .map(|count| {
+                order
+                    .by_ref()
+                    .take(count)
+                    .filter(|i| !stored.contains(i))
+                    .collect()
+            })
+            .collect();
+        let (qtx, qrx) = mpsc::unbounded_channel();
+        let schedule = fixed_lists(&http, todo, Some(Arc::new(asks)), qtx, progress);
+        tokio::join!(schedule, forward(qrx, tx));
+        Ok(())
+    }
+
+    /// The plan's pools when every one is an HTTP pool.
+    fn every_http_pool(&self) -> Option<Vec<Arc<HttpPool>>> {
+        self.pools
+            .iter()
+            .map(|p| match p {
+                Pool::Http(h) => Some(h.clone()),
+                Pool::Replay(_) => None,
+            })
+            .collect()
+    }
+
+    /// Whether the plan can draw a repair round (every pool is HTTP).
+    pub fn can_repair(&self) -> bool {
+        self.every_http_pool().is_some()
+    }
+}
+
+/// Hands the queued events on to the caller in order, until the queue is
+/// closed or the caller hangs up.
+async fn forward(mut queue: mpsc::UnboundedReceiver<DrawEvent>, tx: mpsc::Sender<DrawEvent>) {
+    while let Some(e) = queue.recv().await {
+        if tx.send(e).await.is_err() {
+            break;
+        }
+    }
+}
+
+/// Splits `n` over `weights` by largest remainders; ties go to the first.
+pub(super) fn apportion(n: usize, weights: &[u64]) -> Vec<usize> {
+    let total: u64 = weights.iter().sum();
+    if total == 0 {
+        return vec![0; weights.len()];
+    }
+    let mut counts: Vec<usize> = weights
+        .iter()
+        .map(|w| (n as u128 * *w as u128 / total as u128) as usize)
+        .collect();
+    let mut rest: Vec<(u128, usize)> = weights
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (n as u128 * *w as u128 % total as u128, i))
+        .collect();
+    rest.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let short = n - counts.iter().sum::<usize>();
+    for (_, i) in rest.into_iter().take(short) {
+        counts[i] += 1;
+    }
+    counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn apportion_by_largest_remainder() {
+        assert_eq!(apportion(32, &[16, 16]), [16, 16]);
+        assert_eq!(apportion(10, &[1, 1, 1]), [4, 3, 3]);
+        assert_eq!(apportion(5, &[3, 1]), [4, 1]);
+        assert_eq!(apportion(7, &[0, 2]), [0, 7]);
     }
 }

@@ -139,7 +139,9 @@ fn main() {
         let process_wall = started.elapsed().as_secs_f64();
         let served: Vec<_> = gw.served()[served_before..].to_vec();
         assert_eq!(served.len(), 2 * n, "every request once");
-        assert!(served.iter().all(|s| s.status == 200 && s.model == alias(n)));
+        assert!(served
+            .iter()
+            .all(|s| s.status == 200 && s.model == alias(n)));
         let model = served
             .iter()
             .map(|s| s.last_due.as_secs_f64())

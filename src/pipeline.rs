@@ -1123,7 +1123,10 @@ impl Scoring<'_> {
             .filter(|(pos, _)| visible.contains(*pos))
             .cloned()
             .collect();
-        Ok(self.store.record_case_outputs(self.batch, idx, &kept).await?)
+        Ok(self
+            .store
+            .record_case_outputs(self.batch, idx, &kept)
+            .await?)
     }
 
     /// Runs each image as it is built (from a copy in the batch's folder,

@@ -568,7 +568,10 @@ fn a_two_round_repair_batch_stores_the_servers_tokens_per_round() {
         assert_eq!(round["round"], r as u64);
         assert_eq!(round["replies"], 2);
         assert_eq!(
-            (round["prompt_tokens"].as_u64(), round["output_tokens"].as_u64()),
+            (
+                round["prompt_tokens"].as_u64(),
+                round["output_tokens"].as_u64()
+            ),
             (Some(server_said[r].0), Some(server_said[r].1)),
             "round {r}: {round}"
         );

@@ -309,9 +309,9 @@ fn split_by_round(phases: &[PhaseFigures]) -> Vec<Vec<PhaseFigures>> {
     let mut rounds: Vec<Vec<PhaseFigures>> = Vec::new();
     for f in phases {
         match f.phase {
-            Phase::Prepare => rounds.push(vec![f.clone()]),
+            Phase::Prepare => rounds.push(vec![*f]),
             Phase::Persist => {}
-            _ => rounds.last_mut().expect("prepare first").push(f.clone()),
+            _ => rounds.last_mut().expect("prepare first").push(*f),
         }
     }
     rounds

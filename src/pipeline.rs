@@ -603,6 +603,8 @@ async fn run_batch(
         store,
         progress,
         batch,
+        // Only a batch with repair rounds shows a model its wrong answers.
+        keep_answers: cfg.repair.as_ref().is_some_and(|r| r.settings.rounds > 0),
     };
     scoring
         .build_and_score(package, keys, ready, sandbox)
@@ -1028,6 +1030,9 @@ struct Scoring<'a> {
     store: &'a Store,
     progress: &'a Progress,
     batch: BatchId,
+    /// Whether a candidate's wrong answers on failed visible cases are
+    /// stored, for the next repair round's prompts.
+    keep_answers: bool,
 }
 
 impl Scoring<'_> {
@@ -1101,6 +1106,29 @@ impl Scoring<'_> {
         Ok(())
     }
 
+    /// Stores a candidate's wrong answers on the task's visible cases, and
+    /// only those: hidden cases' answers are never kept, so no prompt can
+    /// carry them.
+    async fn keep_wrong_answers(&self, ran: &score::Ran) -> Result<()> {
+        let ModuleKey::Candidate(idx) = ran.scored.key else {
+            return Ok(());
+        };
+        if !self.keep_answers {
+            return Ok(());
+        }
+        let visible = &self.spec.repair.visible;
+        let kept: Vec<(usize, String)> = ran
+            .wrong_answers
+            .iter()
+            .filter(|(pos, _)| visible.contains(*pos))
+            .cloned()
+            .collect();
+        Ok(self
+            .store
+            .record_case_outputs(self.batch, idx, &kept)
+            .await?)
+    }
+
     /// Runs each image as it is built (from a copy in the batch's folder,
     /// which no later build overwrites) once the judge is built, and stores
     /// each score as its run ends; returns when the build is over and every
@@ -1161,10 +1189,13 @@ impl Scoring<'_> {
                         }
                     }
                 },
-                Some(scored) = next_run(&mut runs) => {
+                Some(ran) = next_run(&mut runs) => {
                     // A harness fault fails the batch; the run is no one's.
-                    let scored = scored.map_err(|e| task::harness_fault_in_batch(self.spec, e))?;
-                    store_score(self.store, self.batch, &scored).await?;
+                    let ran = ran.map_err(|e| task::harness_fault_in_batch(self.spec, e))?;
+                    // Before the score: a run whose score is stored is
+                    // never run again, so its answers would never come.
+                    self.keep_wrong_answers(&ran).await?;
+                    store_score(self.store, self.batch, &ran.scored).await?;
                     testpoint::reached("score.run").await;
                     bar.inc(1);
                 }
@@ -1210,7 +1241,7 @@ fn keep_images(
 }
 
 /// The next run to end, or `None` when none is running.
-async fn next_run(runs: &mut Option<score::Runs>) -> Option<Result<Scored>> {
+async fn next_run(runs: &mut Option<score::Runs>) -> Option<Result<score::Ran>> {
     match runs {
         Some(runs) if !runs.is_empty() => runs.next().await,
         _ => None,

@@ -26,6 +26,8 @@ use serde_json::Value;
 
 const SOLUTION: &str = "```rust\npub fn double(x: u64) -> u64 {\n    x * 2\n}\n```\n";
 const TYPE_ERROR: &str = "```rust\npub fn double(x: u64) -> u64 {\n    \"twice\"\n}\n```\n";
+/// Compiles, and passes only `1 -> 2` of the tiny task's cases.
+const WRONG_ANSWER: &str = "```rust\npub fn double(x: u64) -> u64 {\n    x + 1\n}\n```\n";
 const UNPARSABLE: &str = "```rust\npub fn double(x: u64) -> u64 {\n    x *\n```\n";
 const SEED: u64 = 7;
 
@@ -477,4 +479,110 @@ fn exchange_of_last(exchanges: &[Exchange], k: usize) -> &Exchange {
         .rev()
         .find(|e| e.request["seed"].as_u64() == Some(SEED + k as u64) && e.finished)
         .unwrap_or_else(|| panic!("no finished request {k}"))
+}
+
+/// A two-round repair batch against the real server (issue 28): round 0's
+/// grammar-forced replies fail (one answers wrongly, one does not
+/// compile), round 1 asks for their repair with prompts that carry the
+/// failures, and the tiny model, held to its grammar, writes the same
+/// texts again. The loop completes, and the tokens stored, reply by reply
+/// and round by round, are what the server reported: each stream's usage
+/// block (through a recording proxy), and in all the server's own counter
+/// of tokens predicted (`/metrics`, which adds each finished slot's
+/// `n_decoded`, the figure its usage block reports as
+/// `completion_tokens`).
+#[test]
+fn a_two_round_repair_batch_stores_the_servers_tokens_per_round() {
+    // A server of its own: its counters see this test's requests alone.
+    // A repair prompt carries the code and rustc's words: about a
+    // thousand bytes, which are tokens to this model.
+    let server = LlamaServer::start(&Options {
+        slots: 2,
+        ctx_per_slot: 2048,
+        api_key: None,
+    });
+    let proxy = Recorder::start_on_thread(&server.url()).unwrap();
+    let url = proxy.base_url();
+    let pools = pool("wrong", &url, WRONG_ANSWER, "") + &pool("type_error", &url, TYPE_ERROR, "");
+    let s = Scratch::new();
+    let dir = task(
+        &s,
+        "pools = [\"wrong=1\", \"type_error=1\"]\n\n[repair]\nvisible = 3",
+        &pools,
+    );
+    let predicted_before = server.metric("llamacpp:tokens_predicted_total");
+    let summary = s.json(&["run", &dir, "--json", "-n", "2", "--rounds", "1"]);
+    assert_eq!(summary["status"], "finished", "{summary}");
+    let batch = summary["batch_id"].as_i64().unwrap();
+    let predicted = server.metric("llamacpp:tokens_predicted_total") - predicted_before;
+
+    let exchanges = proxy.settled();
+    assert_eq!(exchanges.len(), 4, "two replies a round, no retry");
+    let stored = s.draw_replies(batch);
+    assert_eq!(stored.len(), 4);
+    let round_of: Vec<(i64, i64)> = s.sql(async |pool| {
+        sqlx::query_as("SELECT idx, round FROM replies WHERE batch_id = ? ORDER BY idx")
+            .bind(batch)
+            .fetch_all(pool)
+            .await
+            .unwrap()
+    });
+    assert_eq!(round_of, [(0, 0), (1, 0), (2, 1), (3, 1)]);
+    // Reply by reply: what was stored is what its stream said.
+    let mut server_said = [(0u64, 0u64); 2];
+    for d in &stored {
+        let e = exchange_of(&exchanges, d.idx);
+        assert!(e.finished && !e.client_closed);
+        assert_stored_as_sent(d, e);
+        let usage = e.usage().unwrap();
+        let round = usize::from(d.idx >= 2);
+        server_said[round].0 += usage["prompt_tokens"].as_u64().unwrap();
+        server_said[round].1 += usage["completion_tokens"].as_u64().unwrap();
+        // Round 1's requests are the repair prompts, with the parent's
+        // failure; round 0's are the task's prompt.
+        let asked = e.request["messages"][0]["content"].as_str().unwrap();
+        assert_eq!(round == 1, asked.contains("An earlier answer"), "{asked}");
+    }
+    let repair_prompts: Vec<String> = exchanges
+        .iter()
+        .filter_map(|e| e.request["messages"][0]["content"].as_str())
+        .filter(|a| a.contains("An earlier answer"))
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        repair_prompts
+            .iter()
+            .any(|p| p.contains("input: 0\n  expected: 0\n  got: 1\n")),
+        "the wrong answer's parent is shown what it answered: {repair_prompts:#?}"
+    );
+    assert!(
+        repair_prompts.iter().any(|p| p.contains("error[E0308]")),
+        "{repair_prompts:#?}"
+    );
+
+    // Round by round: `show --json` sums the same figures.
+    let shown = s.json(&["show", &batch.to_string(), "--json"]);
+    let rounds = shown["rounds"].as_array().unwrap();
+    assert_eq!(rounds.len(), 2, "{shown}");
+    for (r, round) in rounds.iter().enumerate() {
+        assert_eq!(round["round"], r as u64);
+        assert_eq!(round["replies"], 2);
+        assert_eq!(
+            (
+                round["prompt_tokens"].as_u64(),
+                round["output_tokens"].as_u64()
+            ),
+            (Some(server_said[r].0), Some(server_said[r].1)),
+            "round {r}: {round}"
+        );
+    }
+    assert_eq!(rounds[0]["parents"], 0);
+    assert_eq!(rounds[1]["parents"], 2);
+    assert_eq!(rounds[1]["stopped"], "rounds_done");
+    // The repairs repeat their parents' texts: duplicates, not probed.
+    assert_eq!(rounds[1]["unique"], 0, "{shown}");
+    // And in all, what the server counted itself.
+    let output_tokens = server_said[0].1 + server_said[1].1;
+    assert_eq!(predicted, output_tokens as f64, "/metrics against usage");
+    assert_eq!(summary["rounds"][1]["output_tokens"], server_said[1].1);
 }

@@ -110,6 +110,19 @@ fn rounds(s: &Scratch, batch: i64) -> Vec<(i64, i64, Option<String>)> {
     })
 }
 
+/// The wrong answers the scorer kept: candidate, case position, answer.
+fn kept_answers(s: &Scratch, batch: i64) -> Vec<(i64, i64, String)> {
+    s.sql(async |pool| {
+        sqlx::query_as(
+            "SELECT idx, case_pos, output FROM case_outputs WHERE batch_id = ? ORDER BY idx, case_pos",
+        )
+        .bind(batch)
+        .fetch_all(pool)
+        .await
+        .unwrap()
+    })
+}
+
 /// The user messages the gateway received, in order.
 fn asked(gw: &Gateway) -> Vec<String> {
     gw.received()
@@ -185,7 +198,18 @@ fn a_repair_round_fixes_what_round_0_broke_and_stops_at_the_first_pass() {
     // Hidden cases (inputs 3 to 9) never reach the model; the visible
     // ones the parent failed do.
     let prompts = asked(&gw);
-    assert!(prompts[2].contains("input: 0") && prompts[2].contains("input: 2"));
+    // Each with what `x + 1` answered: the scorer keeps the wrong answers
+    // of failed visible cases, and of no hidden one.
+    assert!(
+        prompts[2].contains("input: 0\n  expected: 0\n  got: 1\n")
+            && prompts[2].contains("input: 2\n  expected: 4\n  got: 3\n"),
+        "{}",
+        prompts[2]
+    );
+    assert_eq!(
+        kept_answers(&s, batch),
+        [(1, 0, "1".to_owned()), (1, 2, "3".to_owned())]
+    );
     for prompt in &prompts {
         for hidden in 3..10 {
             assert!(

@@ -37,7 +37,7 @@ pub use fault::{Given, HarnessFault, HarnessFn};
 pub use image::TaskLayout;
 pub use judge::Oracle;
 pub use program::{run_program, ProgramRun};
-pub use run::{run_one, Runs};
+pub use run::{run_one, Ran, Runs};
 pub use verdict::{case_letters, parse_case_letters, CaseOutcome, ScoreVerdict};
 
 /// One candidate's scoring result.

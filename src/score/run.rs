@@ -36,7 +36,7 @@ const RUN_STDERR_CAP: usize = 64 * 1024;
 /// Candidates' runs, each from the image that holds it, on `parallel` slots: started
 /// as images arrive, collected as they finish.
 pub struct Runs {
-    set: JoinSet<Result<Scored>>,
+    set: JoinSet<Result<Ran>>,
     slots: Arc<Semaphore>,
     oracle: Arc<Oracle>,
     limits: RunLimits,
@@ -74,7 +74,7 @@ impl Runs {
     }
 
     /// The next run to finish; `None` when none is left.
-    pub async fn next(&mut self) -> Option<Result<Scored>> {
+    pub async fn next(&mut self) -> Option<Result<Ran>> {
         let done = self.set.join_next().await?;
         Some(done.context("a scoring task panicked").and_then(|r| r))
     }
@@ -82,6 +82,17 @@ impl Runs {
     pub fn is_empty(&self) -> bool {
         self.set.is_empty()
     }
+}
+
+/// A run's score, and what it answered on the cases the judge said it got
+/// wrong: a repair prompt shows a parent's wrong answers on its failed
+/// *visible* cases, so the caller keeps those and drops the rest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ran {
+    pub scored: Scored,
+    /// (case position, the answer as the harness encoded it), in case
+    /// order. Empty when the judge failed: then no answer was judged wrong.
+    pub wrong_answers: Vec<(usize, String)>,
 }
 
 /// Runs one candidate's image over all cases under `limits`, then has the
@@ -103,7 +114,7 @@ pub async fn run_one(
     oracle: &Oracle,
     limits: RunLimits,
     sandbox: &Sandbox,
-) -> Result<Scored> {
+) -> Result<Ran> {
     let start = Instant::now();
     let total = oracle.total();
     let mut cases = vec![CaseOutcome::NotRun; total];
@@ -151,12 +162,13 @@ pub async fn run_one(
     };
     let answers: Vec<(usize, &str)> = outputs.iter().map(|(i, o)| (*i, o.as_str())).collect();
     let judged = oracle.judge(&answers).await?;
+    let mut wrong = Vec::new();
     let verdict = match judged {
         Judged::Verdicts(judgements) => {
             for ((i, answer), judgement) in answers.iter().zip(judgements) {
                 match judgement {
                     Judgement::Right => cases[*i] = CaseOutcome::Pass,
-                    Judgement::Wrong => {}
+                    Judgement::Wrong => wrong.push(*i),
                     Judgement::Panicked(panic) => {
                         let given = Given::Answer {
                             whose: key,
@@ -176,7 +188,7 @@ pub async fn run_one(
         }
     };
     let passed = cases.iter().filter(|c| **c == CaseOutcome::Pass).count();
-    Ok(Scored {
+    let scored = Scored {
         key,
         verdict,
         passed,
@@ -187,6 +199,16 @@ pub async fn run_one(
         restarts,
         peak_processes: peak,
         stderr,
+    };
+    // `outputs` and `wrong` are both in case order.
+    let mut wrong = wrong.into_iter().peekable();
+    let wrong_answers = outputs
+        .into_iter()
+        .filter(|(i, _)| wrong.next_if_eq(i).is_some())
+        .collect();
+    Ok(Ran {
+        scored,
+        wrong_answers,
     })
 }
 

@@ -239,7 +239,9 @@ impl Store {
     }
 
     /// Keeps what a candidate's run answered on its failed visible cases
-    /// (case position, output), in one transaction.
+    /// (case position, output), in one transaction. A run again (a
+    /// resume that scores a candidate whose answers were kept before its
+    /// score was) replaces what was kept.
     pub async fn record_case_outputs(
         &self,
         batch: BatchId,
@@ -252,7 +254,8 @@ impl Store {
         let mut tx = self.pool.begin().await.map_err(self.sql())?;
         for (pos, output) in outputs {
             sqlx::query(
-                "INSERT INTO case_outputs (batch_id, idx, case_pos, output) VALUES ($1, $2, $3, $4)",
+                "INSERT INTO case_outputs (batch_id, idx, case_pos, output) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (batch_id, idx, case_pos) DO UPDATE SET output = excluded.output",
             )
             .bind(batch)
             .bind(idx as i64)
@@ -410,5 +413,13 @@ mod tests {
         assert_eq!(outputs.len(), 2);
         assert_eq!(outputs[&3][&7], "\"x\"");
         assert_eq!(outputs[&5][&2], "null");
+        // A run again (a resume) replaces what was kept.
+        store
+            .record_case_outputs(batch, 5, &[(2, "[2]".into())])
+            .await
+            .unwrap();
+        let outputs = store.case_outputs(batch).await.unwrap();
+        assert_eq!(outputs[&5].len(), 1);
+        assert_eq!(outputs[&5][&2], "[2]");
     }
 }

@@ -225,7 +225,8 @@ pub async fn check(
         &sandbox,
     )
     .await
-    .map_err(|e| located(spec, e))?;
+    .map_err(|e| located(spec, e))?
+    .scored;
     drop(package);
 
     let mut warnings = Vec::new();

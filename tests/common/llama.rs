@@ -98,7 +98,8 @@ impl LlamaServer {
                 .args(["-c", &(opts.slots * opts.ctx_per_slot).to_string()])
                 .args(["-np", &opts.slots.to_string()])
                 // One thread: the machine is shared with cargo builds.
-                .args(["-t", "1", "--no-webui"])
+                // `/metrics` gives the server's own token counters.
+                .args(["-t", "1", "--no-webui", "--metrics"])
                 .stdin(Stdio::null())
                 .stdout(std::fs::File::create(&log).unwrap())
                 .stderr(std::fs::File::create(log.with_extension("err")).unwrap());
@@ -126,6 +127,20 @@ impl LlamaServer {
     /// `http://127.0.0.1:PORT`, no path.
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// A counter or gauge of the server's `/metrics` (Prometheus text,
+    /// e.g. `llamacpp:tokens_predicted_total`).
+    pub fn metric(&self, name: &str) -> f64 {
+        let body = get_body(self.port, "/metrics")
+            .unwrap_or_else(|| panic!("llama-server on port {} gave no /metrics", self.port));
+        body.lines()
+            .filter(|l| !l.starts_with('#'))
+            .find_map(|l| {
+                let (key, value) = l.split_once(' ')?;
+                (key == name).then(|| value.trim().parse().ok()).flatten()
+            })
+            .unwrap_or_else(|| panic!("/metrics has no {name}: {body}"))
     }
 
     fn exited(&self) -> bool {
@@ -212,6 +227,25 @@ fn get_status(port: u16, path: &str) -> Option<u16> {
     let n = s.read(&mut buf).ok()?;
     let head = String::from_utf8_lossy(&buf[..n]);
     head.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The body of a plain GET answered 200, or `None`.
+fn get_body(port: u16, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        s,
+        // HTTP/1.0: the body comes whole, never chunked.
+        "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"
+    )
+    .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    if head.split_whitespace().nth(1) != Some("200") {
+        return None;
+    }
+    Some(body.to_owned())
 }
 
 /// Two suite problems (MultiPL-E's schema) one text answers differently:

@@ -18,7 +18,8 @@ use assay::progress::Progress;
 use assay::store::{Store, SuiteId};
 use assay::suite_report::SuiteCompare;
 use assay::suite_run::{
-    DrawSettings, ProblemSet, SuiteConfig, SuiteInput, SuiteInterrupted, SuiteLimits,
+    DrawSettings, ProblemSet, RepairFlags, RunShape, SuiteConfig, SuiteInput, SuiteInterrupted,
+    SuiteLimits,
 };
 use assay::views;
 use assay::work::{DrawChoice, LiveSuitePart, SuitePartRun, WorkItem};
@@ -177,6 +178,34 @@ pub struct RunArgs {
     /// The queue item this run is (set by `assay lane`).
     #[arg(long, hide = true, value_name = "ID", requires = "part")]
     work_item: Option<i64>,
+    /// Repair rounds after the first draw: each failing completion's
+    /// program goes back with the compiler's errors or its failed asserts
+    /// (docs/repair.md, Suites).
+    #[arg(long, value_name = "R", allow_negative_numbers = true)]
+    rounds: Option<u64>,
+    /// What a repair prompt carries: `full` (compiler errors, the failed
+    /// asserts and their panics) or `errors-only` (no test text at all).
+    #[arg(long, value_name = "full|errors-only")]
+    feedback: Option<assay::spec::Feedback>,
+    /// Draw the repair rounds from this pool instead of --pool's
+    /// (repeatable); NAME=SHARE for a fixed share.
+    #[arg(long = "repair-pool", value_name = "NAME[=SHARE]")]
+    repair_pool: Vec<assay::spec::PoolChoice>,
+    /// Start no draw once the suite's replies have spent this many output
+    /// tokens (the servers' counts).
+    #[arg(long, value_name = "TOKENS", allow_negative_numbers = true)]
+    max_tokens: Option<u64>,
+}
+
+impl RunArgs {
+    fn repair_flags(&self) -> RepairFlags {
+        RepairFlags {
+            rounds: self.rounds,
+            feedback: self.feedback,
+            pools: self.repair_pool.clone(),
+            max_tokens: self.max_tokens,
+        }
+    }
 }
 
 pub async fn dispatch(command: SuiteCommand) -> Result<ExitCode> {
@@ -288,6 +317,12 @@ async fn run(args: RunArgs) -> Result<ExitCode> {
     if args.chunk == Some(0) {
         return Err(UsageError("--chunk: at least 1 problem".into()).into());
     }
+    args.repair_flags().check(RunShape {
+        live_draw: !args.pool.is_empty(),
+        completions: args.completions.is_some(),
+        queue: args.queue,
+        resume: args.resume.is_some(),
+    })?;
     if args.resume.is_none() && args.completions.is_none() && args.pool.is_empty() {
         return Err(UsageError(
             "suite run: name the completions (--completions PATH) or the pools to draw \
@@ -550,5 +585,14 @@ async fn draw_settings(
     if !args.queue {
         plan.check_reachable().await?;
     }
-    Ok(DrawSettings { plan, n, mode })
+    let repair = args
+        .repair_flags()
+        .resolve(&pools_file, &opts, !args.queue)
+        .await?;
+    Ok(DrawSettings {
+        plan,
+        n,
+        mode,
+        repair,
+    })
 }

@@ -53,6 +53,10 @@ pub struct SuiteSummary {
     /// and `pass_at_k`.
     #[serde(flatten)]
     pub report: SuiteReport,
+    /// A suite that repairs (issue 28): its rounds, pass@1 after each.
+    /// Absent for one that does not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<SuiteRounds>,
     pub draw: DrawFigures,
     pub phases: Vec<PhaseFigures>,
     /// The lanes that ran its parts, when it came from the store's queue
@@ -74,6 +78,22 @@ pub struct DrawFigures {
     pub solved_problems: usize,
     /// Output tokens per solved problem: what a solution cost.
     pub tokens_per_solved_problem: Option<f64>,
+}
+
+/// A suite's repair rounds. The problems' table and pass@k above are the
+/// first draw's (round 0): every later completion repairs one of them.
+#[derive(Debug, Clone, Serialize)]
+pub struct SuiteRounds {
+    /// Repair rounds asked for.
+    pub asked: u32,
+    /// What repair prompts carried: `full` or `errors_only`.
+    pub feedback: String,
+    pub max_tokens: Option<u64>,
+    /// Why no round followed the last one; `None` while they go on.
+    pub stopped: Option<String>,
+    /// pass@1 after each round, in order: the rounds' own figures.
+    pub pass_at_1: Vec<Option<f64>>,
+    pub rounds: Vec<crate::repair::SuiteRoundFigures>,
 }
 
 /// One completion as `suite export` writes it (the CSV columns, in order).
@@ -168,7 +188,8 @@ impl SuiteSummary {
             .map(|p| {
                 completions
                     .iter()
-                    .filter(|c| c.batch_id == p.batch_id)
+                    // The first draw's; repairs are the rounds' figures.
+                    .filter(|c| c.batch_id == p.batch_id && c.round == 0)
                     .filter_map(|c| c.outcome.as_ref().map(|o| o.outcome.clone()))
                     .collect()
             })
@@ -179,7 +200,7 @@ impl SuiteSummary {
                 .zip(&outcomes)
                 .map(|(p, o)| (p.problem.name.as_str(), o.as_slice())),
         );
-        let draw = DrawFigures::new(row.origin, completions, &phases, &report);
+        let draw = DrawFigures::new(row.origin, completions, &phases);
         SuiteSummary {
             suite_id: row.id,
             status: row.status.as_str().to_owned(),
@@ -201,6 +222,7 @@ impl SuiteSummary {
             started_at: row.started_at.clone(),
             finished_at: row.finished_at.clone(),
             report,
+            rounds: None,
             draw,
             phases,
             lanes: Vec::new(),
@@ -315,6 +337,9 @@ impl SuiteSummary {
                     .map_or("-".into(), |t| format!("{t:.0}")),
             );
         }
+        if let Some(rounds) = &self.rounds {
+            rounds.render(&mut out);
+        }
         if !self.phases.is_empty() {
             let _ = writeln!(out, "\nphase        wall (s)   CPU-s  avg busy  peak busy");
             for f in &self.phases {
@@ -333,14 +358,77 @@ impl SuiteSummary {
     }
 }
 
+impl SuiteRounds {
+    /// The rounds of a suite that stored repair settings.
+    pub fn new(
+        settings: &crate::suite_run::SuiteRepair,
+        problems: &[SuiteProblemRow],
+        completions: &[SuiteCompletionRow],
+        rounds: &[crate::store::SuiteRoundRow],
+    ) -> SuiteRounds {
+        let figures = crate::repair::suite_round_figures(problems, completions, rounds);
+        SuiteRounds {
+            asked: settings.rounds,
+            feedback: settings.feedback.clone(),
+            max_tokens: settings.max_tokens,
+            stopped: rounds.iter().rev().find_map(|r| r.stopped.clone()),
+            pass_at_1: figures.iter().map(|f| f.pass_at_1).collect(),
+            rounds: figures,
+        }
+    }
+
+    /// pass@1 after each round, then one line per round.
+    fn render(&self, out: &mut String) {
+        let after: Vec<String> = self.pass_at_1.iter().map(|r| fmt_rate(*r)).collect();
+        let _ = writeln!(
+            out,
+            "\nrepair: {} rounds asked, feedback {}{}; rounds stopped: {}",
+            self.asked,
+            self.feedback,
+            self.max_tokens
+                .map_or(String::new(), |t| format!(", budget {t} output tokens")),
+            self.stopped.as_deref().unwrap_or("-"),
+        );
+        let _ = writeln!(out, "pass@1 after each round: {}", after.join(" -> "));
+        let _ = writeln!(
+            out,
+            "round  completions  compiled  passing  pass@1  tokens in  tokens out  wall (s)"
+        );
+        let tokens = |t: Option<u64>| t.map_or("-".to_owned(), |t| t.to_string());
+        for r in &self.rounds {
+            let _ = writeln!(
+                out,
+                "{:>5}  {:>11}  {:>8}  {:>7}  {:>6}  {:>9}  {:>10}  {:>8}",
+                r.round,
+                r.completions,
+                r.compiled,
+                r.passing,
+                fmt_rate(r.pass_at_1),
+                tokens(r.input_tokens),
+                tokens(r.output_tokens),
+                r.wall_s.map_or("-".to_owned(), |w| format!("{w:.2}")),
+            );
+        }
+    }
+}
+
 impl DrawFigures {
     fn new(
         origin: SuiteOrigin,
         completions: &[SuiteCompletionRow],
         phases: &[PhaseFigures],
-        report: &SuiteReport,
     ) -> DrawFigures {
-        let solved = report.problems.iter().filter(|p| p.passed > 0).count();
+        // Over every round: a problem a repair solved is solved.
+        let solved = completions
+            .iter()
+            .filter(|c| {
+                c.outcome
+                    .as_ref()
+                    .is_some_and(|o| o.outcome.status() == crate::suite::Status::Ok)
+            })
+            .map(|c| c.batch_id)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
         if origin == SuiteOrigin::Completions {
             return DrawFigures {
                 output_tokens: None,

@@ -16,7 +16,8 @@
 //! - `rounds.rs`: a batch's stored rows as attempts, and each round's
 //!   figures.
 //! - `suite.rs`: a suite program's feedback (compiler errors, or the failed
-//!   assert's line and panic; `errors_only`: no test text).
+//!   assert's line and panic; `errors_only`: no test text) and its prompt.
+//! - `suite_rounds.rs`: a suite's rounds as figures, pass@1 after each.
 //!
 //! Invariant: hidden cases never reach a prompt. The only case text this
 //! module is ever given is [`ShownCase`]s, which [`ShownCase::visible`]
@@ -30,6 +31,7 @@ mod parents;
 mod prompt;
 mod rounds;
 mod suite;
+mod suite_rounds;
 
 use std::collections::BTreeMap;
 
@@ -42,7 +44,10 @@ pub use feedback::{compiler_errors, Feedback};
 pub use parents::{choose_parents, spread, Parent};
 pub use prompt::{fill, repair_prompt, PromptContext};
 pub use rounds::{attempts, RoundFigures, RoundsTable};
-pub use suite::{FailedAssert, ProgramState};
+pub use suite_rounds::{pass_at_1_after, suite_round_figures, SuiteRoundFigures};
+pub use suite::{
+    panic_message, solution_of, suite_repair_prompt, FailedAssert, ProgramState, KEPT_MESSAGE_CHARS,
+};
 
 /// One stored candidate of a batch as repair sees it: a representative of
 /// its dedup group, with code.

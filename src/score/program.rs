@@ -30,13 +30,24 @@ const OOM_WATCH_PERIOD: Duration = Duration::from_millis(50);
 /// tail matters; everything before is read and dropped.
 const KEPT_TAIL: usize = 512;
 
+/// Bytes of a run's stderr kept: a panic's message is its last words, and
+/// a repair prompt shows it beside the failed assert (issue 28).
+const KEPT_STDERR: usize = 2048;
+
+/// How long the stderr reader may take to reach the end of the pipe once
+/// the run's processes are gone.
+const STDERR_GRACE: Duration = Duration::from_millis(200);
+
 /// How one run ended, and what it cost.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ProgramRun {
     pub end: CaseEnd,
     pub wall: Duration,
     /// CPU time (user + system) of the run's process, from `wait4`.
     pub cpu: Duration,
+    /// The last [`KEPT_STDERR`] bytes the run wrote to stderr (lossy
+    /// UTF-8): where a failed assert's panic message is.
+    pub stderr: String,
 }
 
 /// Runs `image` with `args` (the program's module and `whole` or a case's
@@ -69,6 +80,7 @@ pub async fn run_program(
                 },
                 wall: started_at.elapsed(),
                 cpu: Duration::ZERO,
+                stderr: String::new(),
             })
         }
     };
@@ -76,7 +88,7 @@ pub async fn run_program(
     let _group = LiveGroup::register(pid);
     let _kill = GroupKill(pid);
     let feeder = feed_stdin(ours, format!("{nonce}\n").into_bytes());
-    let (status, cpu, tail, stop) = watch(started, limits.wall).await?;
+    let (status, cpu, tail, stderr, stop) = watch(started, limits.wall).await?;
     feeder.finish();
     let end = match stop {
         Stop::OutOfMemory => CaseEnd::Signalled {
@@ -97,6 +109,7 @@ pub async fn run_program(
         end,
         wall: started_at.elapsed(),
         cpu,
+        stderr,
     })
 }
 
@@ -113,8 +126,8 @@ enum Stop {
 /// Reads the run's stdout (keeping its tail) until it exits and its output
 /// is closed, its time is up or its memory cgroup kills it; then kills what
 /// is left of the run and reaps it. Returns the wait status, the CPU time,
-/// the tail of stdout and why it stopped.
-async fn watch(started: Started, wall: Duration) -> Result<(i32, Duration, Vec<u8>, Stop)> {
+/// the tail of stdout, the tail of stderr and why it stopped.
+async fn watch(started: Started, wall: Duration) -> Result<(i32, Duration, Vec<u8>, String, Stop)> {
     let Started {
         pid,
         mut stdout,
@@ -122,11 +135,22 @@ async fn watch(started: Started, wall: Duration) -> Result<(i32, Duration, Vec<u
         confinement,
     } = started;
     let mut waiter = tokio::task::spawn_blocking(move || wait4(pid));
-    // Drained so a chatty program never blocks on a full pipe; nothing
-    // reads what it says there.
-    let draining = tokio::spawn(async move {
-        let mut buf = [0u8; 8192];
-        while stderr.read(&mut buf).await.is_ok_and(|n| n > 0) {}
+    // Drained so a chatty program never blocks on a full pipe; only its
+    // tail is kept (a panic's message).
+    let kept = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let mut draining = tokio::spawn({
+        let kept = kept.clone();
+        async move {
+            let mut buf = [0u8; 8192];
+            while let Ok(n @ 1..) = stderr.read(&mut buf).await {
+                let mut kept = kept.lock().unwrap_or_else(|e| e.into_inner());
+                kept.extend_from_slice(&buf[..n]);
+                if kept.len() > KEPT_STDERR {
+                    let cut = kept.len() - KEPT_STDERR;
+                    kept.drain(..cut);
+                }
+            }
+        }
     });
     let deadline = tokio::time::Instant::now() + wall;
     let watch_memory = confinement.watches_memory();
@@ -181,6 +205,15 @@ async fn watch(started: Started, wall: Duration) -> Result<(i32, Duration, Vec<u
     // Removing the run's cgroup may wait for the kernel; not on the
     // runtime's threads.
     let _ = tokio::task::spawn_blocking(move || drop(confinement)).await;
-    draining.abort();
-    Ok((status, cpu, tail, stop))
+    // Every process of the run is gone, so the pipe ends soon; a grace
+    // period, not a wait, in case something kept it open.
+    if tokio::time::timeout(STDERR_GRACE, &mut draining)
+        .await
+        .is_err()
+    {
+        draining.abort();
+    }
+    let stderr =
+        String::from_utf8_lossy(&kept.lock().unwrap_or_else(|e| e.into_inner())).into_owned();
+    Ok((status, cpu, tail, stderr, stop))
 }

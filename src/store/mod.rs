@@ -27,6 +27,7 @@ mod probe;
 mod queue;
 mod repair;
 mod scores;
+mod suite_rounds;
 mod suites;
 
 pub use backend::{Backend, Db, DbError};
@@ -37,6 +38,7 @@ pub use probe::{ProbeRunRow, ProbeRunStats, ProbeVerdictRow};
 pub use queue::{Claimed, WorkItemRow, WorkKind, WorkState};
 pub use repair::{Lineage, PlannedParent, RoundRow};
 pub use scores::PromotionRow;
+pub use suite_rounds::{ProblemRound, SuiteRoundRow};
 pub use suites::{
     NewCompletion, NewProblem, NewSuite, SuiteCompletionRow, SuiteId, SuiteOrigin, SuiteOutcomeRow,
     SuitePart, SuiteProblemRow, SuiteRow,
@@ -777,6 +779,7 @@ mod tests {
             outcome: crate::suite::CompletionOutcome::CompileError,
             run_wall: Duration::ZERO,
             run_cpu: Duration::ZERO,
+            messages: vec![None, Some("assertion failed".into())],
         };
         store
             .record_suite_outcome(batches[0], &[0], &outcome)

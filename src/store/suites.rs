@@ -156,6 +156,10 @@ pub struct SuiteCompletionRow {
     pub extraction: Option<Extraction>,
     pub dup_of: Option<usize>,
     pub outcome: Option<SuiteOutcomeRow>,
+    /// 0 for the first draw, r for the r-th repair round (issue 28).
+    pub round: u32,
+    /// The completion (same problem) whose repair this one is.
+    pub parent: Option<usize>,
 }
 
 /// What a program came to.
@@ -168,6 +172,9 @@ pub struct SuiteOutcomeRow {
     pub outcome: CompletionOutcome,
     pub run_wall: Duration,
     pub run_cpu: Duration,
+    /// What each failed case's run said when it panicked, by case (`None`
+    /// for a case that passed or said nothing); empty when nothing ran.
+    pub messages: Vec<Option<String>>,
 }
 
 impl SuiteOrigin {
@@ -248,6 +255,9 @@ struct SuiteCompletionRecord {
     refused: Option<String>,
     run_wall_ms: Option<f64>,
     run_cpu_ms: Option<f64>,
+    messages: Option<String>,
+    round: i64,
+    parent: Option<i64>,
 }
 
 const SUITE_SELECT: &str = "SELECT s.id, s.problems_path, s.problems_digest, s.origin, s.source,
@@ -351,7 +361,7 @@ impl Store {
         tx.commit().await.map_err(self.sql())
     }
 
-    async fn insert_completion(
+    pub(super) async fn insert_completion(
         &self,
         tx: &mut sqlx::Transaction<'_, sqlx::Any>,
         batch: BatchId,
@@ -423,13 +433,15 @@ impl Store {
             ),
             _ => (None, None),
         };
+        let messages = (!row.messages.is_empty())
+            .then(|| serde_json::to_string(&row.messages).expect("plain data serialises"));
         let mut tx = self.pool.begin().await.map_err(self.sql())?;
         for idx in idxs {
             sqlx::query(
                 "INSERT INTO suite_outcomes (batch_id, idx, probe, error_file, outcome, whole,
                                              cases, status, multiple_status, run_wall_ms,
-                                             run_cpu_ms, refused)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                                             run_cpu_ms, refused, messages)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
             )
             .bind(batch)
             .bind(*idx as i64)
@@ -443,6 +455,7 @@ impl Store {
             .bind(row.run_wall.as_secs_f64() * 1e3)
             .bind(row.run_cpu.as_secs_f64() * 1e3)
             .bind(row.outcome.refused().map(|r| r.as_str()))
+            .bind(messages.as_deref())
             .execute(&mut *tx)
             .await
             .map_err(self.sql())?;
@@ -673,7 +686,7 @@ impl Store {
             "SELECT r.batch_id, {REPLY_COLUMNS},
                     c.extract, c.extract_detail, c.source, c.dup_of,
                     o.probe, o.error_file, o.outcome AS program_outcome, o.whole, o.cases,
-                    o.refused, o.run_wall_ms, o.run_cpu_ms
+                    o.refused, o.run_wall_ms, o.run_cpu_ms, o.messages, r.round, r.parent
              FROM suite_problems p
              JOIN replies r ON r.batch_id = p.batch_id
              LEFT JOIN candidates c ON c.batch_id = r.batch_id AND c.idx = r.idx
@@ -763,6 +776,11 @@ impl SuiteCompletionRecord {
                 .map_err(|_| store.bad(batch, idx, "suite outcome", &kind))?,
                 run_wall: millis(self.run_wall_ms),
                 run_cpu: millis(self.run_cpu_ms),
+                messages: match self.messages.as_deref() {
+                    None => Vec::new(),
+                    Some(json) => serde_json::from_str(json)
+                        .map_err(|_| store.bad(batch, idx, "suite messages", json))?,
+                },
             }),
         };
         Ok(SuiteCompletionRow {
@@ -772,6 +790,8 @@ impl SuiteCompletionRecord {
             extraction,
             dup_of: self.dup_of.map(|d| d as usize),
             outcome,
+            round: self.round as u32,
+            parent: self.parent.map(|p| p as usize),
         })
     }
 }

@@ -13,8 +13,8 @@
 //! stored. A reply that gives no program (a failed request, a chat reply
 //! without code) is a completion that did not build.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -29,7 +29,7 @@ use crate::draw::http::Prompt;
 use crate::draw::{DrawEvent, Drawn, EarlyStop, Plan};
 use crate::extract::{self, Extraction, NoCode};
 use crate::progress::Progress;
-use crate::store::{BatchId, NewCompletion, Store, SuiteOutcomeRow};
+use crate::store::{BatchId, NewCompletion, PlannedParent, Store, SuiteOutcomeRow};
 use crate::suite::{
     chat_program, chat_prompt, completion_program, entry_name, CompletionOutcome, Problem,
     ProgramMode,
@@ -43,6 +43,19 @@ pub struct DrawSettings {
     /// Completions per problem.
     pub n: usize,
     pub mode: ProgramMode,
+    /// Repair rounds and an output-token budget (issue 28).
+    pub repair: super::rounds::Repairing,
+}
+
+/// What a draw asks each problem for.
+pub(super) enum Ask<'p> {
+    /// The first draw: `n` completions of the problem's own prompt.
+    First,
+    /// A repair round: each parent's child asked its prompt, by problem.
+    Repair {
+        round: u32,
+        plans: &'p HashMap<BatchId, Vec<PlannedParent>>,
+    },
 }
 
 /// One problem's share of the draw.
@@ -76,6 +89,10 @@ pub(super) struct SuiteDraw<'a> {
     pub store: &'a Store,
     pub progress: &'a Progress,
     pub programs: &'a Programs,
+    /// Output tokens the suite's replies have spent, and the budget after
+    /// which no problem's draw starts (`--max-tokens`).
+    pub spent: AtomicU64,
+    pub budget: Option<u64>,
 }
 
 /// How many replies came back ok, and the first failure, for a draw that
@@ -87,26 +104,35 @@ struct Tally {
 }
 
 impl SuiteDraw<'_> {
-    /// Draws every problem's missing completions; returns the draw phase's
-    /// guard (for the caller to record once it is over).
-    pub async fn run(&self, mut jobs: Vec<ProblemDraw>) -> Result<PhaseGuard> {
+    /// Draws every problem's missing completions of what `ask` asks;
+    /// returns the draw phase's guard (for the caller to record once it is
+    /// over).
+    pub async fn run(&self, jobs: &mut [ProblemDraw], ask: &Ask<'_>) -> Result<PhaseGuard> {
         let guard = PhaseGuard::start(Phase::Draw);
-        for job in &mut jobs {
+        for job in jobs.iter_mut() {
             if job.n == 0 {
                 job.n = self.settings.n;
             }
         }
         let wanted: usize = jobs
             .iter()
-            .map(|j| j.n.saturating_sub(j.stored.len()))
+            .map(|j| match ask {
+                Ask::First => (0..j.n).filter(|i| !j.stored.contains(i)).count(),
+                Ask::Repair { plans, .. } => plans.get(&j.batch).map_or(0, |ps| {
+                    ps.iter()
+                        .flat_map(|p| p.first_idx..p.first_idx + p.children)
+                        .filter(|i| !j.stored.contains(i))
+                        .count()
+                }),
+            })
             .sum();
         let bar = self.progress.bar("draw", wanted);
         // Problems are drawn side by side only as far as the pools' slots
         // would otherwise stand idle: a problem of n requests fills n.
         let side_by_side = (self.settings.plan.max_in_flight() / self.settings.n.max(1)).max(1);
         let tally = Tally::default();
-        futures::stream::iter(jobs)
-            .map(|job| self.draw_problem(job, &tally, &bar))
+        futures::stream::iter(jobs.iter_mut())
+            .map(|job| self.draw_problem(job, ask, &tally, &bar))
             .buffer_unordered(side_by_side)
             .try_collect::<Vec<()>>()
             .await?;
@@ -124,9 +150,116 @@ impl SuiteDraw<'_> {
         Ok(guard)
     }
 
+    /// Whether the output-token budget is spent: no draw starts then.
+    fn over_budget(&self) -> bool {
+        self.budget
+            .is_some_and(|max| self.spent.load(Ordering::Relaxed) >= max)
+    }
+
     async fn draw_problem(
         &self,
-        mut job: ProblemDraw,
+        job: &mut ProblemDraw,
+        ask: &Ask<'_>,
+        tally: &Tally,
+        bar: &indicatif::ProgressBar,
+    ) -> Result<()> {
+        if self.over_budget() {
+            return Ok(());
+        }
+        match ask {
+            Ask::First => self.draw_first(job, tally, bar).await,
+            Ask::Repair { round, plans } => {
+                let Some(parents) = plans.get(&job.batch) else {
+                    return Ok(());
+                };
+                self.draw_repairs(job, *round, parents, tally, bar).await
+            }
+        }
+    }
+
+    /// A repair round's completions of one problem: each parent's child
+    /// asked the parent's prompt, as a chat message (a repair prompt is an
+    /// instruction, whatever the suite's mode), from the repair pools.
+    async fn draw_repairs(
+        &self,
+        job: &mut ProblemDraw,
+        round: u32,
+        parents: &[PlannedParent],
+        tally: &Tally,
+        bar: &indicatif::ProgressBar,
+    ) -> Result<()> {
+        let mut asks = BTreeMap::new();
+        let mut parent_of = HashMap::new();
+        for p in parents {
+            for idx in p.first_idx..p.first_idx + p.children {
+                asks.insert(idx, p.prompt.clone());
+                parent_of.insert(idx, p.parent);
+            }
+        }
+        if asks.keys().all(|i| job.stored.contains(i)) {
+            return Ok(());
+        }
+        let early_stop = entry_name(&job.problem)
+            .map_or(EarlyStop::Never, |entry| EarlyStop::AtAnswer { entry });
+        let plan = self
+            .settings
+            .repair
+            .plan
+            .as_ref()
+            .unwrap_or(&self.settings.plan)
+            .for_prompt(&Prompt::Chat(String::new()), &early_stop);
+        let (tx, mut rx) = mpsc::channel(64);
+        let quiet = Progress::hidden();
+        let stored = job.stored.clone();
+        let drawing = async {
+            plan.draw_asking(asks, &stored, tx, &quiet)
+                .await
+                .map_err(anyhow::Error::from)
+        };
+        let receiving = async {
+            while let Some(event) = rx.recv().await {
+                match event {
+                    DrawEvent::Reply(drawn) => {
+                        if job.stored.insert(drawn.idx) {
+                            let parent = *parent_of
+                                .get(&drawn.idx)
+                                .context("a repair reply outside its round")?;
+                            let lineage = Some((round, parent));
+                            self.take(job, drawn, ProgramMode::Chat, lineage, tally)
+                                .await?;
+                            bar.inc(1);
+                        }
+                    }
+                    event => self.note(job.batch, event).await?,
+                }
+            }
+            anyhow::Ok(())
+        };
+        tokio::try_join!(drawing, receiving)
+            .with_context(|| format!("repairing problem `{}`", job.problem.name))?;
+        Ok(())
+    }
+
+    /// A draw event other than a reply: stored, or said.
+    async fn note(&self, batch: BatchId, event: DrawEvent) -> Result<()> {
+        match event {
+            DrawEvent::Reply(_) => {}
+            DrawEvent::Cancelled { pool, attempts } => {
+                self.store.record_cancelled(batch, &pool, &attempts).await?;
+            }
+            DrawEvent::PoolStopped { pool, reason } => {
+                self.progress.note(&format!(
+                    "warning: pool `{pool}` stopped: {reason}; its remaining requests are not sent"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The first draw's completions of one problem.
+    async fn draw_first(
+        &self,
+        job: &mut ProblemDraw,
         tally: &Tally,
         bar: &indicatif::ProgressBar,
     ) -> Result<()> {
@@ -164,25 +297,17 @@ impl SuiteDraw<'_> {
                 .await
                 .map_err(anyhow::Error::from)
         };
+        let mode = self.settings.mode;
         let receiving = async {
             while let Some(event) = rx.recv().await {
                 match event {
                     DrawEvent::Reply(drawn) => {
                         if job.stored.insert(drawn.idx) {
-                            self.take(&mut job, drawn, tally).await?;
+                            self.take(job, drawn, mode, None, tally).await?;
                             bar.inc(1);
                         }
                     }
-                    DrawEvent::Cancelled { pool, attempts } => {
-                        self.store
-                            .record_cancelled(job.batch, &pool, &attempts)
-                            .await?;
-                    }
-                    DrawEvent::PoolStopped { pool, reason } => {
-                        self.progress.note(&format!(
-                            "warning: pool `{pool}` stopped: {reason}; its remaining requests are not sent"
-                        ));
-                    }
+                    event => self.note(job.batch, event).await?,
                 }
             }
             anyhow::Ok(())
@@ -192,9 +317,22 @@ impl SuiteDraw<'_> {
         Ok(())
     }
 
-    /// Stores one reply with its program, and hands the program on: a new
-    /// one to the builds, a duplicate to its program's outcome.
-    async fn take(&self, job: &mut ProblemDraw, drawn: Drawn, tally: &Tally) -> Result<()> {
+    /// Stores one reply with its program (and, in a repair round, its
+    /// round and parent), and hands the program on: a new one to the
+    /// builds, a duplicate (of any earlier round's) to its program's
+    /// outcome.
+    async fn take(
+        &self,
+        job: &mut ProblemDraw,
+        drawn: Drawn,
+        mode: ProgramMode,
+        lineage: Option<(u32, usize)>,
+        tally: &Tally,
+    ) -> Result<()> {
+        self.spent.fetch_add(
+            drawn.reply.completion_tokens.unwrap_or(0),
+            Ordering::Relaxed,
+        );
         if drawn.reply.outcome.is_ok() {
             tally.ok.fetch_add(1, Ordering::Relaxed);
         } else {
@@ -203,23 +341,30 @@ impl SuiteDraw<'_> {
                 *first = Some(drawn.clone());
             }
         }
-        let extraction = program_of(&job.problem, self.settings.mode, &drawn);
+        let extraction = program_of(&job.problem, mode, &drawn);
         let key = match &extraction {
             Extraction::Source(program) => Some(Key::of(program)),
             Extraction::Failed(_) => None,
         };
         let known = key.as_ref().and_then(|k| job.keys.get(k)).copied();
-        self.store
-            .record_suite_completions(
-                job.batch,
-                &[NewCompletion {
-                    drawn: &drawn,
-                    extraction: &extraction,
-                    fingerprint: key.as_ref().and_then(Key::fingerprint),
-                    dup_of: known.map(|(_, rep)| rep),
-                }],
-            )
-            .await?;
+        let completion = NewCompletion {
+            drawn: &drawn,
+            extraction: &extraction,
+            fingerprint: key.as_ref().and_then(Key::fingerprint),
+            dup_of: known.map(|(_, rep)| rep),
+        };
+        match lineage {
+            None => {
+                self.store
+                    .record_suite_completions(job.batch, &[completion])
+                    .await?
+            }
+            Some((round, parent)) => {
+                self.store
+                    .record_suite_repair(job.batch, &completion, round, parent)
+                    .await?
+            }
+        }
         match (&extraction, known, key) {
             (Extraction::Source(program), None, Some(key)) => {
                 let id = self.programs.add(Work::new(
@@ -279,6 +424,7 @@ pub(super) async fn store_no_program(store: &Store, batch: BatchId, idx: usize) 
         outcome: CompletionOutcome::CompileError,
         run_wall: Duration::ZERO,
         run_cpu: Duration::ZERO,
+        messages: Vec::new(),
     };
     store.record_suite_outcome(batch, &[idx], &row).await?;
     Ok(())

@@ -26,8 +26,13 @@
 //! batches' dead owner (as any batch), and [`resume`] finishes it: it draws
 //! only the completions not stored, and builds and runs only the programs
 //! without an outcome.
+//!
+//! A live draw with repair rounds (`--rounds`, issue 28) has `rounds` as
+//! its producer: each round's completions go down the same stream, and the
+//! next round is planned from what the last one's programs came to.
 
 mod draw;
+mod rounds;
 mod stream;
 
 use std::path::{Path, PathBuf};
@@ -51,7 +56,9 @@ use crate::suite::SuiteError;
 use crate::suite::{Completions, Problem, ProgramMode};
 
 pub use draw::DrawSettings;
-use draw::{ProblemDraw, SuiteDraw};
+use draw::{Ask, ProblemDraw, SuiteDraw};
+pub use rounds::{RepairFlags, Repairing, RunShape, SuiteRepair};
+use rounds::{Resume, Rounds};
 pub use stream::CaseRuns;
 use stream::{Programs, Stream, Work};
 
@@ -411,8 +418,12 @@ pub async fn run_draw(
 ) -> Result<SuiteId> {
     let guard = PhaseGuard::start(Phase::Prepare);
     let (suite, batches) = begin_draw(set, settings, store).await?;
+    let repair = settings.repair.settings.as_ref();
+    if let Some(repair) = repair {
+        store.begin_suite_repair(suite, &repair.to_json()).await?;
+    }
     let (programs, rx) = Programs::new();
-    let jobs: Vec<ProblemDraw> = set
+    let mut jobs: Vec<ProblemDraw> = set
         .problems
         .iter()
         .zip(&batches)
@@ -424,8 +435,24 @@ pub async fn run_draw(
         store,
         progress,
         programs: &programs,
+        spent: 0.into(),
+        budget: repair.and_then(|r| r.max_tokens),
     };
-    let producer = async { draw.run(jobs).await.map(Some) };
+    let producer = async {
+        match repair {
+            None => draw.run(&mut jobs, &Ask::First).await.map(Some),
+            Some(repair) => {
+                let rounds = Rounds {
+                    suite,
+                    settings: repair,
+                    draw: &draw,
+                    store,
+                    progress,
+                };
+                rounds.run(&mut jobs, Resume::First).await.map(|()| None)
+            }
+        }
+    };
     drive(
         cfg,
         store,
@@ -463,6 +490,7 @@ pub async fn resume(
     let row = store.suite(suite).await?;
     let problems = store.suite_problems(suite).await?;
     let completions = store.suite_completions(suite).await?;
+    // The first draw's: repair rounds' completions come on top of `n`.
     let missing: usize = problems
         .iter()
         .enumerate()
@@ -470,7 +498,7 @@ pub async fn resume(
         .map(|(_, p)| {
             let stored = completions
                 .iter()
-                .filter(|c| c.batch_id == p.batch_id)
+                .filter(|c| c.batch_id == p.batch_id && c.round == 0)
                 .count();
             p.n.saturating_sub(stored)
         })
@@ -482,6 +510,44 @@ pub async fn resume(
             row.source
         ))
         .into());
+    }
+    let repair = match store.suite_repair(suite).await? {
+        Some(json) => Some(SuiteRepair::from_json(&json).ok_or_else(|| {
+            not_resumable(format!("has repair settings assay cannot read: {json}"))
+        })?),
+        None => None,
+    };
+    let at = match &repair {
+        Some(_) => Some(rounds::resume_point(store, suite).await?),
+        None => None,
+    };
+    if let (Some(repair), Some(at)) = (&repair, at) {
+        if part != SuitePart::all() {
+            return Err(not_resumable(
+                "is a suite with repair rounds, which run over every problem; resume it without --part"
+                    .into(),
+            )
+            .into());
+        }
+        let to_draw = at != Resume::Stopped && row.status != BatchStatus::Finished;
+        match settings {
+            None if to_draw => {
+                return Err(not_resumable(format!(
+                    "has repair rounds to go on with, drawn from {}; name the pools again \
+                     (--pool, --pools) to draw them",
+                    row.source
+                ))
+                .into())
+            }
+            Some(s) if to_draw && !repair.pools.is_empty() && s.repair.plan.is_none() => {
+                return Err(not_resumable(format!(
+                    "drew its repair rounds from {}; name them again (--repair-pool)",
+                    repair.pools.join(", ")
+                ))
+                .into())
+            }
+            _ => {}
+        }
     }
     match store
         .claim_suite_for_resume(suite, &part, &Owner::current())
@@ -551,15 +617,43 @@ pub async fn resume(
         jobs.push(job);
     }
     tracing::info!(suite, programs = programs.count(), missing, "suite resumed");
-    match settings {
-        Some(settings) if missing > 0 => {
+    let spent: u64 = completions
+        .iter()
+        .filter_map(|c| c.drawn.reply.completion_tokens)
+        .sum();
+    match (settings, &repair, at) {
+        (Some(settings), Some(repair), Some(at)) => {
             let draw = SuiteDraw {
                 settings,
                 store,
                 progress,
                 programs: &programs,
+                spent: spent.into(),
+                budget: repair.max_tokens,
             };
-            let producer = async { draw.run(jobs).await.map(Some) };
+            let rounds = Rounds {
+                suite,
+                settings: repair,
+                draw: &draw,
+                store,
+                progress,
+            };
+            let producer = async { rounds.run(&mut jobs, at).await.map(|()| None) };
+            drive(
+                cfg, store, progress, interrupt, suite, part, &programs, rx, producer, guard,
+            )
+            .await
+        }
+        (Some(settings), _, _) if missing > 0 => {
+            let draw = SuiteDraw {
+                settings,
+                store,
+                progress,
+                programs: &programs,
+                spent: spent.into(),
+                budget: None,
+            };
+            let producer = async { draw.run(&mut jobs, &Ask::First).await.map(Some) };
             drive(
                 cfg, store, progress, interrupt, suite, part, &programs, rx, producer, guard,
             )

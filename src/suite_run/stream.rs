@@ -119,6 +119,9 @@ struct Inner {
     splits: Vec<Option<Split>>,
     /// Where new programs go; `None` once no more will come.
     tx: Option<mpsc::UnboundedSender<StreamCandidate>>,
+    /// Programs added whose outcome is not stored yet: a repair round
+    /// waits for 0 before it reads what its parents came to.
+    pending: tokio::sync::watch::Sender<usize>,
 }
 
 impl Programs {
@@ -132,6 +135,7 @@ impl Programs {
                     done: Vec::new(),
                     splits: Vec::new(),
                     tx: Some(tx),
+                    pending: tokio::sync::watch::Sender::new(0),
                 }),
             },
             rx,
@@ -151,6 +155,7 @@ impl Programs {
         inner.works.push(Arc::new(work));
         inner.done.push(None);
         inner.splits.push(None);
+        inner.pending.send_modify(|n| *n += 1);
         if let Some(tx) = &inner.tx {
             let _ = tx.send(StreamCandidate { idx: id, source });
         }
@@ -213,6 +218,21 @@ impl Programs {
     /// Programs still to build and run.
     pub fn count(&self) -> usize {
         self.lock().done.iter().filter(|d| d.is_none()).count()
+    }
+
+    /// A program's outcome is stored (for it and every completion sharing
+    /// it so far).
+    fn stored(&self) {
+        self.lock()
+            .pending
+            .send_modify(|n| *n = n.saturating_sub(1));
+    }
+
+    /// Waits until every program added so far has its outcome stored.
+    pub async fn settled(&self) {
+        let mut rx = self.lock().pending.subscribe();
+        // The sender lives as long as `self`: the wait ends at 0.
+        let _ = rx.wait_for(|n| *n == 0).await;
     }
 }
 
@@ -400,6 +420,7 @@ impl Stream<'_> {
                             outcome,
                             run_wall: Duration::ZERO,
                             run_cpu: Duration::ZERO,
+                            messages: Vec::new(),
                         };
                         self.store_outcome(programs, id, &row).await?;
                         bar.inc(1);
@@ -451,6 +472,7 @@ impl Stream<'_> {
     ) -> Result<()> {
         let (batch, idxs) = programs.finish(id, row);
         self.store.record_suite_outcome(batch, &idxs, row).await?;
+        programs.stored();
         crate::testpoint::reached("suite.outcome").await;
         Ok(())
     }
@@ -616,7 +638,8 @@ async fn run_cases(
         }
     };
     let whole = run("whole".to_owned()).await?;
-    let mut runs: Vec<ProgramRun> = vec![whole];
+    let mut runs: Vec<ProgramRun> = vec![whole.clone()];
+    let mut messages = vec![said(&whole)];
     let outcome = match (built.how, split) {
         (Runs::Unchanged(reason), _) => CompletionOutcome::Refused {
             reason,
@@ -631,10 +654,12 @@ async fn run_cases(
                 let each =
                     futures::future::try_join_all((0..cases.len()).map(|i| run(i.to_string())))
                         .await?;
-                runs.extend(each.iter().copied());
+                messages = each.iter().map(said).collect();
+                runs.extend(each.iter().cloned());
                 each.iter().map(|r| r.end).collect()
             } else {
                 // Every assert returned within the whole `main`.
+                messages = Vec::new();
                 vec![CaseEnd::Passed; cases.len()]
             };
             CompletionOutcome::Ran {
@@ -647,6 +672,9 @@ async fn run_cases(
             cases: vec![whole.end],
         },
     };
+    if messages.iter().all(Option::is_none) {
+        messages = Vec::new();
+    }
     Ok((
         built.work,
         SuiteOutcomeRow {
@@ -655,8 +683,17 @@ async fn run_cases(
             outcome,
             run_wall: runs.iter().map(|r| r.wall).sum(),
             run_cpu: runs.iter().map(|r| r.cpu).sum(),
+            messages,
         },
     ))
+}
+
+/// What a run that did not pass said as it ended (its panic's message).
+fn said(run: &ProgramRun) -> Option<String> {
+    if run.end == CaseEnd::Passed {
+        return None;
+    }
+    crate::repair::panic_message(&run.stderr)
 }
 
 /// What a program that did not build came to. A failure of the host (a
@@ -754,6 +791,7 @@ mod tests {
             outcome: CompletionOutcome::CompileError,
             run_wall: Duration::ZERO,
             run_cpu: Duration::ZERO,
+            messages: Vec::new(),
         };
         assert_eq!(programs.finish(id, &row), (4, vec![0, 2]));
         assert_eq!(programs.share(id, 5), Some(row));

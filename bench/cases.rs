@@ -109,7 +109,9 @@ async fn main() -> anyhow::Result<()> {
         for _ in 0..ROUNDS {
             let start = Instant::now();
             let cpu = children_cpu();
-            let scored = score::run_one(&exe, ModuleKey::Committed, &oracle, lim, sb).await?;
+            let scored = score::run_one(&exe, ModuleKey::Committed, &oracle, lim, sb)
+                .await?
+                .scored;
             let wall = start.elapsed().as_secs_f64();
             let cpu = children_cpu() - cpu;
             assert!(
@@ -136,7 +138,9 @@ async fn main() -> anyhow::Result<()> {
         let start = Instant::now();
         let cpu = children_cpu();
         for _ in 0..PER_PROCESS_CASES {
-            let scored = score::run_one(&exe, ModuleKey::Committed, &single, limits, sb).await?;
+            let scored = score::run_one(&exe, ModuleKey::Committed, &single, limits, sb)
+                .await?
+                .scored;
             assert!(scored.verdict.finished(), "{}", scored.verdict);
         }
         let cpu = children_cpu() - cpu;

@@ -848,7 +848,10 @@ async fn queue_run(
     if json {
         println!("{}", serde_json::json!({ "work_item": id }));
     } else {
-        println!("queued as item {id}: `assay lane` runs it");
+        println!(
+            "queued as item {id}: `{}` runs it",
+            assay::work::lane_command(db)
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -534,8 +534,9 @@ async fn queue(
         );
     } else {
         println!(
-            "suite {suite} queued as {} items of up to {chunk} problems: `assay lane` runs them",
-            items.len()
+            "suite {suite} queued as {} items of up to {chunk} problems: `{}` runs them",
+            items.len(),
+            assay::work::lane_command(store.db())
         );
     }
     Ok(ExitCode::SUCCESS)

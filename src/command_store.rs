@@ -8,7 +8,8 @@
 //! the process exit may kill first, and SQLite then leaves `DB-wal` and
 //! `DB-shm` beside the database. So a command never holds a store
 //! directly: it runs inside [`reading`], [`writing`] or [`running`], which
-//! await the close on every path out, error or not.
+//! await the close on every path out, error or not. How a close closes
+//! every connection, one at a time, is `store::close_pool`'s.
 
 use std::future::Future;
 

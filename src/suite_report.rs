@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::account::{Phase, PhaseFigures};
 use crate::extract::Extraction;
+use crate::hint::{CommandLine, Reach};
 use crate::store::{SuiteCompletionRow, SuiteOrigin, SuiteProblemRow, SuiteRow};
 use crate::suite::report::{CompareError, ProblemReport, REPORTED_K};
 use crate::suite::{CompletionOutcome, SuiteComparison, SuiteReport};
@@ -62,6 +63,10 @@ pub struct SuiteSummary {
     /// The lanes that ran its parts, when it came from the store's queue
     /// (`suite run --queue`); filled by the caller from the store.
     pub lanes: Vec<String>,
+    /// The flags that reach the suite's store, for the resume hint of an
+    /// unfinished suite; set by the caller, which knows the store.
+    #[serde(skip)]
+    pub reach: Reach,
 }
 
 /// A suite's draw figures.
@@ -226,6 +231,7 @@ impl SuiteSummary {
             draw,
             phases,
             lanes: Vec::new(),
+            reach: Reach::default(),
         }
     }
 
@@ -247,10 +253,13 @@ impl SuiteSummary {
             let _ = writeln!(out, "failure: {f}");
         }
         if self.pending > 0 {
+            let resume =
+                CommandLine::assay(["suite", "run", "--resume", &self.suite_id.to_string()])
+                    .reaching(&self.reach);
             let _ = writeln!(
                 out,
-                "pending: {} completions have no outcome yet (`assay suite run --resume {}`)",
-                self.pending, self.suite_id
+                "pending: {} completions have no outcome yet (`{resume}`)",
+                self.pending
             );
         }
         let _ = writeln!(out, "problems:    {}", self.problems_path);

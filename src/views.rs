@@ -267,6 +267,7 @@ pub async fn suite_summary(
     let phases = store.suite_phases(suite).await?;
     let mut summary = crate::suite_report::SuiteSummary::new(&row, &problems, &completions, phases);
     summary.lanes = store.suite_lanes(suite).await?;
+    summary.reach = Reach::store(store.db());
     if let Some(settings) = store
         .suite_repair(suite)
         .await?

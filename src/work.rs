@@ -24,6 +24,12 @@ use crate::spec::{PoolChoice, Spec, SplitMode, WavePolicy};
 use crate::store::{BatchId, SuiteId, SuitePart, WorkKind};
 use crate::suite_run::CaseRuns;
 
+/// The command that drains the queue of the store `db`: what a queueing
+/// command tells the user to start next.
+pub fn lane_command(db: &crate::store::Db) -> crate::hint::CommandLine {
+    crate::hint::CommandLine::assay(["lane"]).reaching(&crate::hint::Reach::store(db))
+}
+
 /// The environment variables that `assay run` or `assay suite run` read as
 /// flags. A lane removes them all from its runs' environment: the item's
 /// settings are the whole of what the run is to do (a setting it leaves

@@ -290,6 +290,82 @@ fn sigterm_stops_cleanly_too() {
     assert_eq!(listed[0]["failure"], "interrupted by SIGTERM");
 }
 
+/// Issue 30, item 9, on every way out: a command that ends with any of
+/// assay's exit classes has closed its store, all of it, so SQLite has
+/// deleted `DB-wal` and `DB-shm` (tests/bad_input.rs tries the refusals
+/// many times over).
+#[test]
+fn every_exit_class_leaves_no_wal_files() {
+    let scratch = Scratch::new();
+    let db = scratch.db();
+    let left = |db: &std::path::Path| -> Vec<String> {
+        ["-wal", "-shm"]
+            .into_iter()
+            .filter(|suffix| {
+                let mut name = db.as_os_str().to_owned();
+                name.push(suffix);
+                std::path::Path::new(&name).exists()
+            })
+            .map(str::to_owned)
+            .collect()
+    };
+    let task = tiny();
+    let exits = |args: &[&str], code: i32| {
+        let out = scratch.assay(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert!(
+            left(&db).is_empty(),
+            "{args:?} (exit {code}) left {:?}",
+            left(&db)
+        );
+    };
+
+    // 0: a batch that finished, and the reading commands.
+    exits(&["run", &task], 0);
+    for args in [
+        &["batches"][..],
+        &["show", "1"],
+        &["export", "1"],
+        &["compare", "1", "1"],
+    ] {
+        exits(args, 0);
+    }
+    // 2: bad input, with the store open.
+    exits(&["show", "9"], 2);
+    // 130: Ctrl-C in the middle of scoring.
+    let stopped = scratch.start_at("pause@score.run#1", &["run", &task]);
+    stopped.signal(libc::SIGINT);
+    let (status, stderr) = stopped.wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(left(&db).is_empty(), "Ctrl-C left {:?}", left(&db));
+    // 1: a batch that fails (its harness's judge panics on an answer).
+    let harness_fault = scratch.tiny_copy();
+    common::edit(
+        &harness_fault.join("harness/src/lib.rs"),
+        "pub fn judge(case: &Case, output: &str) -> bool {",
+        "pub fn judge(case: &Case, output: &str) -> bool {\n    \
+         if output.trim() == \"99\" {\n        panic!(\"99 is out of range\");\n    }",
+    );
+    let reply = serde_json::json!({
+        "content": "```rust\npub fn double(x: u64) -> u64 { if x == 4 { 99 } else { x * 2 } }\n```",
+        "finish_reason": "stop",
+    });
+    std::fs::write(harness_fault.join("replies.jsonl"), format!("{reply}\n")).unwrap();
+    exits(&["run", &harness_fault.display().to_string(), "-n", "1"], 1);
+    // 3: a lane's run whose store went away (here: is no database).
+    let text = scratch.write("text.db", "not a database\n");
+    let args = ["run", &task, "--work-item", "4", "--db", "text.db"];
+    let out = scratch.assay(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(left(&text).is_empty(), "exit 3 left {:?}", left(&text));
+}
+
 /// Gone, or a zombie nobody has reaped yet: either way it runs no more.
 fn stopped_running(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

@@ -461,6 +461,110 @@ fn the_resume_hint_reaches_the_same_database() {
     assert!(!scratch.db().exists(), "the hint opened another database");
 }
 
+/// Issue 30, item 4, every other printed command: a suite stopped by
+/// Ctrl-C, an unfinished suite as `suite show` reports it, a suite that is
+/// not there, and a queued run each name the command to type next with the
+/// database that holds the data, quoted; pasted, the resume finishes the
+/// suite in that database.
+#[test]
+fn every_printed_command_reaches_the_same_database() {
+    let scratch = Scratch::new();
+    std::fs::create_dir(scratch.join("my runs")).unwrap();
+    let db = "my runs/s.db";
+    let quoted = "--db 'my runs/s.db'";
+    let fixture = repo().join("tests/fixtures/suite");
+    let first = |file: &str, lines: usize| -> String {
+        std::fs::read_to_string(fixture.join(file))
+            .unwrap()
+            .lines()
+            .take(lines)
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
+    let problems = scratch.write("problems.jsonl", &first("problems.jsonl", 1));
+    let completions = scratch.write("completions.jsonl", &first("completions.jsonl", 2));
+    let (problems, completions) = (
+        problems.display().to_string(),
+        completions.display().to_string(),
+    );
+    // As a user runs them: no ASSAY_DB, the database named by the flag.
+    let as_user = |args: &[&str]| {
+        let mut cmd = scratch.command(args);
+        cmd.env_remove("ASSAY_DB");
+        cmd
+    };
+
+    let cmd = as_user(&[
+        "suite",
+        "run",
+        &problems,
+        "--completions",
+        &completions,
+        "--db",
+        db,
+    ]);
+    let stopped = Scratch::start_command_at(cmd, "pause@suite.outcome#1");
+    stopped.signal(libc::SIGINT);
+    let (status, stderr) = stopped.wait(std::time::Duration::from_secs(60));
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    let resume = format!("assay suite run --resume 1 {quoted}");
+    assert!(
+        stderr.contains(&format!("finish it with `{resume}`")),
+        "{stderr}"
+    );
+
+    let shown = as_user(&["suite", "show", "1", "--db", db])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+    let pending = shown
+        .lines()
+        .find(|l| l.starts_with("pending: "))
+        .unwrap_or_else(|| panic!("no pending line: {shown}"));
+    assert!(pending.ends_with(&format!("(`{resume}`)")), "{pending}");
+
+    // Pasted into a shell, in the same folder, it finishes the suite.
+    let out = scratch
+        .prepare(&mut std::process::Command::new("/bin/sh"))
+        .env_remove("ASSAY_DB")
+        .env("ASSAY_BIN", env!("CARGO_BIN_EXE_assay"))
+        .args([
+            "-c",
+            &format!("assay() {{ \"$ASSAY_BIN\" \"$@\"; }}; {resume} --json"),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{resume}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["status"], "finished");
+    assert_eq!(summary["pending"], 0);
+    assert!(!scratch.db().exists(), "the hint opened another database");
+
+    let args = ["suite", "show", "9", "--db", db];
+    assert_refused(
+        &as_user(&args).output().unwrap(),
+        &args,
+        &[&format!(
+            "my runs/s.db: no suite 9 (`assay suite list {quoted}` names them)"
+        )],
+    );
+
+    let task = tiny();
+    let queued = as_user(&["run", &task, "--queue", "--db", db])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&queued.stdout);
+    assert!(queued.status.success(), "{said}");
+    assert_eq!(
+        said.trim_end(),
+        format!("queued as item 1: `assay lane {quoted}` runs it")
+    );
+}
+
 /// Issue 30, item 10: the default work directory followed the database
 /// (`DB-out/work`), so every new database built the harness's
 /// dependencies again. It is the toolchain's folder in the user's cache

@@ -323,3 +323,21 @@ fn an_unreachable_server_is_one_line_naming_it() {
         common::assert_refused(&out, &args, &[&why]);
     }
 }
+
+/// Issue 30, item 8, a host that never answers (down, or behind a
+/// firewall that drops packets): the store waits for it a short while,
+/// states how long, and refuses it in one line, exit 2. Here the "server"
+/// is a socket that listens and never reads: the kernel completes the
+/// connection and the startup message gets no answer.
+#[test]
+fn a_server_that_never_answers_is_one_line_naming_the_wait() {
+    let s = Scratch::new();
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let db = format!("postgres://assay@127.0.0.1:{port}/runs");
+    let args = ["batches", "--db", &db];
+    let out = s.assay(&args);
+    let why = format!("{db}: cannot connect: no answer within 10 s");
+    common::assert_refused(&out, &args, &[&why]);
+    drop(silent);
+}

@@ -44,10 +44,10 @@ pub use feedback::{compiler_errors, Feedback};
 pub use parents::{choose_parents, spread, Parent};
 pub use prompt::{fill, repair_prompt, PromptContext};
 pub use rounds::{attempts, RoundFigures, RoundsTable};
-pub use suite_rounds::{pass_at_1_after, suite_round_figures, SuiteRoundFigures};
 pub use suite::{
     panic_message, solution_of, suite_repair_prompt, FailedAssert, ProgramState, KEPT_MESSAGE_CHARS,
 };
+pub use suite_rounds::{pass_at_1_after, suite_round_figures, SuiteRoundFigures};
 
 /// One stored candidate of a batch as repair sees it: a representative of
 /// its dedup group, with code.

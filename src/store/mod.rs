@@ -65,7 +65,7 @@ pub enum StoreError {
     Sql { db: Db, source: sqlx::Error },
     #[error("{db}: no batch {id}")]
     NoBatch { db: Db, id: BatchId },
-    #[error("{db}: no suite {id} (`assay suite list` names them)")]
+    #[error("{db}: no suite {id} (`{}` names them)", suites_listed(.db))]
     NoSuite { db: Db, id: i64 },
     #[error("{db}: the database has schema version {found}, newer than this assay knows ({known}); use a newer assay")]
     TooNew { db: Db, found: i64, known: i64 },
@@ -196,24 +196,55 @@ impl Store {
     }
 }
 
-/// `Pool::close`, finished. sqlx 0.8's close can return with a connection
-/// still open (launchbadge/sqlx#3217, fixed after 0.8.6 by #3952): a
-/// connection whose return to the pool began before the close lands in the
-/// idle queue after the close last drained it, and nothing closes it. A
-/// SQLite connection left so dies with the process unclosed, and the
-/// database keeps its `-wal` and `-shm` files. So the close is repeated
-/// while the pool still counts a connection: each pass closes what has
-/// landed since, and a connection still on its way back sees the pool
-/// closed and closes itself. sqlx has no event for its last connection
-/// closed, so this polls, every millisecond, for at most five seconds.
+/// The command that lists a store's suites, with the `--db` that reaches it.
+fn suites_listed(db: &Db) -> crate::hint::CommandLine {
+    crate::hint::CommandLine::assay(["suite", "list"]).reaching(&crate::hint::Reach::store(db))
+}
+
+/// `Pool::close`, finished: every connection closed, one at a time, before
+/// it returns.
+///
+/// One at a time is what deletes `DB-wal` and `DB-shm`. A SQLite
+/// connection closing in WAL mode deletes them only if it can take the
+/// database file's EXCLUSIVE lock, which it gets only when no other
+/// connection of the process still holds its SHARED lock
+/// (`sqlite3WalClose`, `unixLock`). Two connections that close at once on
+/// two threads each see the other still open, and both leave the files.
+/// sqlx closes at once in just that way: a query's connection goes back
+/// to the pool in a spawned task (`PoolConnection`'s drop), and a task
+/// that runs after `close` has begun closes its connection itself, on its
+/// own thread, while `close` closes the idle ones on theirs. So this first
+/// waits until every connection is back in the idle queue (no return in
+/// flight), and only then closes: `close` then closes them in turn, and
+/// the last one to go finds itself alone.
+///
+/// The close is still repeated while the pool counts a connection: sqlx
+/// 0.8's close can return with one open (launchbadge/sqlx#3217, fixed after
+/// 0.8.6 by #3952), landed in the idle queue after close last drained it.
+/// sqlx has no event for "all connections idle" or "last connection
+/// closed", so both waits poll, every millisecond, for at most five
+/// seconds together.
+///
+/// Two pools on one file in one process (`compare --spec` runs its batches
+/// on threads of their own, each with its store) would race the same way,
+/// so pools close one at a time ([`CLOSING`]).
 pub(crate) async fn close_pool<DB: sqlx::Database>(pool: &sqlx::Pool<DB>) {
+    let _one_pool_at_a_time = CLOSING.lock().await;
     let give_up = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    let pause = || tokio::time::sleep(std::time::Duration::from_millis(1));
+    while pool.num_idle() < pool.size() as usize && tokio::time::Instant::now() < give_up {
+        pause().await;
+    }
     pool.close().await;
     while pool.size() > 0 && tokio::time::Instant::now() < give_up {
-        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        pause().await;
         pool.close().await;
     }
 }
+
+/// Held while a pool closes ([`close_pool`]): a tokio mutex, since the
+/// batches of `compare --spec` each close on a runtime of their own.
+static CLOSING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// A 0/1 column (both backends store flags as integers); NULL is false.
 fn flag(value: Option<i64>) -> bool {
@@ -902,6 +933,77 @@ mod tests {
             err.to_string().contains("schema version 42, newer than"),
             "{err}"
         );
+    }
+
+    /// Whether a SQLite database has its `-wal` or `-shm` file beside it.
+    fn wal_files_left(db: &Path) -> Vec<String> {
+        ["-wal", "-shm"]
+            .into_iter()
+            .filter(|suffix| {
+                let mut name = db.as_os_str().to_owned();
+                name.push(suffix);
+                Path::new(&name).exists()
+            })
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Issue 30 §9: a close that began while connections were still on
+    /// their way back to the pool (queries from several tasks, just
+    /// finished) closed two connections at once, and neither deleted
+    /// `-wal` and `-shm`. Many rounds, since what it raced were threads.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn closing_right_after_concurrent_queries_leaves_no_wal_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        for round in 0..200 {
+            let store = Store::open(&path).await.unwrap();
+            let queries: Vec<_> = (0..6)
+                .map(|_| {
+                    let store = store.clone();
+                    tokio::spawn(async move { store.batches().await.unwrap() })
+                })
+                .collect();
+            for query in queries {
+                query.await.unwrap();
+            }
+            store.close().await;
+            let left = wal_files_left(&path);
+            assert!(left.is_empty(), "round {round}: left {left:?}");
+        }
+    }
+
+    /// Two stores of one file in one process (the batches of `compare
+    /// --spec`, each on a thread and runtime of its own) closing at once.
+    #[test]
+    fn two_stores_of_one_file_closing_at_once_leave_no_wal_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        for round in 0..50 {
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+            let threads: Vec<_> = (0..2)
+                .map(|_| {
+                    let (path, barrier) = (path.clone(), barrier.clone());
+                    std::thread::spawn(move || {
+                        let rt = tokio::runtime::Builder::new_current_thread()
+                            .enable_all()
+                            .build()
+                            .unwrap();
+                        rt.block_on(async {
+                            let store = Store::open(&path).await.unwrap();
+                            store.batches().await.unwrap();
+                            barrier.wait();
+                            store.close().await;
+                        })
+                    })
+                })
+                .collect();
+            for thread in threads {
+                thread.join().unwrap();
+            }
+            let left = wal_files_left(&path);
+            assert!(left.is_empty(), "round {round}: left {left:?}");
+        }
     }
 
     /// Two processes opening a new database at once both try to migrate it.

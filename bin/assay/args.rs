@@ -1,0 +1,553 @@
+//! The flags of every command, as clap reads them. Declarations only:
+//! what a value means is the library's, what a command does is `cmd`'s.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use assay::exit::UsageError;
+use assay::hint::Reach;
+use assay::store::{BatchId, Db, SuiteId};
+
+#[derive(Parser)]
+#[command(
+    name = "assay",
+    version,
+    about = "Draw, probe and score LLM-written Rust candidates"
+)]
+pub struct Cli {
+    /// More log output (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run a batch for a task.
+    Run(RunArgs),
+    /// Drain the store's queue on this machine: run each item as `run`
+    /// would, on a renewed lease (docs/scaling.md).
+    Lane(LaneArgs),
+    /// List the store's queue: every item, its state and lane.
+    Queue {
+        #[command(flatten)]
+        db: DbArg,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List stored batches.
+    Batches {
+        #[command(flatten)]
+        db: DbArg,
+        /// Print the list as one JSON array (docs/reports.md).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a stored batch: summary, phases, per-candidate verdicts.
+    Show {
+        /// The batch (as `assay batches` lists them).
+        #[arg(allow_negative_numbers = true)]
+        batch: BatchId,
+        #[command(flatten)]
+        db: DbArg,
+        /// Print the batch as one JSON object (docs/reports.md).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write an admitted candidate that beat the reference in its batch over
+    /// the task's committed file, with a provenance header. Shows the change
+    /// first; writes with --yes, or when confirmed on a terminal.
+    Promote {
+        /// The batch that scored the candidate.
+        #[arg(allow_negative_numbers = true)]
+        batch: BatchId,
+        /// The candidate's number in that batch (as `show` lists them).
+        #[arg(allow_negative_numbers = true)]
+        candidate: usize,
+        #[command(flatten)]
+        db: DbArg,
+        /// Write without asking.
+        #[arg(long, short)]
+        yes: bool,
+    },
+    /// Compare batches side by side: speed, quality, cost. Stored batches,
+    /// or one new batch per pool with --spec and --pool.
+    Compare(CompareArgs),
+    /// Sweep one pool's concurrency: one round of L requests at each level L.
+    Ladder(LadderArgs),
+    /// Export a stored batch, one row per reply.
+    Export {
+        /// The batch (as `assay batches` lists them).
+        #[arg(allow_negative_numbers = true)]
+        batch: BatchId,
+        #[command(flatten)]
+        db: DbArg,
+        /// json (everything, texts included) or csv (figures and verdicts).
+        #[arg(long, default_value = "json")]
+        format: assay::export::Format,
+    },
+    /// Probe a stored batch again in one or more modes; exit 1 when any
+    /// verdict differs between modes, runs or from the stored one.
+    Replay(ReplayArgs),
+    /// Problem sets in MultiPL-E's schema: run, show, compare, export.
+    Suite {
+        #[command(subcommand)]
+        command: SuiteCommand,
+    },
+    /// Write a new task, or check one (docs/tasks.md).
+    #[command(subcommand)]
+    Task(TaskCommand),
+}
+
+#[derive(Subcommand)]
+pub enum TaskCommand {
+    /// Check a task as every batch does first: spec, prompt, replay
+    /// corpus, the harness against its contract, the cases, and the
+    /// committed candidate (defines the entry, compiles, runs the cases).
+    /// Exit 2 with one line naming the file and what to fix.
+    Check {
+        /// The task: a spec.toml or the folder holding one.
+        spec: PathBuf,
+        /// Where the check's package and the cargo target directory live,
+        /// shared with `run` (so its passing check is not done again)
+        /// [default: the toolchain's folder in ~/.cache/assay/work].
+        #[arg(long, env = "ASSAY_WORK_DIR")]
+        work_dir: Option<PathBuf>,
+        /// Seconds the check's cargo build may run [default: the spec's
+        /// [probe] build_timeout_s, else 600].
+        #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
+        build_timeout: Option<f64>,
+    },
+    /// Write a working task to start from: spec, prompt, harness, cases,
+    /// committed candidate and replay corpus, passing `task check` and
+    /// `run` as written.
+    New {
+        /// The task's name; its entry function is named after it.
+        name: String,
+        /// The folder to create (it must not exist) [default: ./NAME].
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Args)]
+pub struct CompareArgs {
+    /// Two or more stored batches (or none, with --spec and --pool).
+    #[arg(allow_negative_numbers = true)]
+    pub batches: Vec<BatchId>,
+    /// Run one new batch per --pool of this task, then compare them.
+    #[arg(long)]
+    pub spec: Option<PathBuf>,
+    /// A pool to run (with --spec); give two or more.
+    #[arg(long = "pool", value_name = "NAME")]
+    pub pool: Vec<assay::spec::PoolChoice>,
+    /// Candidates per pool (default: the spec's).
+    #[arg(short, allow_negative_numbers = true)]
+    pub n: Option<usize>,
+    /// Run the pools' batches one after the other (default: at once). Only
+    /// then are each batch's CPU-s its own.
+    #[arg(long)]
+    pub sequential: bool,
+    #[command(flatten)]
+    pub sweep: SweepArgs,
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Print the comparison as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Also draw latency and score distributions per pool into this SVG file.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
+    /// Also write the equal-budget chart there: each batch's best score
+    /// against the output tokens it had spent (a repair run against a
+    /// resampling run; docs/repair.md).
+    #[arg(long, value_name = "FILE")]
+    pub budget_svg: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct LadderArgs {
+    /// The task whose prompt is sent.
+    #[arg(long)]
+    pub spec: PathBuf,
+    /// The pool to measure.
+    #[arg(long = "pool", value_name = "NAME")]
+    pub pool: assay::spec::PoolChoice,
+    /// Concurrency levels; at each level L, L requests are sent at once.
+    #[arg(long, default_value = "1,2,4,8,16,32", value_parser = assay::ladder::parse_levels)]
+    pub levels: std::vec::Vec<usize>,
+    #[command(flatten)]
+    pub sweep: SweepArgs,
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Print the ladder as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Also draw throughput and latency against concurrency into this SVG file.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
+}
+
+/// What a command that runs new batches needs besides the spec.
+#[derive(Args)]
+pub struct SweepArgs {
+    /// The pools file (default: pools.toml beside the spec, else in the
+    /// working directory).
+    #[arg(long)]
+    pub pools: Option<PathBuf>,
+    /// Token cap of every request (overrides the pools file).
+    #[arg(long, env = "MAX_COMPLETION_TOKENS", allow_negative_numbers = true)]
+    pub max_completion_tokens: Option<u64>,
+    /// Where batch outputs go (compiler errors, the scorer) [default: the
+    /// database's name with -out, beside it: assay.db -> assay-out].
+    #[arg(long, env = "ASSAY_OUT")]
+    pub out: Option<PathBuf>,
+    /// Where the generated packages and their cargo target directory live
+    /// [default: the toolchain's folder in ~/.cache/assay/work, shared by
+    /// every database].
+    #[arg(long, env = "ASSAY_WORK_DIR")]
+    pub work_dir: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct ReplayArgs {
+    /// The stored batch whose candidates are probed again.
+    #[arg(allow_negative_numbers = true)]
+    pub batch: BatchId,
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Probe modes to run, comma-separated: `shared` (what a batch runs)
+    /// and `serial` (one build per candidate, the reference).
+    #[arg(long, value_delimiter = ',', default_value = "shared,serial")]
+    pub modes: Vec<String>,
+    /// Times to run each mode.
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+    pub runs: usize,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Probe in a new, empty work directory (dependencies built first,
+    /// untimed) instead of the warm one.
+    #[arg(long)]
+    pub fresh: bool,
+    /// The warm work directory [default: the toolchain's folder in
+    /// ~/.cache/assay/work, where `run` builds].
+    #[arg(long, env = "ASSAY_WORK_DIR")]
+    pub work_dir: Option<PathBuf>,
+    /// Seconds one cargo build may run before it is killed and its
+    /// unfinished candidates are probe_failure(timeout) [default: the
+    /// spec's [probe] build_timeout_s, else 600].
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
+    pub build_timeout: Option<f64>,
+}
+
+#[derive(Args)]
+pub struct DbArg {
+    /// The store: a SQLite file (a path or sqlite:PATH), or a shared
+    /// PostgreSQL database (postgres://USER@HOST:PORT/DB; the password
+    /// comes from PGPASSWORD or ~/.pgpass, never from here).
+    // A string, parsed by `db()`: clap would echo a refused value, and a
+    // refused URL may hold a password.
+    #[arg(
+        long = "db",
+        env = "ASSAY_DB",
+        default_value = "assay.db",
+        value_name = "DB"
+    )]
+    pub raw: String,
+}
+
+impl DbArg {
+    pub fn db(&self) -> Result<Db, UsageError> {
+        self.raw
+            .parse()
+            .map_err(|e| UsageError(format!("--db: {e}")))
+    }
+
+    /// The flags a printed command needs to reach this store.
+    pub fn reach(&self) -> Reach {
+        Reach::db(&self.raw)
+    }
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The task: a spec.toml or the folder holding one (with --resume:
+    /// default, the spec the batch was started with).
+    #[arg(required_unless_present = "resume")]
+    pub spec: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Number of candidates (default: the spec's).
+    #[arg(
+        short,
+        env = "NEV_CANDIDATES",
+        conflicts_with = "resume",
+        allow_negative_numbers = true
+    )]
+    pub n: Option<usize>,
+    /// Finish an interrupted or failed batch: what it stored is kept, only
+    /// the rest is drawn, probed and scored.
+    #[arg(long, value_name = "BATCH", allow_negative_numbers = true)]
+    pub resume: Option<BatchId>,
+    /// The pools file (default: pools.toml beside the spec, else in the
+    /// working directory).
+    #[arg(long)]
+    pub pools: Option<PathBuf>,
+    /// Draw from this pool (repeatable); NAME=SHARE for a fixed share.
+    /// Overrides the spec's `draw.pools`.
+    #[arg(long = "pool", value_name = "NAME[=SHARE]")]
+    pub pool: Vec<assay::spec::PoolChoice>,
+    /// How the batch is split over its pools: fixed shares, or a race in
+    /// which every pool keeps its slots full until N replies are in.
+    #[arg(long, value_name = "fixed|race")]
+    pub split: Option<assay::spec::SplitMode>,
+    /// Requests in flight per pool (overrides the pools file).
+    #[arg(long, env = "NEV_CONCURRENCY", allow_negative_numbers = true)]
+    pub max_in_flight: Option<usize>,
+    /// Token cap of every request (overrides the pools file).
+    #[arg(long, env = "MAX_COMPLETION_TOKENS", allow_negative_numbers = true)]
+    pub max_completion_tokens: Option<u64>,
+    /// Repair rounds after the first draw: each shows the pools its best
+    /// failing candidates with their compiler errors and failed visible
+    /// cases, and draws their repairs (docs/repair.md) [default: the
+    /// spec's [repair] rounds, else 0].
+    #[arg(long, value_name = "K", conflicts_with_all = ["resume", "queue"])]
+    pub rounds: Option<u64>,
+    /// Draw the repair rounds from this pool instead of the batch's own
+    /// (repeatable); NAME=SHARE for a fixed share.
+    #[arg(
+        long = "repair-pool",
+        value_name = "NAME[=SHARE]",
+        conflicts_with_all = ["resume", "queue"]
+    )]
+    pub repair_pool: Vec<assay::spec::PoolChoice>,
+    /// Stop drawing once the batch's replies have spent this many output
+    /// tokens (the servers' counts; a reply without usage counts 0).
+    #[arg(long, value_name = "TOKENS", conflicts_with_all = ["resume", "queue"])]
+    pub max_tokens: Option<u64>,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Where batch outputs go (compiler errors, the scorer) [default: the
+    /// database's name with -out, beside it (assay.db -> assay-out); with
+    /// --resume, where the batch's outputs already are].
+    #[arg(long, env = "ASSAY_OUT")]
+    pub out: Option<PathBuf>,
+    /// Where the generated packages and their cargo target directory live;
+    /// kept warm across batches and databases [default: the toolchain's
+    /// folder in ~/.cache/assay/work].
+    #[arg(long, env = "ASSAY_WORK_DIR")]
+    pub work_dir: Option<PathBuf>,
+    /// Write the best admitted candidate over the task's committed file when
+    /// it beat the committed one in this batch.
+    #[arg(long)]
+    pub promote: bool,
+    /// Probe mode: `shared` (a wave's candidates built as one image, each
+    /// candidate once for the probe and the score) or `serial` (one build
+    /// per candidate, the reference the shared build is checked against).
+    #[arg(long, env = "ASSAY_PROBE", default_value = "shared")]
+    pub probe: String,
+    /// Streaming probe: start a wave once this many candidates wait
+    /// [default: the spec's [probe] wave_size, else 32].
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub wave_size: Option<usize>,
+    /// Streaming probe: start a wave once the oldest candidate has waited
+    /// this many seconds [default: the spec's [probe] wave_wait_ms, else 3].
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
+    pub wave_wait: Option<f64>,
+    /// Seconds one cargo build (probe or scorer) may run before it is
+    /// killed and its unfinished candidates are probe_failure(timeout)
+    /// [default: the spec's [probe] build_timeout_s, else 600].
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
+    pub build_timeout: Option<f64>,
+    /// Store the batch as an item of the store's queue for a lane
+    /// (`assay lane`) to run, instead of running it here.
+    #[arg(long, conflicts_with_all = ["resume", "promote"])]
+    pub queue: bool,
+    /// The queue item this run is (set by `assay lane`).
+    #[arg(long, hide = true, value_name = "ID")]
+    pub work_item: Option<i64>,
+}
+
+#[derive(Args)]
+pub struct LaneArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// The lane's name in the store [default: the host name].
+    #[arg(long)]
+    pub lane: Option<String>,
+    /// Items run at once.
+    #[arg(long, default_value_t = 1)]
+    pub jobs: usize,
+    /// Seconds a claim holds unrenewed; the lane renews it every third.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    pub lease: f64,
+    /// Stop once every item of the queue is done or failed, on this lane or
+    /// another (else wait for work).
+    #[arg(long)]
+    pub until_empty: bool,
+    /// Output folder of the lane's batches [default: ./assay-out].
+    #[arg(long, env = "ASSAY_OUT")]
+    pub out: Option<PathBuf>,
+    /// The lane's warm work directory [default: the toolchain's folder in
+    /// ~/.cache/assay/work].
+    #[arg(long, env = "ASSAY_WORK_DIR")]
+    pub work_dir: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+pub enum SuiteCommand {
+    /// Run a problem set's completions: build the programs as modules of
+    /// shared images (--build), run each in its own sandboxed process, store
+    /// it all and report pass@k.
+    Run(SuiteRunArgs),
+    /// Show a stored suite: pass@k, and per problem n, compiled, passed and
+    /// every completion's status.
+    Show {
+        /// The suite (as `assay suite list` lists them).
+        #[arg(allow_negative_numbers = true)]
+        suite: SuiteId,
+        #[command(flatten)]
+        db: DbArg,
+        /// Print the suite as one JSON object (docs/suites.md).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Put two runs over the same problems side by side: per-problem pass
+    /// rates, both means, the difference with a paired bootstrap 95%
+    /// interval, and each run's draw figures.
+    Compare {
+        /// The first run (A).
+        #[arg(allow_negative_numbers = true)]
+        a: SuiteId,
+        /// The second run (B); differences are B - A.
+        #[arg(allow_negative_numbers = true)]
+        b: SuiteId,
+        #[command(flatten)]
+        db: DbArg,
+        /// Compare pass@K (every problem needs K completions in both runs).
+        #[arg(short, default_value_t = 1, allow_negative_numbers = true)]
+        k: usize,
+        /// Print the comparison as one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// Also draw the per-problem pass rates and differences into this
+        /// SVG file.
+        #[arg(long)]
+        svg: Option<PathBuf>,
+    },
+    /// Export a stored suite, one row per completion.
+    Export {
+        #[arg(allow_negative_numbers = true)]
+        suite: SuiteId,
+        #[command(flatten)]
+        db: DbArg,
+        /// json (everything, texts and programs included) or csv (figures
+        /// and statuses).
+        #[arg(long, default_value = "json")]
+        format: assay::export::Format,
+    },
+    /// List stored suites.
+    List {
+        #[command(flatten)]
+        db: DbArg,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args)]
+pub struct SuiteRunArgs {
+    /// The problem set: MultiPL-E's JSONL (name, language, prompt, tests,
+    /// stop_tokens).
+    #[arg(required_unless_present = "resume")]
+    pub problems: Option<PathBuf>,
+    /// The completions: a JSONL of {"name", "completion"} rows, or
+    /// MultiPL-E's output directory of .json / .json.gz files.
+    #[arg(long, conflicts_with_all = ["resume", "pool"])]
+    pub completions: Option<PathBuf>,
+    /// Draw the completions live from this pool (repeatable; NAME=SHARE
+    /// for a fixed share), as `run --pool` does; with --resume, the pools
+    /// that draw what a killed draw did not store.
+    #[arg(long = "pool", value_name = "NAME[=SHARE]")]
+    pub pool: Vec<assay::spec::PoolChoice>,
+    /// Completions to draw per problem (with --pool).
+    #[arg(short, allow_negative_numbers = true, conflicts_with = "resume")]
+    pub n: Option<usize>,
+    /// chat (the prompt wrapped in a request for the whole function in a
+    /// fence, the reply extracted) or completion (`/v1/completions` with the
+    /// prompt and its stop tokens, for base models, as MultiPL-E draws).
+    #[arg(long, default_value = "chat", conflicts_with = "resume")]
+    pub mode: assay::suite::ProgramMode,
+    /// The pools file (default: pools.toml beside the problems, else in the
+    /// working directory).
+    #[arg(long)]
+    pub pools: Option<PathBuf>,
+    /// fixed shares, or a race in which every pool keeps its slots full.
+    #[arg(long, value_name = "fixed|race")]
+    pub split: Option<assay::spec::SplitMode>,
+    /// Requests in flight per pool (overrides the pools file).
+    #[arg(long, env = "NEV_CONCURRENCY", allow_negative_numbers = true)]
+    pub max_in_flight: Option<usize>,
+    /// Token cap of every request (overrides the pools file).
+    #[arg(long, env = "MAX_COMPLETION_TOKENS", allow_negative_numbers = true)]
+    pub max_completion_tokens: Option<u64>,
+    /// Finish an interrupted or failed suite: what it stored is kept, only
+    /// the programs without an outcome are built and run.
+    #[arg(
+        long,
+        value_name = "SUITE",
+        allow_negative_numbers = true,
+        conflicts_with = "problems"
+    )]
+    pub resume: Option<SuiteId>,
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Print the suite as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Where the suite's outputs go (compiler errors) [default: the
+    /// database's name with -out, beside it].
+    #[arg(long, env = "ASSAY_OUT")]
+    pub out: Option<PathBuf>,
+    /// Where the suite package and its cargo target directory live; kept
+    /// warm across suites and databases [default: the toolchain's folder
+    /// in ~/.cache/assay/work].
+    #[arg(long, env = "ASSAY_WORK_DIR")]
+    pub work_dir: Option<PathBuf>,
+    /// Seconds one run of a program (its whole `main`, or one case) may
+    /// take [default: 5, MultiPL-E's].
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
+    pub run_timeout: Option<f64>,
+    /// Seconds one cargo build (up to 100 programs) may run [default: 600].
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
+    pub build_timeout: Option<f64>,
+    /// How each wave's programs are built: `shared` (one image per wave,
+    /// each program a module run in a process of its own) or `isolated`
+    /// (one image per program, the reference the shared build agrees with).
+    #[arg(long, value_name = "shared|isolated", default_value = "shared")]
+    pub build: assay::exec::BuildMode,
+    /// Which cases of a program run alone after its whole `main`: `failed`
+    /// (only when the whole `main` failed, for partial credit) or `all`
+    /// (also catches a case that fails alone while the whole passes).
+    #[arg(long, value_name = "failed|all", default_value = "failed")]
+    pub cases: assay::suite_run::CaseRuns,
+    /// Store the suite and queue it in parts for lanes (`assay lane`) to
+    /// run (and, with --pool, to draw), instead of running it here.
+    #[arg(long, conflicts_with = "resume")]
+    pub queue: bool,
+    /// With --queue: problems per queue item [default: as many as make
+    /// about 100 programs, one shared build].
+    #[arg(long, value_name = "PROBLEMS", requires = "queue")]
+    pub chunk: Option<usize>,
+    /// With --resume: only the problems at these positions (from 0), as
+    /// a lane runs its part of a queued suite.
+    #[arg(long, value_name = "START..END", requires = "resume")]
+    pub part: Option<assay::store::SuitePart>,
+    /// The queue item this run is (set by `assay lane`).
+    #[arg(long, hide = true, value_name = "ID", requires = "part")]
+    pub work_item: Option<i64>,
+}

@@ -401,14 +401,9 @@ pub fn queue_table(items: &[WorkItemRow]) -> String {
     use std::fmt::Write;
     let mut out = String::from("item  state     lane             batch  claims  task\n");
     for w in items {
-        let state = match (w.state, w.lease_expired) {
+        let state: &str = match (w.state, w.lease_expired) {
             (crate::store::WorkState::Running, true) => "lapsed",
-            (s, _) => match s {
-                crate::store::WorkState::Queued => "queued",
-                crate::store::WorkState::Running => "running",
-                crate::store::WorkState::Done => "done",
-                crate::store::WorkState::Failed => "failed",
-            },
+            (s, _) => s.into(),
         };
         let batch = w.batch_id.map_or("-".to_owned(), |b| b.to_string());
         let _ = writeln!(

@@ -23,6 +23,7 @@ use crate::store::CandidateRow;
     Eq,
     strum::Display,
     strum::EnumString,
+    clap::ValueEnum,
 )]
 #[strum(
     serialize_all = "lowercase",

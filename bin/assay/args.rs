@@ -1,13 +1,23 @@
 //! The flags of every command, as clap reads them. Declarations only:
-//! what a value means is the library's, what a command does is `cmd`'s.
+//! what a value means and its bounds are the library's (`spec::bounds`,
+//! each enum's own strings), what a command does is `cmd`'s. Flags that
+//! several commands take are one flattened struct each (`DbArg`,
+//! `DrawArgs`, `OutputArgs`, `WorkDirArg`), so they read and say the same
+//! everywhere.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{value_parser, Args, Parser, Subcommand};
 
 use assay::exit::UsageError;
 use assay::hint::Reach;
+use assay::outputs::{Outputs, WorkDir};
+use assay::probe::ProbeMode;
+use assay::spec::{bounds, WavePolicy};
 use assay::store::{BatchId, Db, SuiteId};
+
+use crate::values::{bounded, named, parsed, Refusal};
 
 #[derive(Parser)]
 #[command(
@@ -84,8 +94,8 @@ pub enum Command {
         batch: BatchId,
         #[command(flatten)]
         db: DbArg,
-        /// json (everything, texts included) or csv (figures and verdicts).
-        #[arg(long, default_value = "json")]
+        /// What to write.
+        #[arg(long, default_value = "json", value_parser = named::<assay::export::Format>(Refusal::Clap))]
         format: assay::export::Format,
     },
     /// Probe a stored batch again in one or more modes; exit 1 when any
@@ -110,15 +120,13 @@ pub enum TaskCommand {
     Check {
         /// The task: a spec.toml or the folder holding one.
         spec: PathBuf,
-        /// Where the check's package and the cargo target directory live,
-        /// shared with `run` (so its passing check is not done again)
-        /// [default: the toolchain's folder in ~/.cache/assay/work].
-        #[arg(long, env = "ASSAY_WORK_DIR")]
-        work_dir: Option<PathBuf>,
+        #[command(flatten)]
+        work: WorkDirArg,
         /// Seconds the check's cargo build may run [default: the spec's
         /// [probe] build_timeout_s, else 600].
-        #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
-        build_timeout: Option<f64>,
+        #[arg(long, value_name = "SECS", allow_negative_numbers = true,
+              value_parser = bounded(parsed::<f64>(), bounds::check_build_timeout))]
+        build_timeout: Option<Duration>,
     },
     /// Write a working task to start from: spec, prompt, harness, cases,
     /// committed candidate and replay corpus, passing `task check` and
@@ -190,23 +198,66 @@ pub struct LadderArgs {
     pub svg: Option<PathBuf>,
 }
 
-/// What a command that runs new batches needs besides the spec.
+/// What a command that runs new batches needs besides the spec: the pools
+/// are the sweep's own (one per batch), so neither a split nor an
+/// in-flight limit is taken.
 #[derive(Args)]
 pub struct SweepArgs {
-    /// The pools file (default: pools.toml beside the spec, else in the
-    /// working directory).
+    #[command(flatten)]
+    pub pools: PoolsArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// The pools file and the token cap, which every drawing command takes.
+#[derive(Args)]
+pub struct PoolsArgs {
+    /// The pools file [default: pools.toml beside the spec (or the
+    /// problems), else in the working directory].
     #[arg(long)]
     pub pools: Option<PathBuf>,
     /// Token cap of every request (overrides the pools file).
     #[arg(long, env = "MAX_COMPLETION_TOKENS", allow_negative_numbers = true)]
     pub max_completion_tokens: Option<u64>,
-    /// Where batch outputs go (compiler errors, the scorer) [default: the
-    /// database's name with -out, beside it: assay.db -> assay-out].
+}
+
+/// The draw flags of `run` and `suite run`: which pools, how the draw is
+/// split over them, and the pools file's overrides.
+#[derive(Args)]
+pub struct DrawArgs {
+    #[command(flatten)]
+    pub file: PoolsArgs,
+    /// Draw from this pool (repeatable); NAME=SHARE for a fixed share.
+    /// Overrides the spec's `draw.pools`; with `suite run --resume`, the
+    /// pools that draw what a killed draw did not store.
+    #[arg(long = "pool", value_name = "NAME[=SHARE]")]
+    pub pool: Vec<assay::spec::PoolChoice>,
+    /// How the draw is split over its pools.
+    #[arg(long, value_name = "fixed|race", value_parser = named::<assay::spec::SplitMode>(Refusal::Clap))]
+    pub split: Option<assay::spec::SplitMode>,
+    /// Requests in flight per pool (overrides the pools file).
+    #[arg(long, env = "NEV_CONCURRENCY", allow_negative_numbers = true)]
+    pub max_in_flight: Option<usize>,
+}
+
+/// Where a command that builds writes: its outputs and its work directory.
+#[derive(Args)]
+pub struct OutputArgs {
+    /// Where batch and suite outputs go (compiler errors, images) [default:
+    /// the database's name with -out, beside it: assay.db -> assay-out;
+    /// with `run --resume`, where the batch's outputs already are].
     #[arg(long, env = "ASSAY_OUT")]
     pub out: Option<PathBuf>,
-    /// Where the generated packages and their cargo target directory live
-    /// [default: the toolchain's folder in ~/.cache/assay/work, shared by
-    /// every database].
+    #[command(flatten)]
+    pub work: WorkDirArg,
+}
+
+/// The warm work directory every build shares.
+#[derive(Args)]
+pub struct WorkDirArg {
+    /// Where the generated packages and their cargo target directory live,
+    /// kept warm across batches, suites and databases [default: the
+    /// toolchain's folder in ~/.cache/assay/work].
     #[arg(long, env = "ASSAY_WORK_DIR")]
     pub work_dir: Option<PathBuf>,
 }
@@ -218,12 +269,13 @@ pub struct ReplayArgs {
     pub batch: BatchId,
     #[command(flatten)]
     pub db: DbArg,
-    /// Probe modes to run, comma-separated: `shared` (what a batch runs)
-    /// and `serial` (one build per candidate, the reference).
-    #[arg(long, value_delimiter = ',', default_value = "shared,serial")]
-    pub modes: Vec<String>,
+    /// Probe modes to run, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "shared,serial",
+          value_parser = named::<ProbeMode>(Refusal::Line))]
+    pub modes: Vec<ProbeMode>,
     /// Times to run each mode.
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true,
+          value_parser = bounded(parsed::<usize>(), bounds::check_runs))]
     pub runs: usize,
     /// Print the report as one JSON object.
     #[arg(long)]
@@ -232,15 +284,14 @@ pub struct ReplayArgs {
     /// untimed) instead of the warm one.
     #[arg(long)]
     pub fresh: bool,
-    /// The warm work directory [default: the toolchain's folder in
-    /// ~/.cache/assay/work, where `run` builds].
-    #[arg(long, env = "ASSAY_WORK_DIR")]
-    pub work_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub work: WorkDirArg,
     /// Seconds one cargo build may run before it is killed and its
     /// unfinished candidates are probe_failure(timeout) [default: the
     /// spec's [probe] build_timeout_s, else 600].
-    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
-    pub build_timeout: Option<f64>,
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true,
+          value_parser = bounded(parsed::<f64>(), bounds::check_build_timeout))]
+    pub build_timeout: Option<Duration>,
 }
 
 #[derive(Args)]
@@ -292,30 +343,15 @@ pub struct RunArgs {
     /// the rest is drawn, probed and scored.
     #[arg(long, value_name = "BATCH", allow_negative_numbers = true)]
     pub resume: Option<BatchId>,
-    /// The pools file (default: pools.toml beside the spec, else in the
-    /// working directory).
-    #[arg(long)]
-    pub pools: Option<PathBuf>,
-    /// Draw from this pool (repeatable); NAME=SHARE for a fixed share.
-    /// Overrides the spec's `draw.pools`.
-    #[arg(long = "pool", value_name = "NAME[=SHARE]")]
-    pub pool: Vec<assay::spec::PoolChoice>,
-    /// How the batch is split over its pools: fixed shares, or a race in
-    /// which every pool keeps its slots full until N replies are in.
-    #[arg(long, value_name = "fixed|race")]
-    pub split: Option<assay::spec::SplitMode>,
-    /// Requests in flight per pool (overrides the pools file).
-    #[arg(long, env = "NEV_CONCURRENCY", allow_negative_numbers = true)]
-    pub max_in_flight: Option<usize>,
-    /// Token cap of every request (overrides the pools file).
-    #[arg(long, env = "MAX_COMPLETION_TOKENS", allow_negative_numbers = true)]
-    pub max_completion_tokens: Option<u64>,
+    #[command(flatten)]
+    pub draw: DrawArgs,
     /// Repair rounds after the first draw: each shows the pools its best
     /// failing candidates with their compiler errors and failed visible
     /// cases, and draws their repairs (docs/repair.md) [default: the
     /// spec's [repair] rounds, else 0].
-    #[arg(long, value_name = "K", conflicts_with_all = ["resume", "queue"])]
-    pub rounds: Option<u64>,
+    #[arg(long, value_name = "K", conflicts_with_all = ["resume", "queue"],
+          value_parser = bounded(value_parser!(u64), bounds::check_rounds))]
+    pub rounds: Option<u32>,
     /// Draw the repair rounds from this pool instead of the batch's own
     /// (repeatable); NAME=SHARE for a fixed share.
     #[arg(
@@ -326,43 +362,38 @@ pub struct RunArgs {
     pub repair_pool: Vec<assay::spec::PoolChoice>,
     /// Stop drawing once the batch's replies have spent this many output
     /// tokens (the servers' counts; a reply without usage counts 0).
-    #[arg(long, value_name = "TOKENS", conflicts_with_all = ["resume", "queue"])]
+    #[arg(long, value_name = "TOKENS", conflicts_with_all = ["resume", "queue"],
+          value_parser = bounded(value_parser!(u64), bounds::check_token_budget))]
     pub max_tokens: Option<u64>,
     /// Print the summary as one JSON object.
     #[arg(long)]
     pub json: bool,
-    /// Where batch outputs go (compiler errors, the scorer) [default: the
-    /// database's name with -out, beside it (assay.db -> assay-out); with
-    /// --resume, where the batch's outputs already are].
-    #[arg(long, env = "ASSAY_OUT")]
-    pub out: Option<PathBuf>,
-    /// Where the generated packages and their cargo target directory live;
-    /// kept warm across batches and databases [default: the toolchain's
-    /// folder in ~/.cache/assay/work].
-    #[arg(long, env = "ASSAY_WORK_DIR")]
-    pub work_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Write the best admitted candidate over the task's committed file when
     /// it beat the committed one in this batch.
     #[arg(long)]
     pub promote: bool,
-    /// Probe mode: `shared` (a wave's candidates built as one image, each
-    /// candidate once for the probe and the score) or `serial` (one build
-    /// per candidate, the reference the shared build is checked against).
-    #[arg(long, env = "ASSAY_PROBE", default_value = "shared")]
-    pub probe: String,
+    /// How the probe builds the candidates.
+    #[arg(long, env = "ASSAY_PROBE", default_value = "shared",
+          value_parser = named::<ProbeMode>(Refusal::Line))]
+    pub probe: ProbeMode,
     /// Streaming probe: start a wave once this many candidates wait
     /// [default: the spec's [probe] wave_size, else 32].
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = bounded(parsed::<usize>(), WavePolicy::check_size))]
     pub wave_size: Option<usize>,
     /// Streaming probe: start a wave once the oldest candidate has waited
     /// this many seconds [default: the spec's [probe] wave_wait_ms, else 3].
-    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
-    pub wave_wait: Option<f64>,
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true,
+          value_parser = bounded(parsed::<f64>(), WavePolicy::check_wait))]
+    pub wave_wait: Option<Duration>,
     /// Seconds one cargo build (probe or scorer) may run before it is
     /// killed and its unfinished candidates are probe_failure(timeout)
     /// [default: the spec's [probe] build_timeout_s, else 600].
-    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
-    pub build_timeout: Option<f64>,
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true,
+          value_parser = bounded(parsed::<f64>(), bounds::check_build_timeout))]
+    pub build_timeout: Option<Duration>,
     /// Store the batch as an item of the store's queue for a lane
     /// (`assay lane`) to run, instead of running it here.
     #[arg(long, conflicts_with_all = ["resume", "promote"])]
@@ -380,22 +411,19 @@ pub struct LaneArgs {
     #[arg(long)]
     pub lane: Option<String>,
     /// Items run at once.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1,
+          value_parser = bounded(parsed::<usize>(), bounds::check_jobs))]
     pub jobs: usize,
     /// Seconds a claim holds unrenewed; the lane renews it every third.
-    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
-    pub lease: f64,
+    #[arg(long, value_name = "SECS", default_value = "60",
+          value_parser = bounded(parsed::<f64>(), bounds::check_lease))]
+    pub lease: Duration,
     /// Stop once every item of the queue is done or failed, on this lane or
     /// another (else wait for work).
     #[arg(long)]
     pub until_empty: bool,
-    /// Output folder of the lane's batches [default: ./assay-out].
-    #[arg(long, env = "ASSAY_OUT")]
-    pub out: Option<PathBuf>,
-    /// The lane's warm work directory [default: the toolchain's folder in
-    /// ~/.cache/assay/work].
-    #[arg(long, env = "ASSAY_WORK_DIR")]
-    pub work_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Subcommand)]
@@ -429,7 +457,8 @@ pub enum SuiteCommand {
         #[command(flatten)]
         db: DbArg,
         /// Compare pass@K (every problem needs K completions in both runs).
-        #[arg(short, default_value_t = 1, allow_negative_numbers = true)]
+        #[arg(short, default_value_t = 1, allow_negative_numbers = true,
+              value_parser = bounded(parsed::<usize>(), bounds::check_pass_k))]
         k: usize,
         /// Print the comparison as one JSON object.
         #[arg(long)]
@@ -445,9 +474,9 @@ pub enum SuiteCommand {
         suite: SuiteId,
         #[command(flatten)]
         db: DbArg,
-        /// json (everything, texts and programs included) or csv (figures
+        /// What to write (json: texts and programs included; csv: figures
         /// and statuses).
-        #[arg(long, default_value = "json")]
+        #[arg(long, default_value = "json", value_parser = named::<assay::export::Format>(Refusal::Clap))]
         format: assay::export::Format,
     },
     /// List stored suites.
@@ -469,32 +498,15 @@ pub struct SuiteRunArgs {
     /// MultiPL-E's output directory of .json / .json.gz files.
     #[arg(long, conflicts_with_all = ["resume", "pool"])]
     pub completions: Option<PathBuf>,
-    /// Draw the completions live from this pool (repeatable; NAME=SHARE
-    /// for a fixed share), as `run --pool` does; with --resume, the pools
-    /// that draw what a killed draw did not store.
-    #[arg(long = "pool", value_name = "NAME[=SHARE]")]
-    pub pool: Vec<assay::spec::PoolChoice>,
     /// Completions to draw per problem (with --pool).
     #[arg(short, allow_negative_numbers = true, conflicts_with = "resume")]
     pub n: Option<usize>,
-    /// chat (the prompt wrapped in a request for the whole function in a
-    /// fence, the reply extracted) or completion (`/v1/completions` with the
-    /// prompt and its stop tokens, for base models, as MultiPL-E draws).
-    #[arg(long, default_value = "chat", conflicts_with = "resume")]
+    /// How a live draw asks for a completion.
+    #[arg(long, default_value = "chat", conflicts_with = "resume",
+          value_parser = named::<assay::suite::ProgramMode>(Refusal::Clap))]
     pub mode: assay::suite::ProgramMode,
-    /// The pools file (default: pools.toml beside the problems, else in the
-    /// working directory).
-    #[arg(long)]
-    pub pools: Option<PathBuf>,
-    /// fixed shares, or a race in which every pool keeps its slots full.
-    #[arg(long, value_name = "fixed|race")]
-    pub split: Option<assay::spec::SplitMode>,
-    /// Requests in flight per pool (overrides the pools file).
-    #[arg(long, env = "NEV_CONCURRENCY", allow_negative_numbers = true)]
-    pub max_in_flight: Option<usize>,
-    /// Token cap of every request (overrides the pools file).
-    #[arg(long, env = "MAX_COMPLETION_TOKENS", allow_negative_numbers = true)]
-    pub max_completion_tokens: Option<u64>,
+    #[command(flatten)]
+    pub draw: DrawArgs,
     /// Finish an interrupted or failed suite: what it stored is kept, only
     /// the programs without an outcome are built and run.
     #[arg(
@@ -509,31 +521,24 @@ pub struct SuiteRunArgs {
     /// Print the suite as one JSON object.
     #[arg(long)]
     pub json: bool,
-    /// Where the suite's outputs go (compiler errors) [default: the
-    /// database's name with -out, beside it].
-    #[arg(long, env = "ASSAY_OUT")]
-    pub out: Option<PathBuf>,
-    /// Where the suite package and its cargo target directory live; kept
-    /// warm across suites and databases [default: the toolchain's folder
-    /// in ~/.cache/assay/work].
-    #[arg(long, env = "ASSAY_WORK_DIR")]
-    pub work_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Seconds one run of a program (its whole `main`, or one case) may
     /// take [default: 5, MultiPL-E's].
-    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
-    pub run_timeout: Option<f64>,
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true,
+          value_parser = bounded(parsed::<f64>(), bounds::check_run_timeout))]
+    pub run_timeout: Option<Duration>,
     /// Seconds one cargo build (up to 100 programs) may run [default: 600].
-    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
-    pub build_timeout: Option<f64>,
-    /// How each wave's programs are built: `shared` (one image per wave,
-    /// each program a module run in a process of its own) or `isolated`
-    /// (one image per program, the reference the shared build agrees with).
-    #[arg(long, value_name = "shared|isolated", default_value = "shared")]
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true,
+          value_parser = bounded(parsed::<f64>(), bounds::check_build_timeout))]
+    pub build_timeout: Option<Duration>,
+    /// How each wave's programs are built.
+    #[arg(long, value_name = "shared|isolated", default_value = "shared",
+          value_parser = named::<assay::exec::BuildMode>(Refusal::Clap))]
     pub build: assay::exec::BuildMode,
-    /// Which cases of a program run alone after its whole `main`: `failed`
-    /// (only when the whole `main` failed, for partial credit) or `all`
-    /// (also catches a case that fails alone while the whole passes).
-    #[arg(long, value_name = "failed|all", default_value = "failed")]
+    /// Which cases of a program run alone after its whole `main`.
+    #[arg(long, value_name = "failed|all", default_value = "failed",
+          value_parser = named::<assay::suite_run::CaseRuns>(Refusal::Clap))]
     pub cases: assay::suite_run::CaseRuns,
     /// Store the suite and queue it in parts for lanes (`assay lane`) to
     /// run (and, with --pool, to draw), instead of running it here.
@@ -541,7 +546,8 @@ pub struct SuiteRunArgs {
     pub queue: bool,
     /// With --queue: problems per queue item [default: as many as make
     /// about 100 programs, one shared build].
-    #[arg(long, value_name = "PROBLEMS", requires = "queue")]
+    #[arg(long, value_name = "PROBLEMS", requires = "queue",
+          value_parser = bounded(parsed::<usize>(), bounds::check_chunk))]
     pub chunk: Option<usize>,
     /// With --resume: only the problems at these positions (from 0), as
     /// a lane runs its part of a queued suite.
@@ -550,4 +556,52 @@ pub struct SuiteRunArgs {
     /// The queue item this run is (set by `assay lane`).
     #[arg(long, hide = true, value_name = "ID", requires = "part")]
     pub work_item: Option<i64>,
+}
+
+impl PoolsArgs {
+    /// The draw flags of a sweep: its pools, split and in-flight limit
+    /// are the sweep's own.
+    pub fn flags(&self) -> assay::draw::DrawFlags {
+        assay::draw::DrawFlags {
+            pools_file: self.pools.clone(),
+            max_completion_tokens: self.max_completion_tokens,
+            ..Default::default()
+        }
+    }
+}
+
+impl DrawArgs {
+    pub fn flags(&self) -> assay::draw::DrawFlags {
+        assay::draw::DrawFlags {
+            pools_file: self.file.pools.clone(),
+            pools: self.pool.clone(),
+            split: self.split,
+            max_in_flight: self.max_in_flight,
+            max_completion_tokens: self.file.max_completion_tokens,
+        }
+    }
+}
+
+impl OutputArgs {
+    /// The outputs and work directory these flags name for `db`, made
+    /// absolute but not yet created.
+    pub fn resolve(&self, db: &Db) -> anyhow::Result<Outputs> {
+        self.resolve_or(db, None)
+    }
+
+    /// As [`OutputArgs::resolve`], with `out` standing in for a missing
+    /// `--out` (a resumed batch's own folder).
+    pub fn resolve_or(&self, db: &Db, out: Option<&std::path::Path>) -> anyhow::Result<Outputs> {
+        Ok(Outputs::resolve(
+            db,
+            self.out.as_deref().or(out),
+            self.work.work_dir.as_deref(),
+        )?)
+    }
+}
+
+impl WorkDirArg {
+    pub fn resolve(&self) -> anyhow::Result<WorkDir> {
+        Ok(WorkDir::resolve(self.work_dir.as_deref())?)
+    }
 }

@@ -11,6 +11,7 @@ use assay::exit::ExitClass;
 
 mod args;
 mod cmd;
+mod values;
 
 fn main() -> ExitCode {
     // Started by a confined cargo as its RUSTC_WORKSPACE_WRAPPER: limit and

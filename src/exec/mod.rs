@@ -30,6 +30,7 @@ pub use shared::{owner_of_file, scaled, Image, Layout, Settled, SharedBuild};
     strum::Display,
     strum::EnumString,
     strum::IntoStaticStr,
+    clap::ValueEnum,
 )]
 #[strum(
     serialize_all = "snake_case",

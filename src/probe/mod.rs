@@ -129,6 +129,7 @@ pub enum ProbeFailure {
     strum::Display,
     strum::EnumString,
     strum::IntoStaticStr,
+    clap::ValueEnum,
 )]
 #[serde(rename_all = "snake_case")]
 #[strum(

@@ -62,6 +62,7 @@ pub struct ParentChoice {
     strum::Display,
     strum::EnumString,
     strum::IntoStaticStr,
+    clap::ValueEnum,
 )]
 #[strum(
     serialize_all = "snake_case",

@@ -50,6 +50,7 @@ pub enum DedupBy {
     strum::Display,
     strum::EnumString,
     strum::IntoStaticStr,
+    clap::ValueEnum,
 )]
 #[strum(
     serialize_all = "lowercase",

@@ -23,6 +23,7 @@ use super::Problem;
     strum::Display,
     strum::EnumString,
     strum::IntoStaticStr,
+    clap::ValueEnum,
 )]
 #[serde(rename_all = "lowercase")]
 #[strum(

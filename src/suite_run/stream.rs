@@ -47,6 +47,7 @@ use crate::suite::{CaseEnd, CompletionOutcome, Problem, Split};
     strum::Display,
     strum::EnumString,
     strum::IntoStaticStr,
+    clap::ValueEnum,
 )]
 #[strum(
     serialize_all = "lowercase",

@@ -9,7 +9,7 @@ use assay::exit::UsageError;
 use assay::progress::Progress;
 use assay::{sweep, views};
 
-use super::{sweep_config, sweep_draw_options, write_svg};
+use super::{draw_options, sweep_config};
 use crate::args::CompareArgs;
 
 pub async fn compare(args: CompareArgs) -> Result<ExitCode> {
@@ -34,7 +34,7 @@ pub async fn compare(args: CompareArgs) -> Result<ExitCode> {
             }
             let (cfg, outputs) = sweep_config(spec, args.n, &args.sweep, &db)?;
             let prepared =
-                sweep::prepare_per_pool(&cfg, &sweep_draw_options(&args.sweep)?, &args.pool)?;
+                sweep::prepare_per_pool(&cfg, &draw_options(args.sweep.pools.flags())?, &args.pool)?;
             for w in &prepared.warnings {
                 eprintln!("warning: {w}");
             }
@@ -65,14 +65,14 @@ pub async fn compare(args: CompareArgs) -> Result<ExitCode> {
         }
         let (comparison, samples) = views::comparison(store, &batches).await?;
         if let Some(path) = &args.svg {
-            write_svg(path, &assay::plot::compare_svg(&samples)?)?;
+            assay::outputs::write_chart(path, &assay::plot::compare_svg(&samples)?)?;
         }
         // The equal-budget table, when a batch repaired or it is asked for.
         let (budget, curves) = views::budget(store, &batches).await?;
         if let Some(path) = &args.budget_svg {
-            write_svg(path, &assay::repair::budget_svg(&budget.figure, &curves)?)?;
+            assay::outputs::write_chart(path, &assay::repair::budget_svg(&budget.figure, &curves)?)?;
         }
-        let weigh = args.budget_svg.is_some() || budget.runs.iter().any(|r| r.kind != "resample");
+        let weigh = args.budget_svg.is_some() || budget.any_repaired();
         if args.json {
             let mut value = serde_json::to_value(&comparison)?;
             if weigh {

@@ -8,7 +8,7 @@ use assay::command_store;
 use assay::progress::Progress;
 use assay::{sweep, views};
 
-use super::{sweep_config, sweep_draw_options, write_svg};
+use super::{draw_options, sweep_config};
 use crate::args::LadderArgs;
 
 pub async fn ladder(args: LadderArgs) -> Result<ExitCode> {
@@ -19,7 +19,7 @@ pub async fn ladder(args: LadderArgs) -> Result<ExitCode> {
     let (cfg, outputs) = sweep_config(&args.spec, None, &args.sweep, &db)?;
     let prepared = sweep::prepare_ladder(
         &cfg,
-        &sweep_draw_options(&args.sweep)?,
+        &draw_options(args.sweep.pools.flags())?,
         &args.pool,
         &args.levels,
     )?;
@@ -45,7 +45,7 @@ pub async fn ladder(args: LadderArgs) -> Result<ExitCode> {
                 &ladder.points(),
                 ladder.peak_level,
             )?;
-            write_svg(path, &svg)?;
+            assay::outputs::write_chart(path, &svg)?;
         }
         if args.json {
             println!("{}", serde_json::to_string_pretty(&ladder)?);

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use assay::draw::DrawOptions;
 use assay::exit::UsageError;
@@ -45,21 +45,6 @@ pub async fn dispatch(command: Command) -> Result<ExitCode> {
     }
 }
 
-/// A flag's value checked by the library's rule, or a usage error naming
-/// the flag.
-pub fn checked<T, U>(
-    flag: &str,
-    value: Option<T>,
-    check: impl FnOnce(T) -> Result<U, String>,
-) -> Result<Option<U>> {
-    match value {
-        Some(v) => Ok(Some(
-            check(v).map_err(|e| UsageError(format!("{flag}: {e}")))?,
-        )),
-        None => Ok(None),
-    }
-}
-
 /// The draw options from the flags every drawing command shares.
 pub fn draw_options(flags: assay::draw::DrawFlags) -> Result<DrawOptions, UsageError> {
     flags.check().map_err(|e| UsageError(e.to_string()))
@@ -77,31 +62,9 @@ pub fn sweep_config(
     let spec = assay::task::load(spec)?;
     let n = n.unwrap_or(spec.draw.n);
     assay::spec::check_candidates(n).map_err(|e| UsageError(format!("-n: {e}")))?;
-    sweep_draw_options(args)?;
-    let outputs = assay::outputs::Outputs::resolve(db, args.out.as_deref(), args.work_dir.as_deref())?;
+    draw_options(args.pools.flags())?;
+    let outputs = args.output.resolve(db)?;
     outputs.check()?;
-    let cfg = assay::pipeline::RunConfig {
-        probe: assay::pipeline::ProbeSettings::for_spec(&spec),
-        n,
-        target_dir: outputs.work.target_dir(),
-        work_dir: outputs.work.path.clone(),
-        out_dir: outputs.out.clone(),
-        spec,
-        work_item: None,
-        repair: None,
-    };
+    let cfg = assay::sweep::run_config(spec, n, &outputs);
     Ok((cfg, outputs))
-}
-
-/// The draw options of a sweep; pools, split and in-flight are the sweep's.
-pub fn sweep_draw_options(args: &crate::args::SweepArgs) -> Result<DrawOptions, UsageError> {
-    draw_options(assay::draw::DrawFlags {
-        pools_file: args.pools.clone(),
-        max_completion_tokens: args.max_completion_tokens,
-        ..Default::default()
-    })
-}
-
-pub fn write_svg(path: &std::path::Path, svg: &str) -> Result<()> {
-    std::fs::write(path, svg).with_context(|| format!("{}: cannot write the chart", path.display()))
 }

@@ -5,35 +5,21 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use assay::command_store::reading;
-use assay::exit::UsageError;
-use assay::outputs::WorkDir;
-use assay::probe::ProbeMode;
 use assay::replay::ReplayConfig;
 use assay::views;
 
-use super::checked;
 use crate::args::ReplayArgs;
 
 pub async fn replay(args: ReplayArgs) -> Result<ExitCode> {
+    // A mode named twice is run once.
     let mut modes = Vec::new();
-    for mode in &args.modes {
-        let mode: ProbeMode = mode
-            .trim()
-            .parse()
-            .map_err(|e: String| UsageError(format!("--modes: {e}")))?;
+    for mode in args.modes {
         if !modes.contains(&mode) {
             modes.push(mode);
         }
     }
-    if args.runs == 0 {
-        return Err(UsageError("--runs: must be at least 1".into()).into());
-    }
-    let build_timeout = checked(
-        "--build-timeout",
-        args.build_timeout,
-        assay::spec::check_build_timeout,
-    )?;
-    let work = WorkDir::resolve(args.work_dir.as_deref())?;
+    let build_timeout = args.build_timeout;
+    let work = args.work.resolve()?;
     work.check()?;
     let report = reading(&args.db.db()?, async |store| {
         views::refuse_suite_batch(store, args.batch, &args.db.reach()).await?;
@@ -51,9 +37,7 @@ pub async fn replay(args: ReplayArgs) -> Result<ExitCode> {
     })
     .await?;
     if args.json {
-        let mut value = serde_json::to_value(&report)?;
-        value["identical"] = report.identical().into();
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        println!("{}", serde_json::to_string_pretty(&report.to_json()?)?);
     } else {
         print!("{}", report.render());
     }

@@ -9,15 +9,13 @@ use assay::draw::DrawOptions;
 use assay::exit::UsageError;
 use assay::hint::{CommandLine, Reach};
 use assay::interrupt::{Interrupt, Interrupted, Stopped};
-use assay::outputs::Outputs;
 use assay::pipeline::{self, RunConfig};
-use assay::probe::ProbeMode;
 use assay::progress::Progress;
-use assay::spec::WavePolicy;
+use assay::repair_setup::{self, RepairFlags};
 use assay::store::Db;
 use assay::views;
 
-use super::{checked, draw_options};
+use super::draw_options;
 use crate::args::RunArgs;
 
 /// A batch stopped by a signal names the command that finishes it, with
@@ -30,20 +28,13 @@ fn with_resume_hint(e: anyhow::Error, reach: &Reach) -> anyhow::Error {
 }
 
 pub async fn run(args: RunArgs) -> Result<ExitCode> {
-    let reach = Reach::new(&args.db.raw, args.out.as_deref());
+    let reach = Reach::new(&args.db.raw, args.output.out.as_deref());
     run_batch(args)
         .await
         .map_err(|e| with_resume_hint(e, &reach))
 }
 
 async fn run_batch(args: RunArgs) -> Result<ExitCode> {
-    let wave_size = checked("--wave-size", args.wave_size, WavePolicy::check_size)?;
-    let wave_wait = checked("--wave-wait", args.wave_wait, WavePolicy::check_wait)?;
-    let build_timeout = checked(
-        "--build-timeout",
-        args.build_timeout,
-        assay::spec::check_build_timeout,
-    )?;
     let db = args.db.db()?;
     // A resumed batch says which spec, how many and where its outputs are.
     let resumed = match args.resume {
@@ -77,48 +68,29 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
                 ))
             })?
         }
-        (None, None) => unreachable!("clap requires a spec without --resume"),
+        // clap requires one of them; said again rather than assumed.
+        (None, None) => {
+            return Err(UsageError("run: name the task's spec, or --resume BATCH".into()).into())
+        }
     };
     let n = match &resumed {
         Some(row) => row.n,
         None => args.n.unwrap_or(spec.draw.n),
     };
     assay::spec::check_candidates(n).map_err(|e| UsageError(format!("-n: {e}")))?;
-    let mode: ProbeMode = args
-        .probe
-        .parse()
-        .map_err(|e: String| UsageError(format!("--probe: {e}")))?;
     let mut probe = pipeline::ProbeSettings::for_spec(&spec);
-    probe.mode = mode;
-    probe.waves.size = wave_size.unwrap_or(probe.waves.size);
-    probe.waves.wait = wave_wait.unwrap_or(probe.waves.wait);
-    probe.build_timeout = build_timeout.unwrap_or(probe.build_timeout);
-    let draw = draw_options(assay::draw::DrawFlags {
-        pools_file: args.pools,
-        pools: args.pool,
-        split: args.split,
-        max_in_flight: args.max_in_flight,
-        max_completion_tokens: args.max_completion_tokens,
-    })?;
+    probe.mode = args.probe;
+    probe.waves.size = args.wave_size.unwrap_or(probe.waves.size);
+    probe.waves.wait = args.wave_wait.unwrap_or(probe.waves.wait);
+    probe.build_timeout = args.build_timeout.unwrap_or(probe.build_timeout);
+    let draw = draw_options(args.draw.flags())?;
     if args.queue {
         return queue_run(&args.db.db()?, args.json, &spec, n, probe, &draw).await;
     }
-    // errors_dir is OUT/batch-N/errors: a resumed batch keeps its folder.
-    let resumed_out = resumed.as_ref().and_then(|row| {
-        let dir = std::path::Path::new(row.errors_dir.as_deref()?);
-        Some(dir.parent()?.parent()?.to_path_buf())
-    });
-    let outputs = Outputs::resolve(
-        &db,
-        args.out.as_deref().or(resumed_out.as_deref()),
-        args.work_dir.as_deref(),
-    )?;
-    let rounds = checked("--rounds", args.rounds, assay::spec::check_rounds)?;
-    let max_tokens = checked(
-        "--max-tokens",
-        args.max_tokens,
-        assay::spec::check_token_budget,
-    )?;
+    let resumed_out = resumed
+        .as_ref()
+        .and_then(|row| assay::outputs::out_of_errors_dir(row.errors_dir.as_deref()?));
+    let outputs = args.output.resolve_or(&db, resumed_out.as_deref())?;
     let mut cfg = RunConfig {
         probe,
         n,
@@ -134,16 +106,18 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
         eprintln!("warning: {w}");
     }
     plan.check_reachable().await?;
-    cfg.repair = repairing(
-        &cfg,
-        &plan,
-        &draw,
-        rounds,
-        args.repair_pool,
-        max_tokens,
-        resumed_repair,
-    )
-    .await?;
+    let flags = RepairFlags {
+        rounds: args.rounds,
+        pools: args.repair_pool,
+        max_tokens: args.max_tokens,
+    };
+    let warn = |w: &str| eprintln!("warning: {w}");
+    let repair =
+        repair_setup::resolve(&cfg.spec, cfg.n, &plan, &draw, flags, resumed_repair, &warn).await?;
+    cfg.repair = repair.map(|r| pipeline::Repairing {
+        settings: r.settings,
+        plan: r.plan,
+    });
     // Every path is checked, and an existing database opened, before
     // anything is written; the work directory is made before the task's
     // check builds there, the output folder and a new database once the
@@ -182,62 +156,6 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
     })
     .await;
     assay::exit::opened_for(args.work_item, ran)
-}
-
-/// What a batch's repair rounds need, from the flags (a new batch) or
-/// from what the batch stored (a resume): `None` when it asks for neither
-/// rounds nor a budget. A replay corpus cannot answer a repair prompt.
-async fn repairing(
-    cfg: &RunConfig,
-    plan: &assay::draw::Plan,
-    draw: &DrawOptions,
-    rounds: Option<u32>,
-    repair_pool: Vec<assay::spec::PoolChoice>,
-    max_tokens: Option<u64>,
-    stored: Option<String>,
-) -> Result<Option<pipeline::Repairing>> {
-    let settings = match stored {
-        Some(json) => assay::repair_round::RepairSettings::from_json(&json),
-        None => {
-            let mut s = assay::repair_round::RepairSettings::new(&cfg.spec, rounds, cfg.n);
-            s.pools = repair_pool.iter().map(ToString::to_string).collect();
-            s.max_tokens = max_tokens;
-            (s.rounds > 0 || s.max_tokens.is_some()).then_some(s)
-        }
-    };
-    let Some(settings) = settings else {
-        return Ok(None);
-    };
-    let pools: Vec<assay::spec::PoolChoice> = settings
-        .pools
-        .iter()
-        .map(|p| p.parse())
-        .collect::<Result<_, _>>()
-        .map_err(|e: String| UsageError(format!("--repair-pool: {e}")))?;
-    let repair_plan = if pools.is_empty() {
-        None
-    } else {
-        let opts = DrawOptions {
-            pools,
-            ..draw.clone()
-        };
-        let (p, warnings) = assay::draw::Plan::build(&cfg.spec, &opts)?;
-        for w in warnings {
-            eprintln!("warning: {w}");
-        }
-        p.check_reachable().await?;
-        Some(p)
-    };
-    if settings.rounds > 0 && !repair_plan.as_ref().unwrap_or(plan).can_repair() {
-        return Err(UsageError(
-            "--rounds: a replay corpus cannot answer a repair prompt; draw from HTTP pools (--pool or --repair-pool)".into(),
-        )
-        .into());
-    }
-    Ok(Some(pipeline::Repairing {
-        settings,
-        plan: repair_plan,
-    }))
 }
 
 /// `run --queue`: the run as resolved here (flags, their variables, the

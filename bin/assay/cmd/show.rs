@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use assay::command_store::reading;
-use assay::report::{self, CandidateLine};
 use assay::store::BatchId;
 use assay::views;
 
@@ -21,20 +20,7 @@ pub async fn show(batch: BatchId, db: DbArg, json: bool) -> Result<ExitCode> {
             );
             return Ok(ExitCode::SUCCESS);
         }
-        let summary = views::summary(store, batch).await?;
-        let lines: Vec<CandidateLine> = store
-            .candidates(batch)
-            .await?
-            .iter()
-            .map(CandidateLine::new)
-            .collect();
-        let (figures, _) = views::pool_figures(store, batch).await?;
-        print!(
-            "{}{}\n{}",
-            summary.render(),
-            figures.draw_line(),
-            report::candidate_table(&lines)
-        );
+        print!("{}", views::batch_text(store, batch).await?);
         Ok(ExitCode::SUCCESS)
     })
     .await

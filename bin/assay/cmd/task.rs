@@ -6,26 +6,19 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use assay::hint::CommandLine;
-use assay::outputs::WorkDir;
 use assay::pipeline;
 
-use super::checked;
 use crate::args::TaskCommand;
 
 pub async fn task(command: TaskCommand) -> Result<ExitCode> {
     match command {
         TaskCommand::Check {
             spec,
-            work_dir,
+            work,
             build_timeout,
         } => {
-            let build_timeout = checked(
-                "--build-timeout",
-                build_timeout,
-                assay::spec::check_build_timeout,
-            )?;
             let spec = assay::task::load(&spec)?;
-            let work = WorkDir::resolve(work_dir.as_deref())?;
+            let work = work.resolve()?;
             work.check()?;
             let _work = work.prepare()?;
             let settings = pipeline::ProbeSettings::for_spec(&spec);

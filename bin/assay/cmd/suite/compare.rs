@@ -12,7 +12,6 @@ use assay::suite_report::SuiteCompare;
 use assay::views;
 
 use crate::args::DbArg;
-use crate::cmd::write_svg;
 
 pub async fn compare(
     a: SuiteId,
@@ -22,9 +21,6 @@ pub async fn compare(
     json: bool,
     svg: Option<PathBuf>,
 ) -> Result<ExitCode> {
-    if k == 0 {
-        return Err(UsageError("-k: must be at least 1".into()).into());
-    }
     // The chart's file is checked before anything is read.
     if let Some(path) = &svg {
         assay::outputs::check_output_file("--svg", path)?;
@@ -38,7 +34,7 @@ pub async fn compare(
             .map_err(|e| UsageError(format!("suite compare {a} {b} -k {k}: {e}")))?;
         if let Some(path) = &svg {
             let d = &compared.comparison.difference;
-            write_svg(
+            assay::outputs::write_chart(
                 path,
                 &assay::plot::suite_compare_svg(
                     &format!("suite {a}"),

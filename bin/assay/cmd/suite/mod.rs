@@ -21,7 +21,7 @@ mod show;
 pub async fn dispatch(command: SuiteCommand) -> Result<ExitCode> {
     match command {
         SuiteCommand::Run(args) => {
-            let reach = Reach::new(&args.db.raw, args.out.as_deref());
+            let reach = Reach::new(&args.db.raw, args.output.out.as_deref());
             run::run(args)
                 .await
                 .map_err(|e| match e.downcast_ref::<SuiteInterrupted>() {

@@ -6,7 +6,6 @@
 //! come from sampling the whole process tree in `/proc` every
 //! [`SAMPLE_INTERVAL`]: the largest CPU-s / s seen over one interval.
 
-use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -17,17 +16,38 @@ use serde::Serialize;
 /// How often the process tree is sampled for peak busy CPUs.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(200);
 
-/// The phases of a batch, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The phases of a batch, in order. The stable strings (stored, printed
+/// and in JSON) are the variants' lowercase names, three of them spelled
+/// out.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+)]
+#[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum Phase {
     /// Before the draw: checking the task's cases against its harness and
     /// opening its package. The first batch of a task builds the harness's
     /// dependencies here, into the warm target directory later phases use.
     Prepare,
     Draw,
+    #[serde(rename = "extract+dedup")]
+    #[strum(to_string = "extract+dedup")]
     ExtractDedup,
     Probe,
+    #[serde(rename = "score build")]
+    #[strum(to_string = "score build")]
     ScoreBuild,
+    #[serde(rename = "score run")]
+    #[strum(to_string = "score run")]
     ScoreRun,
     Persist,
 }
@@ -87,31 +107,11 @@ impl Phase {
     ];
 
     pub fn as_str(&self) -> &'static str {
-        match self {
-            Phase::Prepare => "prepare",
-            Phase::Draw => "draw",
-            Phase::ExtractDedup => "extract+dedup",
-            Phase::Probe => "probe",
-            Phase::ScoreBuild => "score build",
-            Phase::ScoreRun => "score run",
-            Phase::Persist => "persist",
-        }
+        (*self).into()
     }
 
     pub fn from_stored(s: &str) -> Option<Phase> {
-        Phase::ALL.into_iter().find(|p| p.as_str() == s)
-    }
-}
-
-impl Serialize for Phase {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl fmt::Display for Phase {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        s.parse().ok()
     }
 }
 

@@ -130,6 +130,7 @@ fn is_bad_input(cause: &(dyn std::error::Error + 'static)) -> bool {
             )
         )
         || cause.is::<UsageError>()
+        || cause.is::<crate::repair_setup::RepairRefused>()
         || cause.is::<crate::suite::SuiteError>()
         || cause.is::<crate::outputs::PathError>()
         || cause.is::<crate::views::SuiteBatch>()

@@ -14,11 +14,23 @@ use crate::extract::Extraction;
 use crate::report::Summary;
 use crate::store::CandidateRow;
 
-/// The export formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The export formats (`export --format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::EnumString, clap::ValueEnum)]
+#[strum(
+    serialize_all = "lowercase",
+    parse_err_ty = String,
+    parse_err_fn = not_a_format
+)]
 pub enum Format {
+    /// One JSON document holding everything, the texts included.
     Json,
+    /// One row per reply (per completion for a suite): the figures and
+    /// verdicts, no texts.
     Csv,
+}
+
+fn not_a_format(s: &str) -> String {
+    format!("unknown format `{s}` (json or csv)")
 }
 
 /// One reply with its candidate's verdicts; the CSV columns, in order.
@@ -78,17 +90,6 @@ pub struct Export {
     pub summary: Summary,
     pub figures: PoolFigures,
     pub rows: Vec<FullRow>,
-}
-
-impl std::str::FromStr for Format {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Format, String> {
-        match s {
-            "json" => Ok(Format::Json),
-            "csv" => Ok(Format::Csv),
-            other => Err(format!("unknown format `{other}` (json or csv)")),
-        }
-    }
 }
 
 /// Joins replies and candidates by index. A reply without a candidate row

@@ -55,12 +55,15 @@ pub struct LevelFigures {
     pub hit_cap: usize,
 }
 
-/// Which figure ranks the levels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Which figure ranks the levels: snake_case in JSON, the figure's own
+/// name in the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
 pub enum Ranking {
+    #[strum(serialize = "aggregate output tok/s")]
     AggregateOutputTokPerS,
     /// Only when no level has usage-counted tokens.
+    #[strum(serialize = "completions/s")]
     CompletionsPerS,
 }
 
@@ -127,10 +130,7 @@ impl LevelFigures {
 
 impl Ranking {
     pub fn as_str(&self) -> &'static str {
-        match self {
-            Ranking::AggregateOutputTokPerS => "aggregate output tok/s",
-            Ranking::CompletionsPerS => "completions/s",
-        }
+        (*self).into()
     }
 }
 

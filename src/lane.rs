@@ -408,14 +408,9 @@ pub fn queue_table(items: &[WorkItemRow]) -> String {
         Column::left("task"),
     ]);
     for w in items {
-        let state = match (w.state, w.lease_expired) {
+        let state: &str = match (w.state, w.lease_expired) {
             (crate::store::WorkState::Running, true) => "lapsed",
-            (s, _) => match s {
-                crate::store::WorkState::Queued => "queued",
-                crate::store::WorkState::Running => "running",
-                crate::store::WorkState::Done => "done",
-                crate::store::WorkState::Failed => "failed",
-            },
+            (s, _) => s.into(),
         };
         table.row([
             w.id.to_string(),

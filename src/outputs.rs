@@ -362,6 +362,23 @@ pub fn check_output_file(flag: &'static str, path: &Path) -> Result<(), PathErro
     probe_write(parent).map_err(|e| bad(format!("cannot write in {}: {e}", parent.display())))
 }
 
+/// The output folder a stored batch wrote to, from its errors folder
+/// (`OUT/batch-N/errors`): a resumed batch keeps its folder.
+pub fn out_of_errors_dir(errors_dir: &str) -> Option<PathBuf> {
+    Some(Path::new(errors_dir).parent()?.parent()?.to_path_buf())
+}
+
+/// Writes a chart (`--svg`) checked by [`check_output_file`] before the
+/// work; the error names the file.
+pub fn write_chart(path: &Path, svg: &str) -> std::io::Result<()> {
+    std::fs::write(path, svg).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("{}: cannot write the chart: {e}", path.display()),
+        )
+    })
+}
+
 /// `dir` is a folder that can be written, or can be created: nothing on
 /// its way is a file, and the nearest existing folder takes a new entry.
 /// Writes nothing that stays.
@@ -454,6 +471,15 @@ fn probe_write(dir: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_resumed_batch_keeps_its_output_folder() {
+        assert_eq!(
+            out_of_errors_dir("/data/my-out/batch-3/errors"),
+            Some(PathBuf::from("/data/my-out"))
+        );
+        assert_eq!(out_of_errors_dir("errors"), None);
+    }
 
     #[test]
     fn the_default_output_folder_is_named_after_the_database() {

@@ -66,8 +66,9 @@ impl RepairSettings {
     }
 }
 
-/// Why no round follows the last one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Why no round follows the last one (stored as the snake_case name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Stopped {
     /// A candidate passes every case.
     AllPass,
@@ -83,13 +84,7 @@ pub enum Stopped {
 
 impl Stopped {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Stopped::AllPass => "all_pass",
-            Stopped::BeatsCommitted => "beats_committed",
-            Stopped::RoundsDone => "rounds_done",
-            Stopped::NoParents => "no_parents",
-            Stopped::Budget => "budget",
-        }
+        self.into()
     }
 }
 

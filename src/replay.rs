@@ -216,6 +216,13 @@ pub async fn replay(store: &Store, cfg: &ReplayConfig) -> Result<ReplayReport> {
 }
 
 impl ReplayReport {
+    /// `replay --json`: the report with whether every verdict agreed.
+    pub fn to_json(&self) -> serde_json::Result<serde_json::Value> {
+        let mut value = serde_json::to_value(self)?;
+        value["identical"] = self.identical().into();
+        Ok(value)
+    }
+
     /// Whether every verdict agreed.
     pub fn identical(&self) -> bool {
         self.differences.is_empty()

@@ -35,6 +35,26 @@ pub struct Prepared {
     pub warnings: Vec<String>,
 }
 
+/// The run configuration of a sweep's batches, as `run` builds one for a
+/// new batch: the spec's probe settings, `n` candidates, the folders of
+/// `outputs`.
+pub fn run_config(
+    spec: crate::spec::Spec,
+    n: usize,
+    outputs: &crate::outputs::Outputs,
+) -> RunConfig {
+    RunConfig {
+        probe: pipeline::ProbeSettings::for_spec(&spec),
+        n,
+        target_dir: outputs.work.target_dir(),
+        work_dir: outputs.work.path.clone(),
+        out_dir: outputs.out.clone(),
+        spec,
+        work_item: None,
+        repair: None,
+    }
+}
+
 /// Builds one plan per pool, each drawing `cfg.n` replies from that pool
 /// alone. A share given as `NAME=SHARE` is meaningless here and refused.
 pub fn prepare_per_pool(

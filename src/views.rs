@@ -203,6 +203,40 @@ pub async fn batch_json(store: &Store, batch: BatchId) -> Result<serde_json::Val
     Ok(value)
 }
 
+/// `show`'s text: the summary, the draw figures' line and every
+/// candidate's verdicts.
+pub async fn batch_text(store: &Store, batch: BatchId) -> Result<String> {
+    let summary = summary(store, batch).await?;
+    let lines: Vec<crate::report::CandidateLine> = store
+        .candidates(batch)
+        .await?
+        .iter()
+        .map(crate::report::CandidateLine::new)
+        .collect();
+    let (figures, _) = pool_figures(store, batch).await?;
+    Ok(format!(
+        "{}{}\n{}",
+        summary.render(),
+        figures.draw_line(),
+        crate::report::candidate_table(&lines)
+    ))
+}
+
+/// `batches --json`: one object per stored batch.
+pub fn batches_json(batches: &[crate::store::BatchRow]) -> serde_json::Value {
+    batches
+        .iter()
+        .map(|b| {
+            serde_json::json!({
+                "batch_id": b.id, "task": b.task, "pool": b.pool, "n": b.n,
+                "status": b.status.as_str(), "started_at": b.started_at,
+                "finished_at": b.finished_at, "failure": b.failure,
+                "lane": b.lane, "lease_lapsed": b.lease_lapsed,
+            })
+        })
+        .collect()
+}
+
 /// A whole batch in one of the export formats.
 pub async fn export(store: &Store, batch: BatchId, format: Format) -> Result<String> {
     let replies = store.draw_replies(batch).await?;

@@ -276,6 +276,69 @@ impl SuitePartRun {
     }
 }
 
+/// A stored suite to be queued in parts: its size and the settings every
+/// part runs under, as the queueing command resolved them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SuiteQueue {
+    pub suite: SuiteId,
+    pub problems: usize,
+    /// The most completions of one problem: a part's programs are about
+    /// its problems times this.
+    pub per_problem: usize,
+    /// Problems per part (`--chunk`); `None`: [`SuiteQueue::chunk`]'s
+    /// default.
+    pub chunk: Option<usize>,
+    pub run_timeout: Duration,
+    pub build_timeout: Duration,
+    pub build: BuildMode,
+    pub cases: CaseRuns,
+    /// A live draw's pools file (absolute) and choices, for every part.
+    pub draw: Option<(PathBuf, DrawChoice)>,
+}
+
+impl SuiteQueue {
+    /// Problems per part: as given, else as many as make about
+    /// [`PROGRAMS_PER_PART`] programs, one shared build.
+    pub fn chunk(&self) -> usize {
+        self.chunk
+            .unwrap_or((PROGRAMS_PER_PART / self.per_problem.max(1)).max(1))
+            .max(1)
+    }
+
+    /// One item per part, in order of the problems.
+    pub fn items(&self) -> Vec<WorkItem> {
+        let chunk = self.chunk();
+        (0..self.problems)
+            .step_by(chunk)
+            .map(|start| {
+                let part = SuitePartRun {
+                    suite: self.suite,
+                    part: SuitePart {
+                        start,
+                        end: (start + chunk).min(self.problems),
+                    },
+                    run_timeout: self.run_timeout,
+                    build_timeout: self.build_timeout,
+                    build: self.build,
+                    cases: self.cases,
+                };
+                match &self.draw {
+                    None => WorkItem::SuitePart(part),
+                    Some((pools_file, choice)) => WorkItem::LiveSuitePart(LiveSuitePart {
+                        part,
+                        pools_file: pools_file.clone(),
+                        draw: choice.clone(),
+                    }),
+                }
+            })
+            .collect()
+    }
+}
+
+/// About how many programs one queued part of a suite holds by default:
+/// one shared build's worth.
+pub const PROGRAMS_PER_PART: usize = 100;
+
 impl DrawChoice {
     /// The choices of `opts`; its key stays behind.
     pub fn of(opts: &DrawOptions) -> DrawChoice {
@@ -463,6 +526,42 @@ mod seconds {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_suite_is_queued_in_parts_of_about_a_hundred_programs() {
+        let queue = SuiteQueue {
+            suite: 7,
+            problems: 45,
+            per_problem: 10,
+            chunk: None,
+            run_timeout: Duration::from_secs(5),
+            build_timeout: Duration::from_secs(600),
+            build: BuildMode::Shared,
+            cases: CaseRuns::Failed,
+            draw: None,
+        };
+        assert_eq!(queue.chunk(), 10);
+        let parts: Vec<(usize, usize)> = queue
+            .items()
+            .iter()
+            .map(|item| match item {
+                WorkItem::SuitePart(p) => (p.part.start, p.part.end),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(parts, [(0, 10), (10, 20), (20, 30), (30, 40), (40, 45)]);
+        // More completions per problem than a part holds: one problem each.
+        let wide = SuiteQueue {
+            per_problem: 500,
+            ..queue.clone()
+        };
+        assert_eq!(wide.chunk(), 1);
+        let given = SuiteQueue {
+            chunk: Some(50),
+            ..queue
+        };
+        assert_eq!(given.items().len(), 1);
+    }
 
     fn batch() -> BatchRun {
         BatchRun {

@@ -18,11 +18,29 @@ pub mod shared;
 
 pub use shared::{owner_of_file, scaled, Image, Layout, Settled, SharedBuild};
 
-/// How a run's units are built.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// How a run's units are built (`suite run --build`, stored in a queued
+/// part as its snake_case name).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    clap::ValueEnum,
+)]
+#[strum(
+    serialize_all = "snake_case",
+    parse_err_ty = String,
+    parse_err_fn = not_a_build_mode
+)]
 pub enum BuildMode {
-    /// Policy-clean units share one image per wave (a unit that spoils it
-    /// is narrowed out); the default.
+    /// Policy-clean units share one image per wave, each a module run in a
+    /// process of its own (a unit that spoils the image is narrowed out);
+    /// the default.
     #[default]
     Shared,
     /// One image per unit: the reference the shared build must agree with.
@@ -30,28 +48,11 @@ pub enum BuildMode {
 }
 
 impl BuildMode {
-    pub const ALL: [BuildMode; 2] = [BuildMode::Shared, BuildMode::Isolated];
-
     pub fn as_str(self) -> &'static str {
-        match self {
-            BuildMode::Shared => "shared",
-            BuildMode::Isolated => "isolated",
-        }
+        self.into()
     }
 }
 
-impl std::fmt::Display for BuildMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for BuildMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<BuildMode, String> {
-        BuildMode::ALL
-            .into_iter()
-            .find(|m| m.as_str() == s)
-            .ok_or_else(|| format!("`{s}`: the build is `shared` or `isolated`"))
-    }
+fn not_a_build_mode(s: &str) -> String {
+    format!("`{s}`: the build is `shared` or `isolated`")
 }

@@ -84,8 +84,13 @@ pub enum ProbeVerdict {
     CompileOutOfMemory,
 }
 
-/// Why the probe's infrastructure gave no answer for a candidate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Why the probe's infrastructure gave no answer for a candidate; its
+/// stable string is the variant's snake_case name (in JSON too).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, strum::IntoStaticStr,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum ProbeFailure {
     /// The disk filled up (`No space left on device`).
     DiskFull,
@@ -103,13 +108,36 @@ pub enum ProbeFailure {
     CargoFailed,
 }
 
-/// How the probe builds a batch's candidates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+/// How the probe builds a batch's candidates. Its stable string (stored
+/// with each probe run, and the flag's value) is the variant's snake_case
+/// name; a retired mode's name is refused with what replaced it.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Default,
+    serde::Serialize,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(
+    serialize_all = "snake_case",
+    parse_err_ty = String,
+    parse_err_fn = not_a_probe_mode
+)]
 pub enum ProbeMode {
-    /// A wave's candidates share one image, narrowed when one spoils it.
+    /// A wave's candidates built as one image, each candidate once for the
+    /// probe and the score, narrowed when one spoils it: what a batch runs.
     #[default]
     Shared,
-    /// One build per candidate: the reference.
+    /// One build per candidate, one after the other: the reference the
+    /// shared build is checked against.
     Serial,
 }
 
@@ -386,38 +414,18 @@ impl ProbeMode {
     pub const ALL: [ProbeMode; 2] = [ProbeMode::Shared, ProbeMode::Serial];
 
     pub fn as_str(&self) -> &'static str {
-        match self {
-            ProbeMode::Shared => "shared",
-            ProbeMode::Serial => "serial",
-        }
+        (*self).into()
     }
 }
 
-impl fmt::Display for ProbeMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl serde::Serialize for ProbeMode {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl FromStr for ProbeMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ProbeMode::ALL
-            .into_iter()
-            .find(|m| m.as_str() == s)
-            .ok_or_else(|| match s {
-                "wide" | "fast" => format!(
-                    "probe mode `{s}` was replaced by `shared` (the default), which builds \
-                     each candidate once for the probe and the score"
-                ),
-                _ => format!("unknown probe mode `{s}` (expected shared or serial)"),
-            })
+/// Why a name is no probe mode: a retired one names its replacement.
+fn not_a_probe_mode(s: &str) -> String {
+    match s {
+        "wide" | "fast" => format!(
+            "probe mode `{s}` was replaced by `shared` (the default), which builds \
+             each candidate once for the probe and the score"
+        ),
+        _ => format!("unknown probe mode `{s}` (expected shared or serial)"),
     }
 }
 
@@ -464,29 +472,7 @@ impl ProbeFailure {
     }
 
     pub fn as_str(&self) -> &'static str {
-        match self {
-            ProbeFailure::DiskFull => "disk_full",
-            ProbeFailure::Killed => "killed",
-            ProbeFailure::Timeout => "timeout",
-            ProbeFailure::CompilerCrashed => "compiler_crashed",
-            ProbeFailure::CargoFailed => "cargo_failed",
-        }
-    }
-}
-
-impl serde::Serialize for ProbeFailure {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for ProbeFailure {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        ProbeFailure::ALL
-            .into_iter()
-            .find(|f| f.as_str() == s)
-            .ok_or_else(|| serde::de::Error::custom(format!("unknown probe failure `{s}`")))
+        (*self).into()
     }
 }
 

@@ -165,6 +165,12 @@ pub struct BudgetRow {
 }
 
 impl BudgetTable {
+    /// Whether any run repaired: only then is the table worth printing
+    /// unasked beside a comparison of plain batches.
+    pub fn any_repaired(&self) -> bool {
+        self.runs.iter().any(|r| r.kind != "resample")
+    }
+
     pub fn new(figure: &str, runs: &[RunCurve]) -> BudgetTable {
         let common_tokens = runs.iter().map(|r| r.curve.tokens()).min().unwrap_or(0);
         BudgetTable {

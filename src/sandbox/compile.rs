@@ -46,8 +46,9 @@ use crate::spec::CompileLimits;
 /// wrapper's settings as JSON ([`WrapperSettings`]).
 pub const WRAPPER_VAR: &str = "ASSAY_RUSTC_WRAPPER";
 
-/// Which limit a target's rustc died at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which limit a target's rustc died at (its verdict file's word).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum LimitHit {
     Timeout,
     OutOfMemory,
@@ -55,10 +56,7 @@ pub enum LimitHit {
 
 impl LimitHit {
     fn as_str(self) -> &'static str {
-        match self {
-            LimitHit::Timeout => "timeout",
-            LimitHit::OutOfMemory => "out_of_memory",
-        }
+        self.into()
     }
 }
 

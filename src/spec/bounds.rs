@@ -72,11 +72,68 @@ pub fn check_candidates(n: usize) -> Result<usize, String> {
     in_range(n as u64, 1, MAX_CANDIDATES as u64).map(|_| n)
 }
 
+/// The shortest and longest lease a lane may hold its claims under
+/// (`lane --lease`): under 3 s a renewal every third of it is busier than
+/// the work; past a day a dead lane's work waits too long.
+pub const MIN_LEASE: Duration = Duration::from_secs(3);
+pub const MAX_LEASE: Duration = Duration::from_secs(86_400);
+
+/// The shortest and longest wall time one run of a suite's program may be
+/// given (`suite run --run-timeout`).
+pub const MIN_RUN_TIMEOUT: Duration = Duration::from_millis(100);
+pub const MAX_RUN_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// A lane runs at least one item at once (`lane --jobs`).
+pub fn check_jobs(jobs: usize) -> Result<usize, String> {
+    at_least_one(jobs, "at least 1")
+}
+
+/// A lane's lease, in (possibly fractional) seconds, between
+/// [`MIN_LEASE`] and [`MAX_LEASE`].
+pub fn check_lease(secs: f64) -> Result<Duration, String> {
+    checked_secs(secs, MIN_LEASE, MAX_LEASE).map_err(|_| {
+        format!(
+            "from {} to {} seconds",
+            MIN_LEASE.as_secs(),
+            MAX_LEASE.as_secs()
+        )
+    })
+}
+
+/// One run of a suite's program, in (possibly fractional) seconds,
+/// between [`MIN_RUN_TIMEOUT`] and [`MAX_RUN_TIMEOUT`].
+pub fn check_run_timeout(secs: f64) -> Result<Duration, String> {
+    checked_secs(secs, MIN_RUN_TIMEOUT, MAX_RUN_TIMEOUT)
+}
+
+/// A replay runs each mode at least once (`replay --runs`).
+pub fn check_runs(runs: usize) -> Result<usize, String> {
+    at_least_one(runs, "must be at least 1")
+}
+
+/// A queued suite's part holds at least one problem (`suite run --chunk`).
+pub fn check_chunk(problems: usize) -> Result<usize, String> {
+    at_least_one(problems, "at least 1 problem")
+}
+
+/// pass@k is asked of at least one completion (`suite compare -k`).
+pub fn check_pass_k(k: usize) -> Result<usize, String> {
+    at_least_one(k, "must be at least 1")
+}
+
 /// Checks a per-build time limit given by a person, in (possibly
 /// fractional) seconds; the error says why, for the caller to put after the
 /// flag's or key's name.
 pub fn check_build_timeout(secs: f64) -> Result<Duration, String> {
     checked_secs(secs, Duration::from_secs(1), MAX_BUILD_TIMEOUT)
+}
+
+fn at_least_one(value: usize, why: &str) -> Result<usize, String> {
+    if value >= 1 {
+        Ok(value)
+    } else {
+        Err(why.to_owned())
+    }
 }
 
 pub(super) fn in_range(value: u64, min: u64, max: u64) -> Result<u64, String> {
@@ -104,6 +161,33 @@ pub(super) fn checked_secs(secs: f64, min: Duration, max: Duration) -> Result<Du
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The flags checked here refuse in the words the binary has always
+    /// printed after the flag's name.
+    #[test]
+    fn the_flags_bounds_refuse_in_their_own_words() {
+        assert_eq!(check_jobs(0), Err("at least 1".to_owned()));
+        assert_eq!(check_jobs(4), Ok(4));
+        assert_eq!(check_runs(0), Err("must be at least 1".to_owned()));
+        assert_eq!(check_chunk(0), Err("at least 1 problem".to_owned()));
+        assert_eq!(check_pass_k(0), Err("must be at least 1".to_owned()));
+        assert_eq!(check_lease(60.0), Ok(Duration::from_secs(60)));
+        for bad in [2.9, 86_400.5, f64::NAN, f64::INFINITY, -1.0] {
+            assert_eq!(
+                check_lease(bad),
+                Err("from 3 to 86400 seconds".to_owned()),
+                "{bad}"
+            );
+        }
+        assert_eq!(check_run_timeout(0.1), Ok(Duration::from_millis(100)));
+        for bad in [0.05, 3600.5, f64::NAN] {
+            assert_eq!(
+                check_run_timeout(bad),
+                Err("must be between 0.1 and 3600 seconds".to_owned()),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn build_timeouts_out_of_range_are_refused() {

@@ -19,7 +19,7 @@
 //!   prompt template, and which cases a model may see.
 //! - `bounds.rs`: the ranges, shared by a spec's keys and the flags.
 
-mod bounds;
+pub mod bounds;
 mod load;
 mod repair;
 mod settings;

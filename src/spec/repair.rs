@@ -4,7 +4,6 @@
 //! Plain settings and their validation only; choosing parents and
 //! assembling prompts is `crate::repair`'s.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -50,8 +49,26 @@ pub struct ParentChoice {
     pub compile_failures: usize,
 }
 
-/// What a repair prompt tells the model about its parent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// What a repair prompt tells the model about its parent (`feedback`;
+/// stored as the snake_case name, and the flag's `errors-only` is taken
+/// too).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    clap::ValueEnum,
+)]
+#[strum(
+    serialize_all = "snake_case",
+    parse_err_ty = String,
+    parse_err_fn = not_feedback
+)]
 pub enum Feedback {
     /// Compiler errors, crashes, and the failed visible cases (inputs,
     /// expected and actual outputs); for a suite, the failed assert's line
@@ -59,6 +76,7 @@ pub enum Feedback {
     #[default]
     Full,
     /// Compiler errors and how a run ended only: no test or case text.
+    #[strum(to_string = "errors_only", serialize = "errors-only")]
     ErrorsOnly,
 }
 
@@ -78,8 +96,24 @@ pub struct FeedbackLimits {
     pub case_chars: usize,
 }
 
-/// When repair rounds stop before the last one (`stop`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// When repair rounds stop before the last one (`stop`; the snake_case
+/// name).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+)]
+#[strum(
+    serialize_all = "snake_case",
+    parse_err_ty = String,
+    parse_err_fn = not_stop_when
+)]
 pub enum StopWhen {
     /// Once a candidate passes every case (`all_pass`).
     #[default]
@@ -113,8 +147,9 @@ pub enum Piece {
     Slot(Slot),
 }
 
-/// A template's placeholders.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A template's placeholders, named in it by their lowercase names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum Slot {
     /// `{{prompt}}`: the task's own prompt.
     Prompt,
@@ -138,13 +173,7 @@ impl Slot {
     ];
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            Slot::Prompt => "prompt",
-            Slot::Code => "code",
-            Slot::Summary => "summary",
-            Slot::Errors => "errors",
-            Slot::Cases => "cases",
-        }
+        self.into()
     }
 }
 
@@ -281,55 +310,22 @@ impl VisibleCases {
 
 impl StopWhen {
     pub fn as_str(self) -> &'static str {
-        match self {
-            StopWhen::AllPass => "all_pass",
-            StopWhen::BeatsCommitted => "beats_committed",
-            StopWhen::Never => "never",
-        }
+        self.into()
     }
 }
 
-impl fmt::Display for StopWhen {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for StopWhen {
-    type Err = String;
-    fn from_str(s: &str) -> Result<StopWhen, String> {
-        [StopWhen::AllPass, StopWhen::BeatsCommitted, StopWhen::Never]
-            .into_iter()
-            .find(|w| w.as_str() == s)
-            .ok_or_else(|| format!("`{s}`: expected `all_pass`, `beats_committed` or `never`"))
-    }
+fn not_stop_when(s: &str) -> String {
+    format!("`{s}`: expected `all_pass`, `beats_committed` or `never`")
 }
 
 impl Feedback {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Feedback::Full => "full",
-            Feedback::ErrorsOnly => "errors_only",
-        }
+        self.into()
     }
 }
 
-impl fmt::Display for Feedback {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Feedback {
-    type Err = String;
-    /// The flag's spelling (`errors-only`) is taken as well as the key's.
-    fn from_str(s: &str) -> Result<Feedback, String> {
-        match s {
-            "full" => Ok(Feedback::Full),
-            "errors_only" | "errors-only" => Ok(Feedback::ErrorsOnly),
-            _ => Err(format!("`{s}`: expected `full` or `errors_only`")),
-        }
-    }
+fn not_feedback(s: &str) -> String {
+    format!("`{s}`: expected `full` or `errors_only`")
 }
 
 /// `[repair]` as written. Spanned, so that a bad value names its line.

@@ -14,8 +14,24 @@ use std::time::Duration;
 
 use super::bounds::{checked_secs, MAX_WAVE_SIZE, MAX_WAVE_WAIT};
 
-/// Which fingerprint groups a batch's candidates (`[dedup] by` in the spec).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Which fingerprint groups a batch's candidates (`[dedup] by` in the spec;
+/// stored with the batch as its lowercase name).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+)]
+#[strum(
+    serialize_all = "lowercase",
+    parse_err_ty = String,
+    parse_err_fn = not_a_dedup_mode
+)]
 pub enum DedupBy {
     /// Equal up to whitespace, comments, doc comments and attribute order.
     #[default]
@@ -24,12 +40,29 @@ pub enum DedupBy {
     Alpha,
 }
 
-/// How a batch is split over its pools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a batch is split over its pools (`--split`, `[draw] split`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    clap::ValueEnum,
+)]
+#[strum(
+    serialize_all = "lowercase",
+    parse_err_ty = String,
+    parse_err_fn = not_a_split
+)]
 pub enum SplitMode {
-    /// Each pool serves its share (given, or an even split).
+    /// Each pool serves its share (given with NAME=SHARE, or an even
+    /// split): the fairest comparison of pools.
     Fixed,
-    /// Every pool keeps its slots full until N replies are in.
+    /// Every pool keeps its slots full until N replies are in, so a slow
+    /// pool no longer sets the batch's wall time.
     Race,
 }
 
@@ -67,7 +100,24 @@ pub struct CompileLimits {
 
 /// One thing the policy may forbid. The string form is stable: it is the
 /// `[policy]` key and the argument of the `forbidden(..)` verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+)]
+#[strum(
+    serialize_all = "snake_case",
+    parse_err_ty = String,
+    parse_err_fn = not_a_rule
+)]
 pub enum Rule {
     /// `unsafe`, `#[no_mangle]`, `#[export_name]`, `#[link_section]`.
     UnsafeCode,
@@ -127,30 +177,12 @@ pub struct Policy {
 
 impl DedupBy {
     pub fn as_str(&self) -> &'static str {
-        match self {
-            DedupBy::Exact => "exact",
-            DedupBy::Alpha => "alpha",
-        }
+        (*self).into()
     }
 }
 
-impl fmt::Display for DedupBy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for DedupBy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "exact" => Ok(DedupBy::Exact),
-            "alpha" => Ok(DedupBy::Alpha),
-            _ => Err(format!(
-                "unknown dedup mode `{s}` (expected `exact` or `alpha`)"
-            )),
-        }
-    }
+fn not_a_dedup_mode(s: &str) -> String {
+    format!("unknown dedup mode `{s}` (expected `exact` or `alpha`)")
 }
 
 impl FromStr for PoolChoice {
@@ -192,24 +224,8 @@ impl fmt::Display for PoolChoice {
     }
 }
 
-impl fmt::Display for SplitMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            SplitMode::Fixed => "fixed",
-            SplitMode::Race => "race",
-        })
-    }
-}
-
-impl FromStr for SplitMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<SplitMode, String> {
-        match s {
-            "fixed" => Ok(SplitMode::Fixed),
-            "race" => Ok(SplitMode::Race),
-            _ => Err(format!("`{s}`: the split is `fixed` or `race`")),
-        }
-    }
+fn not_a_split(s: &str) -> String {
+    format!("`{s}`: the split is `fixed` or `race`")
 }
 
 impl Default for WavePolicy {
@@ -267,19 +283,7 @@ impl Rule {
     ];
 
     pub fn as_str(&self) -> &'static str {
-        match self {
-            Rule::UnsafeCode => "unsafe_code",
-            Rule::PathAttribute => "path_attribute",
-            Rule::Include => "include",
-            Rule::ExternBlock => "extern_block",
-            Rule::Asm => "asm",
-            Rule::CrateAttribute => "crate_attribute",
-            Rule::MacroIndirection => "macro_indirection",
-            Rule::OuterPath => "outer_path",
-            Rule::MacroExport => "macro_export",
-            Rule::MacroUse => "macro_use",
-            Rule::GlobalAllocator => "global_allocator",
-        }
+        (*self).into()
     }
 
     /// Whether programs may share one image only while this rule holds.
@@ -305,20 +309,8 @@ impl Rule {
     }
 }
 
-impl fmt::Display for Rule {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Rule {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Rule::ALL
-            .into_iter()
-            .find(|r| r.as_str() == s)
-            .ok_or_else(|| format!("unknown policy rule `{s}`"))
-    }
+fn not_a_rule(s: &str) -> String {
+    format!("unknown policy rule `{s}`")
 }
 
 impl Policy {

@@ -2,7 +2,6 @@
 //! what each `--resume` kept (its phases are in `phases`).
 
 use std::path::Path;
-use std::str::FromStr;
 
 use super::backend::{now_ms_sql, Backend};
 use super::scores::ScoreColumns;
@@ -19,7 +18,20 @@ pub struct NewBatch<'a> {
     pub n: usize,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A batch's status, stored and printed as its snake_case name.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum BatchStatus {
     Running,
     Finished,
@@ -190,37 +202,7 @@ fn batch_select(backend: Backend) -> String {
 
 impl BatchStatus {
     pub fn as_str(&self) -> &'static str {
-        match self {
-            BatchStatus::Running => "running",
-            BatchStatus::Finished => "finished",
-            BatchStatus::Interrupted => "interrupted",
-            BatchStatus::Failed => "failed",
-        }
-    }
-}
-
-impl FromStr for BatchStatus {
-    type Err = ();
-    fn from_str(s: &str) -> Result<Self, ()> {
-        Ok(match s {
-            "running" => BatchStatus::Running,
-            "finished" => BatchStatus::Finished,
-            "interrupted" => BatchStatus::Interrupted,
-            "failed" => BatchStatus::Failed,
-            _ => return Err(()),
-        })
-    }
-}
-
-impl serde::Serialize for BatchStatus {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl std::fmt::Display for BatchStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        (*self).into()
     }
 }
 

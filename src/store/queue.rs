@@ -19,35 +19,48 @@ use super::backend::now_ms_sql;
 use super::{BatchId, Store, StoreError};
 use crate::owner::Owner;
 
-/// What an item is: an `assay run` (a batch) or a part of a suite.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+/// What an item is: an `assay run` (a batch) or a part of a suite. Stored
+/// as its snake_case name (the `kind` column's `CHECK`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum WorkKind {
     Batch,
     Suite,
 }
 
 impl WorkKind {
-    /// The stored form (the `kind` column's `CHECK`).
+    /// The stored form.
     pub fn as_str(self) -> &'static str {
-        match self {
-            WorkKind::Batch => "batch",
-            WorkKind::Suite => "suite",
-        }
-    }
-
-    fn parse(text: &str) -> Option<WorkKind> {
-        match text {
-            "batch" => Some(WorkKind::Batch),
-            "suite" => Some(WorkKind::Suite),
-            _ => None,
-        }
+        self.into()
     }
 }
 
-/// What a lane is doing an item for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+/// What a lane is doing an item for (the `state` column, its snake_case
+/// name).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum WorkState {
     Queued,
     Running,
@@ -259,13 +272,9 @@ impl Store {
                 Ok(WorkItemRow {
                     id,
                     kind: self.kind(r, id)?,
-                    state: match state.as_str() {
-                        "queued" => WorkState::Queued,
-                        "running" => WorkState::Running,
-                        "done" => WorkState::Done,
-                        "failed" => WorkState::Failed,
-                        _ => return Err(self.bad(-1, id, "work item state", &state)),
-                    },
+                    state: state
+                        .parse()
+                        .map_err(|_| self.bad(-1, id, "work item state", &state))?,
                     item: self.item(r, id)?,
                     lane: r.get("lane"),
                     lane_host: r.get("lane_host"),
@@ -287,7 +296,8 @@ impl Store {
 
     fn kind(&self, row: &sqlx::any::AnyRow, id: i64) -> Result<WorkKind, StoreError> {
         let kind: String = row.get("kind");
-        WorkKind::parse(&kind).ok_or_else(|| self.bad(-1, id, "work item kind", &kind))
+        kind.parse::<WorkKind>()
+            .map_err(|_| self.bad(-1, id, "work item kind", &kind))
     }
 }
 

@@ -11,7 +11,6 @@
 //! it, so a dead owner marks them interrupted like any batch.
 
 use std::path::Path;
-use std::str::FromStr;
 use std::time::Duration;
 
 use super::draws::{ReplyRecord, REPLY_COLUMNS};
@@ -72,8 +71,20 @@ impl std::fmt::Display for SuitePart {
 const PART_BATCHES: &str =
     "SELECT batch_id FROM suite_problems WHERE suite_id = $1 AND pos >= $2 AND pos < $3";
 
-/// Where a suite's completions came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a suite's completions came from, stored as its snake_case name.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum SuiteOrigin {
     /// Read from a file or a MultiPL-E output directory.
     Completions,
@@ -179,27 +190,7 @@ pub struct SuiteOutcomeRow {
 
 impl SuiteOrigin {
     pub fn as_str(self) -> &'static str {
-        match self {
-            SuiteOrigin::Completions => "completions",
-            SuiteOrigin::Pool => "pool",
-        }
-    }
-}
-
-impl FromStr for SuiteOrigin {
-    type Err = ();
-    fn from_str(s: &str) -> Result<SuiteOrigin, ()> {
-        match s {
-            "completions" => Ok(SuiteOrigin::Completions),
-            "pool" => Ok(SuiteOrigin::Pool),
-            _ => Err(()),
-        }
-    }
-}
-
-impl serde::Serialize for SuiteOrigin {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
+        self.into()
     }
 }
 

@@ -70,8 +70,16 @@ pub struct ProgramModule {
 
 /// Why a program cannot be laid out as a module. A program that syn cannot
 /// read is never run as it stands and judged by its exit status: the
-/// early-exit marker needs the tests cut out of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// early-exit marker needs the tests cut out of it. Stored as the
+/// variant's snake_case name (`unparsed`, `broken_tests`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::EnumString, strum::IntoStaticStr,
+)]
+#[strum(
+    serialize_all = "snake_case",
+    parse_err_ty = String,
+    parse_err_fn = not_a_reason
+)]
 pub enum Unlaid {
     /// syn cannot parse the solution (nor, then, say where its items
     /// end), or the program does not end with the problem's tests.
@@ -83,29 +91,14 @@ pub enum Unlaid {
 impl Unlaid {
     pub const ALL: [Unlaid; 2] = [Unlaid::Unparsed, Unlaid::BrokenTests];
 
-    /// The stable reason, as stored (`unparsed`, `broken_tests`).
+    /// The stable reason, as stored.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Unlaid::Unparsed => "unparsed",
-            Unlaid::BrokenTests => "broken_tests",
-        }
+        self.into()
     }
 }
 
-impl std::fmt::Display for Unlaid {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Unlaid {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Unlaid, String> {
-        Unlaid::ALL
-            .into_iter()
-            .find(|u| u.as_str() == s)
-            .ok_or_else(|| format!("`{s}` is not a reason to refuse a program"))
-    }
+fn not_a_reason(s: &str) -> String {
+    format!("`{s}` is not a reason to refuse a program")
 }
 
 /// The root of an image holding the programs `modules` (`c3`, `c17`),

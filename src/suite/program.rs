@@ -10,25 +10,38 @@
 
 use super::Problem;
 
-use std::fmt;
-use std::str::FromStr;
-
-/// How a completion becomes a program.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a completion becomes a program (`suite run --mode`, stored with
+/// the suite as its lowercase name).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+#[strum(
+    serialize_all = "lowercase",
+    parse_err_ty = String,
+    parse_err_fn = not_a_program_mode
+)]
 pub enum ProgramMode {
-    /// A base model's continuation of the prompt ([`completion_program`]).
+    /// A base model's continuation of the prompt, cut at its stop tokens
+    /// (`/v1/completions`, as MultiPL-E draws) ([`completion_program`]).
     Completion,
-    /// A chat reply holding the whole function, extracted from its fence
-    /// ([`chat_program`]).
+    /// A chat reply holding the whole function, asked for in a fence and
+    /// extracted from it ([`chat_program`]).
     Chat,
 }
 
 impl ProgramMode {
     pub fn as_str(self) -> &'static str {
-        match self {
-            ProgramMode::Completion => "completion",
-            ProgramMode::Chat => "chat",
-        }
+        self.into()
     }
 
     /// The program of `text` (a completion, or the code extracted from a
@@ -41,27 +54,8 @@ impl ProgramMode {
     }
 }
 
-impl fmt::Display for ProgramMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl serde::Serialize for ProgramMode {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl FromStr for ProgramMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<ProgramMode, String> {
-        match s {
-            "completion" => Ok(ProgramMode::Completion),
-            "chat" => Ok(ProgramMode::Chat),
-            _ => Err(format!("`{s}`: the mode is `completion` or `chat`")),
-        }
-    }
+fn not_a_program_mode(s: &str) -> String {
+    format!("`{s}`: the mode is `completion` or `chat`")
 }
 
 /// Chat mode's prompt: the problem's prompt wrapped in a request for the

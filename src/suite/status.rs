@@ -14,9 +14,14 @@ use std::str::FromStr;
 
 use super::module::Unlaid;
 
-/// MultiPL-E's status strings, stable in the store and in reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// MultiPL-E's status strings, stable in the store and in reports: the
+/// variants' names, `Ok` spelled as MultiPL-E does.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, strum::Display, strum::EnumString, strum::IntoStaticStr,
+)]
+#[strum(parse_err_ty = String, parse_err_fn = not_a_status)]
 pub enum Status {
+    #[strum(to_string = "OK")]
     Ok,
     SyntaxError,
     Exception,
@@ -32,29 +37,12 @@ impl Status {
     ];
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Ok => "OK",
-            Status::SyntaxError => "SyntaxError",
-            Status::Exception => "Exception",
-            Status::Timeout => "Timeout",
-        }
+        self.into()
     }
 }
 
-impl fmt::Display for Status {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Status {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Status, String> {
-        Status::ALL
-            .into_iter()
-            .find(|status| status.as_str() == s)
-            .ok_or_else(|| format!("`{s}` is not a status (OK, SyntaxError, Exception, Timeout)"))
-    }
+fn not_a_status(s: &str) -> String {
+    format!("`{s}` is not a status (OK, SyntaxError, Exception, Timeout)")
 }
 
 /// How one run of a built program (the whole `main`, or one case) ended.

@@ -35,8 +35,25 @@ use crate::store::{BatchId, Store, SuiteId, SuiteOutcomeRow, SuitePart};
 use crate::suite::module::{image_root, lay_out, ProgramModule, Unlaid};
 use crate::suite::{CaseEnd, CompletionOutcome, Problem, Split};
 
-/// Which cases of a built program run alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Which cases of a built program run alone (`suite run --cases`, stored
+/// in a queued part as its lowercase name).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    clap::ValueEnum,
+)]
+#[strum(
+    serialize_all = "lowercase",
+    parse_err_ty = String,
+    parse_err_fn = not_case_runs
+)]
 pub enum CaseRuns {
     /// The whole `main` first; its cases alone only when it failed, for
     /// partial credit. MultiPL-E's status is the whole `main`'s either way.
@@ -49,28 +66,12 @@ pub enum CaseRuns {
 
 impl CaseRuns {
     pub fn as_str(self) -> &'static str {
-        match self {
-            CaseRuns::Failed => "failed",
-            CaseRuns::All => "all",
-        }
+        self.into()
     }
 }
 
-impl std::fmt::Display for CaseRuns {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for CaseRuns {
-    type Err = String;
-    fn from_str(s: &str) -> Result<CaseRuns, String> {
-        match s {
-            "failed" => Ok(CaseRuns::Failed),
-            "all" => Ok(CaseRuns::All),
-            _ => Err(format!("`{s}`: the cases run alone are `failed` or `all`")),
-        }
-    }
+fn not_case_runs(s: &str) -> String {
+    format!("`{s}`: the cases run alone are `failed` or `all`")
 }
 
 /// One program to build and run: a problem's representative completion.

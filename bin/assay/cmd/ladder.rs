@@ -1,0 +1,58 @@
+//! `assay ladder`: one pool's concurrency swept.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use assay::command_store;
+use assay::progress::Progress;
+use assay::{sweep, views};
+
+use super::{draw_options, sweep_config};
+use crate::args::LadderArgs;
+
+pub async fn ladder(args: LadderArgs) -> Result<ExitCode> {
+    if let Some(path) = &args.svg {
+        assay::outputs::check_output_file("--svg", path)?;
+    }
+    let db = args.db.db()?;
+    let (cfg, outputs) = sweep_config(&args.spec, None, &args.sweep, &db)?;
+    let prepared = sweep::prepare_ladder(
+        &cfg,
+        &draw_options(args.sweep.pools.flags())?,
+        &args.pool,
+        &args.levels,
+    )?;
+    if let Some((_, _, _, warnings)) = prepared.first() {
+        for w in warnings {
+            eprintln!("warning: {w}");
+        }
+    }
+    // Written only once every level's plan is known to be good.
+    let _work = outputs.prepare()?;
+    command_store::writing(&db, async |store| {
+        let progress = if args.json {
+            Progress::hidden()
+        } else {
+            Progress::stderr()
+        };
+        let levels = sweep::run_ladder(prepared, store, &progress).await?;
+        let ladder = views::ladder(store, &cfg.spec.name, &args.pool.name, &levels).await?;
+        if let Some(path) = &args.svg {
+            let svg = assay::plot::ladder_svg(
+                &ladder.pool,
+                ladder.ranking.as_str(),
+                &ladder.points(),
+                ladder.peak_level,
+            )?;
+            assay::outputs::write_chart(path, &svg)?;
+        }
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&ladder)?);
+        } else {
+            print!("{}", ladder.render());
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+    .await
+}

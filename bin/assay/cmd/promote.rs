@@ -1,0 +1,47 @@
+//! `assay promote`: an admitted candidate over the task's committed file.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use assay::command_store::reading;
+use assay::exit::UsageError;
+use assay::store::BatchId;
+use assay::views;
+
+use crate::args::DbArg;
+
+pub async fn promote(batch: BatchId, candidate: usize, db: DbArg, yes: bool) -> Result<ExitCode> {
+    reading(&db.db()?, async |store| {
+        views::refuse_suite_batch(store, batch, &db.reach()).await?;
+        let plan = assay::promote::plan(store, batch, candidate).await?;
+        print!("{}", plan.diff());
+        if !yes && !confirm(&format!("write {}?", plan.path.display()))? {
+            println!("not written");
+            return Ok(ExitCode::SUCCESS);
+        }
+        let p = assay::promote::apply(store, plan).await?;
+        println!(
+            "promoted candidate {} of batch {} over {} ({}/{} against {}/{})",
+            p.idx, p.batch_id, p.path, p.passed, p.total, p.reference_passed, p.total
+        );
+        Ok(ExitCode::SUCCESS)
+    })
+    .await
+}
+
+/// Asks on the terminal; without one, refuses (a script must say --yes).
+fn confirm(question: &str) -> Result<bool> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return Err(UsageError(
+            "promote: nothing written; pass --yes to write without a terminal to confirm on".into(),
+        )
+        .into());
+    }
+    eprint!("{question} [y/N] ");
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}

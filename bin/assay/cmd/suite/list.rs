@@ -1,0 +1,22 @@
+//! `assay suite list`: the stored suites.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use assay::command_store::reading;
+
+use crate::args::DbArg;
+
+pub async fn list(db: DbArg, json: bool) -> Result<ExitCode> {
+    reading(&db.db()?, async |store| {
+        let suites = store.suites().await?;
+        if json {
+            println!("{}", serde_json::to_string_pretty(&suites)?);
+        } else {
+            print!("{}", assay::suite_report::suite_table(&suites));
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+    .await
+}

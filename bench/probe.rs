@@ -64,7 +64,7 @@ fn main() {
     );
     let mut ratios = Vec::new();
     runtime.block_on(async {
-        let package = Package::open(&spec, &work, &work.join("target")).unwrap();
+        let mut package = Package::open(&spec, &work, &work.join("target")).unwrap();
         let warm = package.warm_up(Profile::Score).await.unwrap();
         assert!(warm.success, "the harness builds: {}", warm.stderr);
         for &n in &ns {
@@ -86,7 +86,10 @@ fn main() {
                 .filter(|(_, v)| v.compiled())
                 .map(|(s, _)| *s)
                 .collect();
+            // The floor is one rustc: the shared build kept to one crate.
+            package.set_build_parallelism(1);
             let floor = measure(&package, ProbeMode::Shared, &good).await;
+            package.set_build_parallelism(cpus);
             assert_eq!(floor.builds, 1, "the floor is one build");
 
             let note = if scale > 1.0 {

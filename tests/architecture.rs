@@ -150,10 +150,6 @@ const LONG_FILES: &[(&str, &str)] = &[
     ("src/pipeline.rs", "reshaped by the shared-build issue"),
     ("src/suite_run", "reshaped by the shared-build issue"),
     ("src/store", "reshaped by the reliability issue"),
-    // Split by concern in issue 29's other half (package/, draw/http/,
-    // the table renderers); remove these once that lands.
-    ("src/package.rs", "split into src/package/ by issue 29"),
-    ("src/draw/mod.rs", "split by issue 29"),
 ];
 
 /// Lines of code one file of the binary may hold: it parses, calls and

@@ -87,8 +87,8 @@ pub struct SharedBuild<'a, L: Layout> {
     /// The address space each run gets: an image that one unit's statics
     /// would make unrunnable within it is narrowed (`oversize`).
     run_address_space: u64,
-    /// How many groups to build side by side: cargo's own default for its
-    /// jobs, one rustc per CPU.
+    /// How many groups to build side by side (the package's; by default
+    /// cargo's own for its jobs, one rustc per CPU).
     parallel: usize,
 }
 
@@ -123,7 +123,7 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
             package,
             layout,
             run_address_space,
-            parallel: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            parallel: package.build_parallelism(),
         }
     }
 

@@ -51,6 +51,17 @@ impl Package {
         self.build_timeout = limit;
     }
 
+    /// Sets how many rustc a shared build keeps busy side by side (at
+    /// least 1; 1 builds each wave as one crate until it narrows).
+    pub fn set_build_parallelism(&mut self, n: usize) {
+        self.build_parallelism = n.max(1);
+    }
+
+    /// How many rustc a shared build keeps busy side by side.
+    pub fn build_parallelism(&self) -> usize {
+        self.build_parallelism
+    }
+
     /// The error of a build of `what` that reached this package's time
     /// limit where no candidate's verdict can carry it (the scorer).
     pub fn timed_out(&self, what: &str) -> BuildTimedOut {

@@ -53,6 +53,9 @@ pub struct Package {
     target_dir: PathBuf,
     toolchain: Option<String>,
     build_timeout: Duration,
+    /// How many rustc a shared build keeps busy side by side (see
+    /// `exec::SharedBuild`): one per CPU unless set.
+    build_parallelism: usize,
     /// The task's harness; `None` for a suite's package, whose programs
     /// are whole crates of their own.
     harness: Option<Harness>,
@@ -102,6 +105,7 @@ impl Package {
             target_dir: create_target_dir(target_dir)?,
             toolchain,
             build_timeout: BUILD_TIMEOUT,
+            build_parallelism: std::thread::available_parallelism().map_or(1, |n| n.get()),
             harness: Some(Harness {
                 crate_name: spec.harness.crate_name.clone(),
                 dir: spec.harness.dir.clone(),
@@ -141,6 +145,7 @@ impl Package {
             target_dir: create_target_dir(target_dir)?,
             toolchain: default_toolchain(),
             build_timeout: BUILD_TIMEOUT,
+            build_parallelism: std::thread::available_parallelism().map_or(1, |n| n.get()),
             harness: None,
             policy,
             compile_limits,

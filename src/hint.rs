@@ -37,14 +37,6 @@ impl Reach {
     pub fn db(db: &str) -> Reach {
         Reach::new(db, None)
     }
-
-    /// The store only, as it names itself: for a hint made where the
-    /// `--db` the user typed is not at hand (a store's error, a report
-    /// built from stored rows). `sqlite:x.db` comes back as `x.db`, which
-    /// opens the same file.
-    pub fn store(db: &crate::store::Db) -> Reach {
-        Reach::db(&db.to_string())
-    }
 }
 
 /// A command line for the user: `assay` and its words, each shell-quoted

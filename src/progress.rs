@@ -16,6 +16,16 @@ impl Progress {
         }
     }
 
+    /// Draws on stderr, unless the command prints JSON (a script reads
+    /// it, and wants no bars).
+    pub fn unless_json(json: bool) -> Progress {
+        if json {
+            Progress::hidden()
+        } else {
+            Progress::stderr()
+        }
+    }
+
     /// Draws nothing.
     pub fn hidden() -> Progress {
         Progress {

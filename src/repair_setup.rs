@@ -38,6 +38,9 @@ pub enum RepairRefused {
         "--rounds: a replay corpus cannot answer a repair prompt; draw from HTTP pools (--pool or --repair-pool)"
     )]
     CannotRepair,
+    /// A suite's repair flags that its run cannot honour, or out of bounds.
+    #[error("{0}")]
+    Flags(String),
 }
 
 /// The repair of a batch drawn by `plan` with `draw`'s options, from

@@ -57,7 +57,7 @@ pub struct SuiteSummary {
     /// A suite that repairs (issue 28): its rounds, pass@1 after each.
     /// Absent for one that does not.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub rounds: Option<SuiteRounds>,
+    pub rounds: Option<crate::repair::SuiteRounds>,
     pub draw: DrawFigures,
     pub phases: Vec<PhaseFigures>,
     /// The lanes that ran its parts, when it came from the store's queue
@@ -83,22 +83,6 @@ pub struct DrawFigures {
     pub solved_problems: usize,
     /// Output tokens per solved problem: what a solution cost.
     pub tokens_per_solved_problem: Option<f64>,
-}
-
-/// A suite's repair rounds. The problems' table and pass@k above are the
-/// first draw's (round 0): every later completion repairs one of them.
-#[derive(Debug, Clone, Serialize)]
-pub struct SuiteRounds {
-    /// Repair rounds asked for.
-    pub asked: u32,
-    /// What repair prompts carried: `full` or `errors_only`.
-    pub feedback: String,
-    pub max_tokens: Option<u64>,
-    /// Why no round followed the last one; `None` while they go on.
-    pub stopped: Option<String>,
-    /// pass@1 after each round, in order: the rounds' own figures.
-    pub pass_at_1: Vec<Option<f64>>,
-    pub rounds: Vec<crate::repair::SuiteRoundFigures>,
 }
 
 /// One completion as `suite export` writes it (the CSV columns, in order).
@@ -367,25 +351,7 @@ impl SuiteSummary {
     }
 }
 
-impl SuiteRounds {
-    /// The rounds of a suite that stored repair settings.
-    pub fn new(
-        settings: &crate::suite_run::SuiteRepair,
-        problems: &[SuiteProblemRow],
-        completions: &[SuiteCompletionRow],
-        rounds: &[crate::store::SuiteRoundRow],
-    ) -> SuiteRounds {
-        let figures = crate::repair::suite_round_figures(problems, completions, rounds);
-        SuiteRounds {
-            asked: settings.rounds,
-            feedback: settings.feedback.clone(),
-            max_tokens: settings.max_tokens,
-            stopped: rounds.iter().rev().find_map(|r| r.stopped.clone()),
-            pass_at_1: figures.iter().map(|f| f.pass_at_1).collect(),
-            rounds: figures,
-        }
-    }
-
+impl crate::repair::SuiteRounds {
     /// pass@1 after each round, then one line per round.
     fn render(&self, out: &mut String) {
         let after: Vec<String> = self.pass_at_1.iter().map(|r| fmt_rate(*r)).collect();

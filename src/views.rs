@@ -301,14 +301,14 @@ pub async fn suite_summary(
     let phases = store.suite_phases(suite).await?;
     let mut summary = crate::suite_report::SuiteSummary::new(&row, &problems, &completions, phases);
     summary.lanes = store.suite_lanes(suite).await?;
-    summary.reach = Reach::store(store.db());
+    summary.reach = store.db().reach();
     if let Some(settings) = store
         .suite_repair(suite)
         .await?
-        .and_then(|json| crate::suite_run::SuiteRepair::from_json(&json))
+        .and_then(|json| crate::repair::SuiteRepair::from_json(&json))
     {
         let rounds = store.suite_rounds(suite).await?;
-        summary.rounds = Some(crate::suite_report::SuiteRounds::new(
+        summary.rounds = Some(crate::repair::SuiteRounds::new(
             &settings,
             &problems,
             &completions,

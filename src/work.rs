@@ -27,7 +27,7 @@ use crate::suite_run::CaseRuns;
 /// The command that drains the queue of the store `db`: what a queueing
 /// command tells the user to start next.
 pub fn lane_command(db: &crate::store::Db) -> crate::hint::CommandLine {
-    crate::hint::CommandLine::assay(["lane"]).reaching(&crate::hint::Reach::store(db))
+    crate::hint::CommandLine::assay(["lane"]).reaching(&db.reach())
 }
 
 /// The environment variables that `assay run` or `assay suite run` read as

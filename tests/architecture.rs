@@ -73,6 +73,7 @@ const TIERS: &[(&str, &[&str])] = &[
             "owner",
             "plot",
             "progress",
+            "table",
             "testpoint",
         ],
     ),

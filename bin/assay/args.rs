@@ -577,6 +577,17 @@ pub struct SuiteRunArgs {
 }
 
 impl SuiteRunArgs {
+    /// What the run's flags ask for, as the repair flags are checked
+    /// against it.
+    pub fn run_shape(&self) -> assay::suite_run::RunShape {
+        assay::suite_run::RunShape {
+            live_draw: !self.draw.pool.is_empty(),
+            completions: self.completions.is_some(),
+            queue: self.queue,
+            resume: self.resume.is_some(),
+        }
+    }
+
     /// The repair flags, checked and resolved by the library.
     pub fn repair_flags(&self) -> assay::suite_run::RepairFlags {
         assay::suite_run::RepairFlags {

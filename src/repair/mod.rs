@@ -47,7 +47,9 @@ pub use rounds::{attempts, RoundFigures, RoundsTable};
 pub use suite::{
     panic_message, solution_of, suite_repair_prompt, FailedAssert, ProgramState, KEPT_MESSAGE_CHARS,
 };
-pub use suite_rounds::{pass_at_1_after, suite_round_figures, SuiteRoundFigures};
+pub use suite_rounds::{
+    pass_at_1_after, suite_round_figures, SuiteRepair, SuiteRoundFigures, SuiteRounds,
+};
 
 /// One stored candidate of a batch as repair sees it: a representative of
 /// its dedup group, with code.

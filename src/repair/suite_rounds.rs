@@ -10,11 +10,78 @@
 
 use std::collections::HashMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::probe::ProbeVerdict;
+use crate::spec::Feedback;
 use crate::store::{SuiteCompletionRow, SuiteProblemRow, SuiteRoundRow};
 use crate::suite::Status;
+
+/// A suite's repair settings, stored with it (`suites.repair`, JSON) so a
+/// resume goes on with the same.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SuiteRepair {
+    /// Repair rounds after the first draw.
+    pub rounds: u32,
+    /// `full` or `errors_only`.
+    pub feedback: String,
+    /// The pools repair rounds draw from; empty: the suite's own.
+    #[serde(default)]
+    pub pools: Vec<String>,
+    /// Output tokens after which no draw starts.
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+}
+
+impl SuiteRepair {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("plain data serialises")
+    }
+
+    pub fn from_json(json: &str) -> Option<SuiteRepair> {
+        serde_json::from_str(json).ok()
+    }
+
+    pub fn feedback_mode(&self) -> Feedback {
+        self.feedback.parse().unwrap_or_default()
+    }
+}
+
+/// A suite's repair rounds. The problems' table and pass@k above are the
+/// first draw's (round 0): every later completion repairs one of them.
+#[derive(Debug, Clone, Serialize)]
+pub struct SuiteRounds {
+    /// Repair rounds asked for.
+    pub asked: u32,
+    /// What repair prompts carried: `full` or `errors_only`.
+    pub feedback: String,
+    pub max_tokens: Option<u64>,
+    /// Why no round followed the last one; `None` while they go on.
+    pub stopped: Option<String>,
+    /// pass@1 after each round, in order: the rounds' own figures.
+    pub pass_at_1: Vec<Option<f64>>,
+    pub rounds: Vec<SuiteRoundFigures>,
+}
+
+impl SuiteRounds {
+    /// The rounds of a suite that stored repair settings.
+    pub fn new(
+        settings: &SuiteRepair,
+        problems: &[SuiteProblemRow],
+        completions: &[SuiteCompletionRow],
+        rounds: &[SuiteRoundRow],
+    ) -> SuiteRounds {
+        let figures = suite_round_figures(problems, completions, rounds);
+        SuiteRounds {
+            asked: settings.rounds,
+            feedback: settings.feedback.clone(),
+            max_tokens: settings.max_tokens,
+            stopped: rounds.iter().rev().find_map(|r| r.stopped.clone()),
+            pass_at_1: figures.iter().map(|f| f.pass_at_1).collect(),
+            rounds: figures,
+        }
+    }
+}
 
 /// One round's figures.
 #[derive(Debug, Clone, PartialEq, Serialize)]

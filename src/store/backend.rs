@@ -29,6 +29,16 @@ pub enum Db {
     Postgres(String),
 }
 
+impl Db {
+    /// The store as it names itself, for a hint made where the `--db` the
+    /// user typed is not at hand (a store's error, a report built from
+    /// stored rows). `sqlite:x.db` comes back as `x.db`, which opens the
+    /// same file.
+    pub fn reach(&self) -> crate::hint::Reach {
+        crate::hint::Reach::db(&self.to_string())
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
     Sqlite,

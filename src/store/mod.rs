@@ -198,7 +198,7 @@ impl Store {
 
 /// The command that lists a store's suites, with the `--db` that reaches it.
 fn suites_listed(db: &Db) -> crate::hint::CommandLine {
-    crate::hint::CommandLine::assay(["suite", "list"]).reaching(&crate::hint::Reach::store(db))
+    crate::hint::CommandLine::assay(["suite", "list"]).reaching(&db.reach())
 }
 
 /// `Pool::close`, finished: every connection closed, one at a time, before

@@ -26,15 +26,14 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Result;
-use serde::{Deserialize, Serialize};
 
 use super::draw::{Ask, SuiteDraw};
 use super::ProblemDraw;
 use crate::draw::{DrawOptions, Plan};
-use crate::exit::UsageError;
 use crate::extract::Extraction;
 use crate::progress::Progress;
 use crate::repair::{solution_of, suite_repair_prompt, ProgramState};
+use crate::repair_setup::RepairRefused;
 use crate::spec::{Feedback, PoolChoice};
 use crate::store::{
     BatchId, PlannedParent, ProblemRound, Store, SuiteCompletionRow, SuiteId, SuitePart,
@@ -69,21 +68,7 @@ pub struct RunShape {
     pub resume: bool,
 }
 
-/// A suite's repair settings, stored with it (`suites.repair`, JSON) so a
-/// resume goes on with the same.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SuiteRepair {
-    /// Repair rounds after the first draw.
-    pub rounds: u32,
-    /// `full` or `errors_only`.
-    pub feedback: String,
-    /// The pools repair rounds draw from; empty: the suite's own.
-    #[serde(default)]
-    pub pools: Vec<String>,
-    /// Output tokens after which no draw starts.
-    #[serde(default)]
-    pub max_tokens: Option<u64>,
-}
+pub use crate::repair::SuiteRepair;
 
 /// A live draw's repair: the settings of a new suite (`None` on a resume,
 /// whose stored settings hold, and when nothing was asked), and the pools
@@ -134,8 +119,8 @@ pub(super) enum Resume {
 impl RepairFlags {
     /// Refuses, with one line, what the rest of the command cannot
     /// honour; checked before anything is read or written.
-    pub fn check(&self, shape: RunShape) -> Result<(), UsageError> {
-        let refuse = |m: &str| Err(UsageError(m.to_owned()));
+    pub fn check(&self, shape: RunShape) -> Result<(), RepairRefused> {
+        let refuse = |m: &str| Err(RepairRefused::Flags(m.to_owned()));
         let budgeted = self.rounds.is_some() || self.max_tokens.is_some();
         if shape.resume {
             if budgeted || self.feedback.is_some() {
@@ -184,7 +169,7 @@ impl RepairFlags {
         opts: &DrawOptions,
         reach: bool,
     ) -> Result<Repairing> {
-        let usage = |flag: &str, e: String| UsageError(format!("{flag}: {e}"));
+        let usage = |flag: &str, e: String| RepairRefused::Flags(format!("{flag}: {e}"));
         let rounds = self
             .rounds
             .map(crate::spec::check_rounds)
@@ -222,20 +207,6 @@ impl RepairFlags {
             max_tokens,
         });
         Ok(Repairing { settings, plan })
-    }
-}
-
-impl SuiteRepair {
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("plain data serialises")
-    }
-
-    pub fn from_json(json: &str) -> Option<SuiteRepair> {
-        serde_json::from_str(json).ok()
-    }
-
-    fn feedback_mode(&self) -> Feedback {
-        self.feedback.parse().unwrap_or_default()
     }
 }
 

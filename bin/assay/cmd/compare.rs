@@ -47,11 +47,7 @@ pub async fn compare(args: CompareArgs) -> Result<ExitCode> {
             } else {
                 sweep::Schedule::Concurrent
             };
-            let progress = if args.json {
-                Progress::hidden()
-            } else {
-                Progress::stderr()
-            };
+            let progress = Progress::unless_json(args.json);
             sweep::run_per_pool(&cfg, prepared, schedule, &db, &progress).await?
         }
         None if args.batches.len() < 2 => {

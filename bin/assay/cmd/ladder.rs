@@ -31,11 +31,7 @@ pub async fn ladder(args: LadderArgs) -> Result<ExitCode> {
     // Written only once every level's plan is known to be good.
     let _work = outputs.prepare()?;
     command_store::writing(&db, async |store| {
-        let progress = if args.json {
-            Progress::hidden()
-        } else {
-            Progress::stderr()
-        };
+        let progress = Progress::unless_json(args.json);
         let levels = sweep::run_ladder(prepared, store, &progress).await?;
         let ladder = views::ladder(store, &cfg.spec.name, &args.pool.name, &levels).await?;
         if let Some(path) = &args.svg {

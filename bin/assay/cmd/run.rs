@@ -129,11 +129,7 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
         outputs.prepare_out()?;
         let store = run_store.get().await?;
         store.check_writable().await?;
-        let progress = if args.json {
-            Progress::hidden()
-        } else {
-            Progress::stderr()
-        };
+        let progress = Progress::unless_json(args.json);
         let interrupt = Interrupt::on_signals().context("cannot listen for Ctrl-C")?;
         let batch = match resumed {
             Some(row) => {

@@ -11,7 +11,7 @@ use assay::exit::UsageError;
 use assay::interrupt::Interrupt;
 use assay::progress::Progress;
 use assay::store::{Store, SuiteId, SuitePart};
-use assay::suite_run::{DrawSettings, ProblemSet, RunShape, SuiteConfig, SuiteInput, SuiteLimits};
+use assay::suite_run::{DrawSettings, ProblemSet, SuiteConfig, SuiteInput, SuiteLimits};
 use assay::suite_setup;
 use assay::views;
 use assay::work::SuiteQueue;
@@ -82,12 +82,8 @@ enum Work<'a> {
 pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let run_wall = args.run_timeout.unwrap_or(SuiteLimits::default().run_wall);
     let build_timeout = args.build_timeout.unwrap_or(assay::package::BUILD_TIMEOUT);
-    args.repair_flags().check(RunShape {
-        live_draw: !args.draw.pool.is_empty(),
-        completions: args.completions.is_some(),
-        queue: args.queue,
-        resume: args.resume.is_some(),
-    })?;
+    let repair = args.repair_flags();
+    repair.check(args.run_shape())?;
     let source = Source::of(&args)?;
     let db = args.db.db()?;
     if let Source::Resume { .. } = source {
@@ -101,9 +97,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         let work = match &source {
             Source::Completions(input) => Work::Completions(input),
             Source::Draw(set) => {
-                let n = args.n.unwrap_or(1);
-                let flags = args.draw.flags();
-                let repair = args.repair_flags();
+                let (flags, n) = (args.draw.flags(), args.n.unwrap_or(1));
                 let draw = suite_setup::draw_settings(
                     flags, &repair, n, args.mode, &set.path, args.queue, &warn,
                 );
@@ -115,7 +109,6 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
                 } else {
                     let store = run_store.get().await?;
                     let flags = args.draw.flags();
-                    let repair = args.repair_flags();
                     Some(
                         suite_setup::resumed_draw(store, *suite, flags, &repair, args.queue, &warn)
                             .await?,
@@ -150,11 +143,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
             cases: args.cases,
             work_item: args.work_item,
         };
-        let progress = if args.json {
-            Progress::hidden()
-        } else {
-            Progress::stderr()
-        };
+        let progress = Progress::unless_json(args.json);
         let interrupt = Interrupt::on_signals().context("cannot listen for Ctrl-C")?;
         let suite = match &work {
             Work::Completions(input) => {

@@ -467,7 +467,7 @@ mod tests {
             resume: true,
             ..RunShape::default()
         };
-        let refused = |f: RepairFlags, shape: RunShape| f.check(shape).unwrap_err().0;
+        let refused = |f: RepairFlags, shape: RunShape| f.check(shape).unwrap_err().to_string();
         assert!(flags(Some(2), true, true, Some(10)).check(live).is_ok());
         assert!(flags(None, false, false, Some(10)).check(live).is_ok());
         assert!(flags(None, false, true, None).check(resume).is_ok());

@@ -97,6 +97,21 @@ pub struct SharedBuild<'a, L: Layout> {
 /// code generated once more) costs more than the core it uses gives back.
 const MIN_PER_GROUP: usize = 16;
 
+/// After a pass with errors, what is left of a group is built again in
+/// parts of this many units to twice that: most parts build now, and a
+/// unit whose errors only a later phase finds (code generation's, say)
+/// costs its own part another pass, not the whole group's front end once
+/// more. Smaller parts waste less on such a unit and pay more crate
+/// start-ups; `cargo bench --bench probe` put the balance near 20
+/// (docs/benchmarks.md). Many crates cost no more CPU than one large one
+/// otherwise: std's code generated once more per crate is paid back by
+/// LLVM's work on smaller modules.
+const MIN_PER_PART: usize = 20;
+
+/// One cargo build takes at most this many groups per CPU, so its wall
+/// limit stays in proportion to a wave's.
+const GROUPS_PER_CPU: usize = 8;
+
 /// At most this many passes (removing the units with errors each time)
 /// before what is left is narrowed by halves: each pass usually removes
 /// one compiler phase's errors.
@@ -258,7 +273,7 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
                 if group.passes >= MAX_PASSES {
                     groups.extend(group.halves());
                 } else {
-                    groups.push(group);
+                    groups.extend(group.parts_after_failing());
                 }
             }
             Judged::Spurious(why) if group.retries < MAX_RETRIES => {
@@ -496,6 +511,19 @@ impl Group {
         );
     }
 
+    /// What is left after a pass with errors, in parts of at least
+    /// [`MIN_PER_PART`] (the first part last, so it is built first), each
+    /// keeping the passes so far.
+    fn parts_after_failing(self) -> Vec<Group> {
+        let parts = (self.members.len() / MIN_PER_PART).max(1);
+        let passes = self.passes;
+        let mut parts = split(&self.members, parts);
+        for part in &mut parts {
+            part.passes = passes;
+        }
+        parts
+    }
+
     /// Two groups of half the members each (the first half last, so it
     /// is built first).
     fn halves(self) -> Vec<Group> {
@@ -524,18 +552,24 @@ enum Judged {
 /// The first groups of a wave: one per CPU when each gets enough units,
 /// the first units on top of the stack.
 fn first_groups(units: &[ModuleKey], parallel: usize) -> Vec<Group> {
-    let parts = parallel.min(units.len() / MIN_PER_GROUP).max(1);
-    let size = units.len().div_ceil(parts).max(1);
-    units
-        .chunks(size)
+    split(units, parallel.min(units.len() / MIN_PER_GROUP).max(1))
+}
+
+/// `units` in `parts` groups whose sizes differ by one at most, the first
+/// units on top of the stack.
+fn split(units: &[ModuleKey], parts: usize) -> Vec<Group> {
+    let bound = |i: usize| i * units.len() / parts;
+    (0..parts)
         .rev()
-        .map(|chunk| Group::new(chunk.to_vec()))
+        .map(|i| Group::new(units[bound(i)..bound(i + 1)].to_vec()))
+        .filter(|g| !g.members.is_empty())
         .collect()
 }
 
 /// `first` and the groups of its kind to build beside it in one cargo
-/// build: every unit to be built alone, or up to `parallel` groups of
-/// several. A group marked solo is built by itself.
+/// build: every unit to be built alone, or up to [`GROUPS_PER_CPU`]
+/// groups of several per CPU (cargo keeps a rustc per CPU busy with
+/// them). A group marked solo is built by itself.
 fn take_together(first: Group, groups: &mut Vec<Group>, parallel: usize) -> Vec<Group> {
     if first.solo {
         return vec![first];
@@ -543,7 +577,7 @@ fn take_together(first: Group, groups: &mut Vec<Group>, parallel: usize) -> Vec<
     let single = first.members.len() == 1;
     let mut together = vec![first];
     let mut i = groups.len();
-    while i > 0 && (single || together.len() < parallel) {
+    while i > 0 && (single || together.len() < parallel * GROUPS_PER_CPU) {
         i -= 1;
         let g = &groups[i];
         if !g.solo && !g.members.is_empty() && (g.members.len() == 1) == single {
@@ -763,7 +797,7 @@ mod tests {
         };
         assert_eq!(sizes(31, 2), [31]);
         assert_eq!(sizes(32, 2), [16, 16]);
-        assert_eq!(sizes(201, 2), [101, 100]);
+        assert_eq!(sizes(201, 2), [100, 101]);
         assert_eq!(sizes(201, 1), [201]);
         assert_eq!(sizes(40, 4), [20, 20]);
         assert!(first_groups(&[], 2).is_empty());
@@ -772,7 +806,7 @@ mod tests {
     }
 
     #[test]
-    fn groups_of_several_go_up_to_one_per_cpu_and_units_alone_all_together() {
+    fn groups_of_several_go_up_to_their_cap_and_units_alone_all_together() {
         let mut solo = Group::new(keys(9..10));
         solo.solo = true;
         let mut stack = vec![
@@ -786,7 +820,14 @@ mod tests {
         let first = stack.pop().unwrap();
         let together = take_together(first, &mut stack, 2);
         let firsts: Vec<_> = together.iter().map(|g| g.members[0].clone()).collect();
-        assert_eq!(firsts, [ModuleKey::Candidate(10), ModuleKey::Candidate(5)]);
+        assert_eq!(
+            firsts,
+            [
+                ModuleKey::Candidate(10),
+                ModuleKey::Candidate(5),
+                ModuleKey::Candidate(0)
+            ]
+        );
 
         let first = stack.pop().unwrap();
         let together = take_together(first, &mut stack, 2);
@@ -799,6 +840,36 @@ mod tests {
         let first = stack.pop().unwrap();
         assert!(first.solo);
         assert_eq!(take_together(first, &mut stack, 2).len(), 1);
-        assert_eq!(stack.len(), 1);
+        assert!(stack.is_empty());
+
+        let mut stack: Vec<Group> = (0..20)
+            .map(|g| Group::new(keys(g * 3..g * 3 + 3)))
+            .collect();
+        let first = stack.pop().unwrap();
+        let together = take_together(first, &mut stack, 1);
+        assert_eq!(together.len(), GROUPS_PER_CPU);
+        assert_eq!(stack.len(), 20 - GROUPS_PER_CPU);
+    }
+
+    #[test]
+    fn what_a_failing_pass_leaves_is_built_in_parts_worth_a_rustc_each() {
+        let sizes = |n: usize| -> Vec<usize> {
+            let mut group = Group::new(keys(0..n));
+            group.passes = 1;
+            let mut parts = group.parts_after_failing();
+            assert!(parts.iter().all(|p| p.passes == 1));
+            let mut sizes = Vec::new();
+            while let Some(p) = parts.pop() {
+                sizes.push(p.members.len());
+            }
+            sizes
+        };
+        assert_eq!(sizes(39), [39]);
+        assert_eq!(sizes(40), [20, 20]);
+        assert_eq!(sizes(91), [22, 23, 23, 23]);
+        assert_eq!(sizes(457).len(), 22);
+        assert!(sizes(457).iter().all(|&n| (20..=21).contains(&n)));
+        let mut parts = Group::new(keys(0..40)).parts_after_failing();
+        assert_eq!(parts.pop().unwrap().members[0], ModuleKey::Candidate(0));
     }
 }

@@ -51,6 +51,7 @@ async fn main() -> anyhow::Result<()> {
             &package,
             &[ModuleKey::Committed],
             &spec.harness.crate_name,
+            None,
             |_| {},
         )
         .await?;

@@ -605,6 +605,7 @@ async fn run_batch(
         batch,
         // Only a batch with repair rounds shows a model its wrong answers.
         keep_answers: cfg.repair.as_ref().is_some_and(|r| r.settings.rounds > 0),
+        toolchain: toolchain.as_ref(),
     };
     scoring
         .build_and_score(package, keys, ready, sandbox)
@@ -1033,6 +1034,9 @@ struct Scoring<'a> {
     /// Whether a candidate's wrong answers on failed visible cases are
     /// stored, for the next repair round's prompts.
     keep_answers: bool,
+    /// The toolchain the probe asked, which lets a score build whose
+    /// inputs are unchanged skip cargo (`score::build_images`).
+    toolchain: Option<&'a probe::Toolchain>,
 }
 
 impl Scoring<'_> {
@@ -1084,7 +1088,8 @@ impl Scoring<'_> {
         built: mpsc::UnboundedSender<score::Built>,
     ) -> Result<()> {
         package.write_module(&ModuleKey::Committed, &self.spec.committed.source)?;
-        let images = score::build_images(package, keys, &self.spec.harness.crate_name, |b| {
+        let harness = &self.spec.harness.crate_name;
+        let images = score::build_images(package, keys, harness, self.toolchain, |b| {
             let _ = built.send(b);
         })
         .await?;

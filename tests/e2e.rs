@@ -224,3 +224,48 @@ fn bad_input_is_one_line_and_exit_2() {
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }
 }
+
+/// A warm batch's score build runs no cargo while the judge and the
+/// committed image are as their last build left them (`score::fresh`),
+/// and builds again, from the new files, as soon as one they read changes.
+#[test]
+fn a_score_build_skips_cargo_only_while_what_it_reads_is_unchanged() {
+    const NO_CARGO: &str = "as their last build left them; no cargo";
+    let scratch = Scratch::new();
+    let task = scratch.tiny_copy();
+    // A package of its own, so no other test's batch of `tiny` meets it.
+    common::edit(
+        &task.join("spec.toml"),
+        "name = \"tiny\"",
+        "name = \"tiny-fresh\"",
+    );
+    let spec = task.display().to_string();
+    let batch = || -> (String, Value) {
+        let out = scratch
+            .command(&["run", &spec, "--json"])
+            .env("RUST_LOG", "assay::score=debug")
+            .output()
+            .unwrap();
+        let log = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{log}");
+        (log, serde_json::from_slice(&out.stdout).unwrap())
+    };
+    batch();
+    let (log, warm) = batch();
+    assert!(log.contains(NO_CARGO), "{log}");
+    assert_eq!(warm["committed"]["passed"], 8, "{warm}");
+
+    // The judge now takes any number: the committed candidate's two wrong
+    // answers pass, which only a judge built from the new harness says.
+    common::edit(
+        &task.join("harness/src/lib.rs"),
+        "output.trim().parse::<u64>() == Ok(case.expected)",
+        "output.trim().parse::<u64>().is_ok()",
+    );
+    let (log, changed) = batch();
+    assert!(!log.contains(NO_CARGO), "{log}");
+    assert_eq!(changed["committed"]["passed"], 10, "{changed}");
+    let (log, again) = batch();
+    assert!(log.contains(NO_CARGO), "{log}");
+    assert_eq!(again["committed"]["passed"], 10, "{again}");
+}

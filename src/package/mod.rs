@@ -193,6 +193,11 @@ impl Package {
         self.harness.as_ref().map(|h| h.crate_name.as_str())
     }
 
+    /// The task's harness crate's folder; `None` for a suite's package.
+    pub fn harness_dir(&self) -> Option<&Path> {
+        self.harness.as_ref().map(|h| h.dir.as_path())
+    }
+
     /// The address space each run of an image built here gets.
     pub fn run_memory(&self) -> u64 {
         self.run_memory

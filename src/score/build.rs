@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 
 use crate::package::{BuildReport, ModuleKey, Package, Profile};
+use crate::probe::Toolchain;
 
 const JUDGE_MAIN: &str = include_str!("judge_main.rs");
 
@@ -33,7 +34,7 @@ pub enum Built {
 }
 
 /// A batch's built images.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Images {
     pub judge: PathBuf,
     /// Each candidate whose image built, with the image.
@@ -77,10 +78,14 @@ pub fn judge_root(harness_crate: &str) -> String {
 /// own; if that fails too, its cargo's words are its errors. Only a judge
 /// that does not build is an error: it holds no candidate code, so that is
 /// the harness's fault or the host's.
+///
+/// With the `toolchain` known, a build whose every input is as the last
+/// one's stamp recorded (`fresh`) runs no cargo at all.
 pub async fn build_images(
     package: &Package,
     keys: &[ModuleKey],
     harness_crate: &str,
+    toolchain: Option<&Toolchain>,
     mut on_built: impl FnMut(Built),
 ) -> Result<Images> {
     let tag = package.target_tag();
@@ -98,21 +103,56 @@ pub async fn build_images(
     for key in keys {
         write_if_changed(package, &image_name(key), &image_root(harness_crate, key))?;
     }
-    let mut images = Images {
-        judge: PathBuf::new(),
-        built: Vec::new(),
-        failed: Vec::new(),
-    };
+    let mut names = vec![judge.clone()];
+    names.extend(keys.iter().map(image_name));
+    if let Some(toolchain) = toolchain {
+        // The manifest as this build would have it, which the stamp covers.
+        package.set_bins(names.iter().map(String::as_str))?;
+        if let Some(fresh) = super::fresh::reuse(package, toolchain, &names) {
+            tracing::debug!("the judge and images are as their last build left them; no cargo");
+            let mut images = Images::default();
+            for (name, path) in fresh {
+                hand_on(&name, &path);
+                match by_name.get(&name) {
+                    Some(key) => images.built.push(((*key).clone(), path)),
+                    None => images.judge = path,
+                }
+            }
+            return Ok(images);
+        }
+    }
+    let images = build_rounds(package, keys, &judge, &image_name, &mut hand_on).await?;
+    match toolchain {
+        Some(toolchain) if images.failed.is_empty() => {
+            let mut built = vec![(judge, images.judge.clone())];
+            built.extend(images.built.iter().map(|(k, p)| (image_name(k), p.clone())));
+            super::fresh::record(package, toolchain, &built);
+        }
+        _ => super::fresh::forget(package),
+    }
+    Ok(images)
+}
+
+/// The build itself: the judge and the images of `keys`, each key whose
+/// target gave no answer of its own built once more.
+async fn build_rounds(
+    package: &Package,
+    keys: &[ModuleKey],
+    judge: &str,
+    image_name: &impl Fn(&ModuleKey) -> String,
+    hand_on: &mut impl FnMut(&str, &Path),
+) -> Result<Images> {
+    let mut images = Images::default();
     let mut pending: Vec<ModuleKey> = keys.to_vec();
     for round in 0..2 {
-        let mut names = vec![judge.clone()];
+        let mut names = vec![judge.to_owned()];
         names.extend(pending.iter().map(image_name));
         package.set_bins(names.iter().map(String::as_str))?;
-        let report = package.build(Profile::Score, &names, &mut hand_on).await?;
-        match report.built.get(&judge) {
+        let report = package.build(Profile::Score, &names, &mut *hand_on).await?;
+        match report.built.get(judge) {
             Some(exe) => images.judge = exe.clone(),
             None if report.timed_out => return Err(package.timed_out("the judge's build").into()),
-            None => bail!("the judge did not build:\n{}", why_not(&report, &judge)),
+            None => bail!("the judge did not build:\n{}", why_not(&report, judge)),
         }
         let mut unsettled = Vec::new();
         for key in pending {

@@ -19,6 +19,7 @@
 mod build;
 mod child;
 mod fault;
+mod fresh;
 mod image;
 mod judge;
 mod program;

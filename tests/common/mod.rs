@@ -6,8 +6,14 @@
 //! The one place that knows where a test's database is and how to reach
 //! it (`Scratch::db`, `store`, `connect`, `sql`, `draw_replies`), so a
 //! switch of the tests' database backend happens here.
+//!
+//! `scripted` holds the repair tests' gateway plumbing. The other files of
+//! this folder are included by the tests that need them (`#[path]`): the
+//! PostgreSQL helper is the library's too, the llama.cpp one starts servers.
 
 #![allow(dead_code)]
+
+pub mod scripted;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

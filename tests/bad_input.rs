@@ -467,32 +467,12 @@ fn cases_inside_the_harness_that_do_not_parse() {
     assert!(!line.contains("key must be a string"), "{line}");
 }
 
-/// A problem set of one problem (the fixture's first) with two
-/// completions, one right, one wrong: a suite that runs in seconds.
-fn small_suite(scratch: &Scratch) -> (String, String) {
-    let fixture = common::repo().join("tests/fixtures/suite");
-    let first = |file: &str, lines: usize| -> String {
-        std::fs::read_to_string(fixture.join(file))
-            .unwrap()
-            .lines()
-            .take(lines)
-            .map(|l| format!("{l}\n"))
-            .collect()
-    };
-    let problems = scratch.write("problems.jsonl", &first("problems.jsonl", 1));
-    let completions = scratch.write("completions.jsonl", &first("completions.jsonl", 2));
-    (
-        problems.display().to_string(),
-        completions.display().to_string(),
-    )
-}
-
 /// Issue 30: `suite compare 1 2 -k 5` said "fewer than k completions"
 /// without k or n.
 #[test]
 fn suite_compare_with_k_above_the_completions_says_k_and_n() {
     let scratch = Scratch::new();
-    let (problems, completions) = small_suite(&scratch);
+    let (problems, completions) = scratch.small_suite();
     scratch.assay_ok(&["suite", "run", &problems, "--completions", &completions]);
     refused(
         &scratch,
@@ -525,7 +505,7 @@ fn with_default_work_dir(scratch: &Scratch, args: &[&str]) -> std::process::Outp
 fn a_database_that_is_not_sqlite_is_found_before_anything_is_written() {
     let scratch = Scratch::new();
     let text = scratch.write("text.db", "a text file, not a database\n");
-    let (problems, completions) = small_suite(&scratch);
+    let (problems, completions) = scratch.small_suite();
     let task = tiny();
     for args in [
         &["run", &task, "--db", "text.db"][..],

@@ -121,6 +121,27 @@ impl Scratch {
         dst
     }
 
+    /// A problem set of one problem (the fixture suite's first) with two
+    /// completions, one right, one wrong: a suite that runs in seconds.
+    /// Returns the problems' and the completions' paths.
+    pub fn small_suite(&self) -> (String, String) {
+        let fixture = repo().join("tests/fixtures/suite");
+        let first = |file: &str, lines: usize| -> String {
+            std::fs::read_to_string(fixture.join(file))
+                .unwrap()
+                .lines()
+                .take(lines)
+                .map(|l| format!("{l}\n"))
+                .collect()
+        };
+        let problems = self.write("problems.jsonl", &first("problems.jsonl", 1));
+        let completions = self.write("completions.jsonl", &first("completions.jsonl", 2));
+        (
+            problems.display().to_string(),
+            completions.display().to_string(),
+        )
+    }
+
     /// The scratch database, as `ASSAY_DB` names it to every command.
     pub fn db(&self) -> PathBuf {
         self.join("assay.db")

@@ -10,7 +10,7 @@ mod common;
 #[path = "common/net.rs"]
 mod net;
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use common::{assert_refused, edit, tiny, Scratch};
 
@@ -60,111 +60,101 @@ fn nothing_written(scratch: &Scratch) {
     );
 }
 
-fn run_task(_scratch: &Scratch, task: &Path) -> Vec<String> {
-    vec!["run".into(), task.display().to_string()]
+/// The tiny task copied into a scratch directory (as `task/`), to be
+/// broken one file at a time.
+struct TinyCopy {
+    scratch: Scratch,
+    dir: PathBuf,
 }
 
-fn args(v: &[String]) -> Vec<&str> {
-    v.iter().map(String::as_str).collect()
+impl TinyCopy {
+    fn new() -> TinyCopy {
+        let scratch = Scratch::new();
+        let dir = scratch.tiny_copy();
+        TinyCopy { scratch, dir }
+    }
+
+    /// In the task's `file`, the first `from` becomes `to`.
+    fn edit(&self, file: &str, from: &str, to: &str) {
+        edit(&self.dir.join(file), from, to);
+    }
+
+    /// The task's folder, as a command line names it.
+    fn arg(&self) -> String {
+        self.dir.display().to_string()
+    }
+
+    /// `assay run` of the task is refused with one line holding every
+    /// fragment of `want`, and writes nothing. Returns the line.
+    fn run_refused(&self, want: &[&str]) -> String {
+        let line = refused(&self.scratch, &["run", &self.arg()], want);
+        nothing_written(&self.scratch);
+        line
+    }
+
+    /// Batch 1 of the task, killed after its draw and marked interrupted
+    /// by a reading command, as a crash leaves it.
+    fn interrupted_batch(&self) {
+        self.scratch
+            .start_at("pause@draw.done", &["run", &self.arg()])
+            .kill9();
+        self.scratch.assay_ok(&["batches"]);
+    }
 }
 
 #[test]
 fn a_spec_with_a_syntax_error() {
-    let scratch = Scratch::new();
-    let task = scratch.tiny_copy();
-    edit(
-        &task.join("spec.toml"),
-        "entry = \"double\"",
-        "entry = \"double",
-    );
-    let a = run_task(&scratch, &task);
-    refused(&scratch, &args(&a), &["task/spec.toml:4:"]);
-    nothing_written(&scratch);
+    let task = TinyCopy::new();
+    task.edit("spec.toml", "entry = \"double\"", "entry = \"double");
+    task.run_refused(&["task/spec.toml:4:"]);
 }
 
 #[test]
 fn a_spec_with_an_unknown_key() {
-    let scratch = Scratch::new();
-    let task = scratch.tiny_copy();
-    edit(
-        &task.join("spec.toml"),
-        "[limits]\n",
-        "[limits]\nwall_secs = 3\n",
-    );
-    let a = run_task(&scratch, &task);
-    refused(
-        &scratch,
-        &args(&a),
-        &["task/spec.toml:16:", "unknown field `wall_secs`"],
-    );
-    nothing_written(&scratch);
+    let task = TinyCopy::new();
+    task.edit("spec.toml", "[limits]\n", "[limits]\nwall_secs = 3\n");
+    task.run_refused(&["task/spec.toml:16:", "unknown field `wall_secs`"]);
 }
 
 #[test]
 fn a_spec_whose_harness_is_missing() {
-    let scratch = Scratch::new();
-    let task = scratch.tiny_copy();
-    std::fs::remove_dir_all(task.join("harness")).unwrap();
-    let a = run_task(&scratch, &task);
-    refused(
-        &scratch,
-        &args(&a),
-        &["task/spec.toml: `harness` names", "has no Cargo.toml"],
-    );
-    nothing_written(&scratch);
+    let task = TinyCopy::new();
+    std::fs::remove_dir_all(task.dir.join("harness")).unwrap();
+    task.run_refused(&["task/spec.toml: `harness` names", "has no Cargo.toml"]);
 }
 
 #[test]
 fn cases_that_do_not_parse() {
-    let scratch = Scratch::new();
-    let task = scratch.tiny_copy();
-    edit(
-        &task.join("cases.jsonl"),
+    let task = TinyCopy::new();
+    task.edit(
+        "cases.jsonl",
         "{\"input\": 2, \"expected\": 4}",
         "{\"input\": 2, \"expected\": 4",
     );
-    let a = run_task(&scratch, &task);
-    refused(
-        &scratch,
-        &args(&a),
-        &["task/cases.jsonl:3:", "EOF while parsing"],
-    );
-    nothing_written(&scratch);
+    task.run_refused(&["task/cases.jsonl:3:", "EOF while parsing"]);
 }
 
 #[test]
 fn cases_whose_types_do_not_match_the_harness() {
-    let scratch = Scratch::new();
-    let task = scratch.tiny_copy();
+    let task = TinyCopy::new();
     // Valid JSON objects, but `input` is a u64 in the harness.
-    edit(
-        &task.join("cases.jsonl"),
+    task.edit(
+        "cases.jsonl",
         "{\"input\": 2, \"expected\": 4}",
         "{\"input\": \"two\", \"expected\": 4}",
     );
-    let a = run_task(&scratch, &task);
-    refused(
-        &scratch,
-        &args(&a),
-        &[
-            "task/cases.jsonl:3: the harness `tiny_harness` rejects the case",
-            "invalid type: string \"two\", expected u64",
-        ],
-    );
-    nothing_written(&scratch);
+    task.run_refused(&[
+        "task/cases.jsonl:3: the harness `tiny_harness` rejects the case",
+        "invalid type: string \"two\", expected u64",
+    ]);
 
     // A field the harness does not know is caught the same way.
-    edit(
-        &task.join("cases.jsonl"),
+    task.edit(
+        "cases.jsonl",
         "{\"input\": \"two\", \"expected\": 4}",
         "{\"input\": 2, \"expect\": 4}",
     );
-    refused(
-        &scratch,
-        &args(&a),
-        &["task/cases.jsonl:3:", "missing field `expected`"],
-    );
-    nothing_written(&scratch);
+    task.run_refused(&["task/cases.jsonl:3:", "missing field `expected`"]);
 }
 
 #[test]
@@ -305,24 +295,21 @@ fn n_zero() {
 
 #[test]
 fn resuming_against_a_changed_spec() {
-    let scratch = Scratch::new();
-    let task = scratch.tiny_copy();
-    let a = run_task(&scratch, &task);
-    scratch.start_at("pause@draw.done", &args(&a)).kill9();
-    // A reading command marks the killed batch interrupted first.
-    scratch.assay_ok(&["batches"]);
-    edit(
-        &task.join("cases.jsonl"),
+    let task = TinyCopy::new();
+    let scratch = &task.scratch;
+    task.interrupted_batch();
+    task.edit(
+        "cases.jsonl",
         "{\"input\": 2, \"expected\": 4}",
         "{\"input\": 2, \"expected\": 5}",
     );
-    let before = db_rows(&scratch);
+    let before = db_rows(scratch);
     refused(
-        &scratch,
+        scratch,
         &["run", "--resume", "1"],
         &["batch 1 was run with another version of", "task/spec.toml"],
     );
-    assert_eq!(db_rows(&scratch), before);
+    assert_eq!(db_rows(scratch), before);
     assert_eq!(
         scratch.json(&["batches", "--json"])[0]["status"],
         "interrupted"
@@ -331,30 +318,39 @@ fn resuming_against_a_changed_spec() {
 
 #[test]
 fn resuming_with_another_task_spec() {
-    let scratch = Scratch::new();
-    let task = scratch.tiny_copy();
-    let a = run_task(&scratch, &task);
-    scratch.start_at("pause@draw.done", &args(&a)).kill9();
-    // A reading command marks the killed batch interrupted first.
-    scratch.assay_ok(&["batches"]);
-    edit(
-        &task.join("spec.toml"),
-        "name = \"tiny\"",
-        "name = \"other\"",
-    );
+    let task = TinyCopy::new();
+    task.interrupted_batch();
+    task.edit("spec.toml", "name = \"tiny\"", "name = \"other\"");
     refused(
-        &scratch,
-        &["run", &task.display().to_string(), "--resume", "1"],
+        &task.scratch,
+        &["run", &task.arg(), "--resume", "1"],
         &["batch 1 is task `tiny`, the spec is task `other`"],
     );
 }
 
-/// A pools file in the scratch directory, with a sampling preset so that
-/// the refusal is the only line.
-fn pools_file(scratch: &Scratch, body: &str) -> String {
-    let path = scratch.path().join("pools.toml");
-    std::fs::write(&path, body).unwrap();
-    path.display().to_string()
+/// A pools file in the scratch directory holding pool `a` with `keys`,
+/// and a sampling preset so that the refusal is the only line.
+fn pools_file(scratch: &Scratch, keys: &str) -> String {
+    let body = format!("[pools.a]\n{keys}\n[pools.a.sampling]\ntemperature = 0.7\n");
+    scratch.write("pools.toml", &body).display().to_string()
+}
+
+/// `assay run` of the tiny task drawing from pool `a`, whose keys are
+/// `keys`: refused as [`refused_twice`] says.
+fn pool_refused(keys: &str, want: &[&str]) {
+    let scratch = Scratch::new();
+    let pools = pools_file(&scratch, keys);
+    let task = tiny();
+    refused_twice(
+        &scratch,
+        &["run", &task, "--pools", &pools, "--pool", "a"],
+        want,
+    );
+}
+
+/// The keys of pool `a` at a loopback `port`.
+fn at_port(port: u16) -> String {
+    format!("base_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"m\"\n")
 }
 
 /// Refused with no database, and again with an (empty) database that stays
@@ -374,31 +370,13 @@ fn refused_twice(scratch: &Scratch, args: &[&str], want: &[&str]) {
 
 #[test]
 fn a_pools_file_without_a_base_url() {
-    let scratch = Scratch::new();
-    let pools = pools_file(
-        &scratch,
-        "[pools.a]\nmodel = \"m\"\n\n[pools.a.sampling]\ntemperature = 0.7\n",
-    );
-    let task = tiny();
-    refused_twice(
-        &scratch,
-        &["run", &task, "--pools", &pools, "--pool", "a"],
-        &["pools.toml:1:", "`base_url`"],
-    );
+    pool_refused("model = \"m\"\n", &["pools.toml:1:", "`base_url`"]);
 }
 
 #[test]
 fn a_pool_key_variable_that_is_unset() {
-    let scratch = Scratch::new();
-    let pools = pools_file(
-        &scratch,
-        "[pools.a]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n\
-         api_key_env = \"ASSAY_TEST_KEY_NEVER_SET\"\n\n[pools.a.sampling]\ntemperature = 0.7\n",
-    );
-    let task = tiny();
-    refused_twice(
-        &scratch,
-        &["run", &task, "--pools", &pools, "--pool", "a"],
+    pool_refused(
+        &format!("{}api_key_env = \"ASSAY_TEST_KEY_NEVER_SET\"\n", at_port(9)),
         &["pools.toml: pool `a`: `api_key_env` names ASSAY_TEST_KEY_NEVER_SET, which is not set"],
     );
 }
@@ -409,18 +387,8 @@ fn an_unreachable_gateway() {
     // refused for as long as the test runs, and no other process can take
     // it in between.
     let (_held, port) = net::bound_not_listening();
-    let scratch = Scratch::new();
-    let pools = pools_file(
-        &scratch,
-        &format!(
-            "[pools.a]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"m\"\n\n\
-             [pools.a.sampling]\ntemperature = 0.7\n"
-        ),
-    );
-    let task = tiny();
-    refused_twice(
-        &scratch,
-        &["run", &task, "--pools", &pools, "--pool", "a"],
+    pool_refused(
+        &at_port(port),
         &[
             "pools.toml: pool `a`: `base_url`",
             &format!("http://127.0.0.1:{port}/v1 is unreachable"),
@@ -431,20 +399,15 @@ fn an_unreachable_gateway() {
 /// Issue 30: `replay = "/dev/null"` was said not to exist.
 #[test]
 fn a_replay_corpus_that_is_a_device() {
-    let scratch = Scratch::new();
-    let task = scratch.tiny_copy();
-    edit(
-        &task.join("spec.toml"),
+    let task = TinyCopy::new();
+    task.edit(
+        "spec.toml",
         "replay = \"replies.jsonl\"",
         "replay = \"/dev/null\"",
     );
-    let a = run_task(&scratch, &task);
-    refused(
-        &scratch,
-        &args(&a),
-        &["task/spec.toml: `draw.replay` names /dev/null, which is not a regular file"],
-    );
-    nothing_written(&scratch);
+    task.run_refused(&[
+        "task/spec.toml: `draw.replay` names /dev/null, which is not a regular file",
+    ]);
 }
 
 /// Issue 30: `run specs/absolute/cases.jsonl` said
@@ -471,75 +434,37 @@ fn a_task_given_as_one_of_its_files() {
 /// one of them. Refused at load, naming both lines.
 #[test]
 fn cases_with_the_same_name() {
-    let scratch = Scratch::new();
-    let task = scratch.tiny_copy();
-    edit(
-        &task.join("cases.jsonl"),
+    let task = TinyCopy::new();
+    task.edit(
+        "cases.jsonl",
         "{\"input\": 1, \"expected\": 2}",
         "{\"input\": 1, \"expected\": 2, \"name\": \"one\"}",
     );
-    edit(
-        &task.join("cases.jsonl"),
+    task.edit(
+        "cases.jsonl",
         "{\"input\": 2, \"expected\": 4}",
         "{\"input\": 2, \"expected\": 4, \"name\": \"one\"}",
     );
-    edit(
-        &task.join("spec.toml"),
-        "[admit]\n",
-        "[admit]\nguard = [\"one\"]\n",
-    );
-    let a = run_task(&scratch, &task);
-    refused(
-        &scratch,
-        &args(&a),
-        &["task/cases.jsonl:3: a second case named `one` (the first is on line 2)"],
-    );
-    nothing_written(&scratch);
+    task.edit("spec.toml", "[admit]\n", "[admit]\nguard = [\"one\"]\n");
+    task.run_refused(&["task/cases.jsonl:3: a second case named `one` (the first is on line 2)"]);
 }
 
 /// Issue 30: a cases file inside `harness/` that is not JSON reported the
 /// JSON error, not the rule that it may not be there.
 #[test]
 fn cases_inside_the_harness_that_do_not_parse() {
-    let scratch = Scratch::new();
-    let task = scratch.tiny_copy();
-    std::fs::write(task.join("harness/cases.jsonl"), "{not json\n").unwrap();
-    edit(
-        &task.join("spec.toml"),
+    let task = TinyCopy::new();
+    std::fs::write(task.dir.join("harness/cases.jsonl"), "{not json\n").unwrap();
+    task.edit(
+        "spec.toml",
         "cases = \"cases.jsonl\"",
         "cases = \"harness/cases.jsonl\"",
     );
-    let a = run_task(&scratch, &task);
-    let line = refused(
-        &scratch,
-        &args(&a),
-        &[
-            "task/spec.toml:5: `cases`",
-            "lies inside the harness directory",
-        ],
-    );
+    let line = task.run_refused(&[
+        "task/spec.toml:5: `cases`",
+        "lies inside the harness directory",
+    ]);
     assert!(!line.contains("key must be a string"), "{line}");
-    nothing_written(&scratch);
-}
-
-/// A problem set of one problem (the fixture's first) with two
-/// completions, one right, one wrong: a suite that runs in seconds.
-fn small_suite(scratch: &Scratch) -> (String, String) {
-    let fixture = common::repo().join("tests/fixtures/suite");
-    let first = |file: &str, lines: usize| -> String {
-        std::fs::read_to_string(fixture.join(file))
-            .unwrap()
-            .lines()
-            .take(lines)
-            .map(|l| format!("{l}\n"))
-            .collect()
-    };
-    let problems = scratch.write("problems.jsonl", &first("problems.jsonl", 1));
-    let completions = scratch.write("completions.jsonl", &first("completions.jsonl", 2));
-    (
-        problems.display().to_string(),
-        completions.display().to_string(),
-    )
 }
 
 /// Issue 30: `suite compare 1 2 -k 5` said "fewer than k completions"
@@ -547,7 +472,7 @@ fn small_suite(scratch: &Scratch) -> (String, String) {
 #[test]
 fn suite_compare_with_k_above_the_completions_says_k_and_n() {
     let scratch = Scratch::new();
-    let (problems, completions) = small_suite(&scratch);
+    let (problems, completions) = scratch.small_suite();
     scratch.assay_ok(&["suite", "run", &problems, "--completions", &completions]);
     refused(
         &scratch,
@@ -580,7 +505,7 @@ fn with_default_work_dir(scratch: &Scratch, args: &[&str]) -> std::process::Outp
 fn a_database_that_is_not_sqlite_is_found_before_anything_is_written() {
     let scratch = Scratch::new();
     let text = scratch.write("text.db", "a text file, not a database\n");
-    let (problems, completions) = small_suite(&scratch);
+    let (problems, completions) = scratch.small_suite();
     let task = tiny();
     for args in [
         &["run", &task, "--db", "text.db"][..],
@@ -625,13 +550,7 @@ fn a_chart_into_a_missing_folder_is_refused_before_the_work() {
     // drawing would fail there instead.
     let (_held, port) = net::bound_not_listening();
     let scratch = Scratch::new();
-    let pools = pools_file(
-        &scratch,
-        &format!(
-            "[pools.a]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"m\"\n\n\
-             [pools.a.sampling]\ntemperature = 0.7\n"
-        ),
-    );
+    let pools = pools_file(&scratch, &at_port(port));
     scratch.create_empty_db();
     let before = db_rows(&scratch);
     let task = tiny();

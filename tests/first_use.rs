@@ -472,21 +472,7 @@ fn every_printed_command_reaches_the_same_database() {
     std::fs::create_dir(scratch.join("my runs")).unwrap();
     let db = "my runs/s.db";
     let quoted = "--db 'my runs/s.db'";
-    let fixture = repo().join("tests/fixtures/suite");
-    let first = |file: &str, lines: usize| -> String {
-        std::fs::read_to_string(fixture.join(file))
-            .unwrap()
-            .lines()
-            .take(lines)
-            .map(|l| format!("{l}\n"))
-            .collect()
-    };
-    let problems = scratch.write("problems.jsonl", &first("problems.jsonl", 1));
-    let completions = scratch.write("completions.jsonl", &first("completions.jsonl", 2));
-    let (problems, completions) = (
-        problems.display().to_string(),
-        completions.display().to_string(),
-    );
+    let (problems, completions) = scratch.small_suite();
     // As a user runs them: no ASSAY_DB, the database named by the flag.
     let as_user = |args: &[&str]| {
         let mut cmd = scratch.command(args);

@@ -362,21 +362,7 @@ fn ladder_finds_the_peak_the_gateway_injected() {
 #[test]
 fn a_suites_batches_are_refused_by_the_batch_commands() {
     let s = Scratch::new();
-    let fixture = repo().join("tests/fixtures/suite");
-    let first = |file: &str, lines: usize| -> String {
-        std::fs::read_to_string(fixture.join(file))
-            .unwrap()
-            .lines()
-            .take(lines)
-            .map(|l| format!("{l}\n"))
-            .collect()
-    };
-    let problems = s.write("problems.jsonl", &first("problems.jsonl", 1));
-    let completions = s.write("completions.jsonl", &first("completions.jsonl", 2));
-    let (problems, completions) = (
-        problems.display().to_string(),
-        completions.display().to_string(),
-    );
+    let (problems, completions) = s.small_suite();
     let suite = json(
         &s,
         &[

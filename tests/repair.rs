@@ -6,14 +6,12 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
-use assay_gateway::{Config, Dialect, Gateway, Model, Recorded};
+use assay_gateway::{Dialect, Model};
 use serde_json::Value;
 
+use common::scripted::{asked, pools_file, reply, serve, FIXER};
 use common::{repo, Scratch};
-
-const PRESET: &str = "sampling = { temperature = 0.6, top_p = 0.95, top_k = 20, seed = 1 }";
 
 /// The tiny task's first draw: one reply that does not compile, one that
 /// compiles and fails cases (`x + 1` passes only `1 -> 2`).
@@ -27,13 +25,6 @@ const FIXED_CASES: &str = "```rust\npub fn double(x: u64) -> u64 { x << 1 }\n```
 const COMPILE_ERROR: &str = "cannot add `&str` to `u64`";
 const FAILED_CASE: &str = "expected: 0";
 
-fn reply(content: &str) -> Recorded {
-    Recorded {
-        content: content.into(),
-        reasoning: None,
-    }
-}
-
 /// The scripted model: broken code in turn, fixed code for a prompt that
 /// carries the failure.
 fn scripted() -> Model {
@@ -45,16 +36,6 @@ fn scripted() -> Model {
     .answer_when(FAILED_CASE, reply(FIXED_CASES))
 }
 
-fn pools_file(s: &Scratch, gw: &Gateway, alias: &str) -> PathBuf {
-    s.write(
-        "pools.toml",
-        &format!(
-            "[pools.fixer]\nbase_url = \"{}\"\nmodel = \"{alias}\"\nmax_in_flight = 1\n{PRESET}\n",
-            gw.base_url()
-        ),
-    )
-}
-
 /// The tiny task with its first three cases visible.
 fn tiny_with_visible(s: &Scratch) -> PathBuf {
     let task = s.tiny_copy();
@@ -64,19 +45,13 @@ fn tiny_with_visible(s: &Scratch) -> PathBuf {
     task
 }
 
-fn run(s: &Scratch, args: &[&str]) -> Output {
-    s.command(args).output().expect("assay starts")
-}
-
-fn run_json(s: &Scratch, args: &[&str]) -> Value {
-    let out = run(s, args);
-    assert!(
-        out.status.success(),
-        "assay {args:?} failed: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+/// `assay run TASK --json` drawing from the pool [`FIXER`] of `pools`,
+/// with `extra`; it must succeed. Returns its summary.
+fn run_fixer(s: &Scratch, task: &Path, pools: &Path, extra: &[&str]) -> Value {
+    let (task, pools) = (task.display().to_string(), pools.display().to_string());
+    let mut args = vec!["run", &task, "--json", "--pools", &pools, "--pool", FIXER];
+    args.extend_from_slice(extra);
+    s.json(&args)
 }
 
 /// Each stored reply: index, round, parent, content, cases passed (`None`:
@@ -123,21 +98,6 @@ fn kept_answers(s: &Scratch, batch: i64) -> Vec<(i64, i64, String)> {
     })
 }
 
-/// The user messages the gateway received, in order.
-fn asked(gw: &Gateway) -> Vec<String> {
-    gw.received()
-        .iter()
-        .flat_map(|r| {
-            r.body["messages"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|m| m["content"].as_str().map(str::to_owned))
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
 fn content(code: &str) -> Option<String> {
     Some(code.to_owned())
 }
@@ -149,26 +109,11 @@ fn content(code: &str) -> Option<String> {
 /// asked for.
 #[test]
 fn a_repair_round_fixes_what_round_0_broke_and_stops_at_the_first_pass() {
-    let gw = Gateway::start_on_thread(Config::new().model("fixer", scripted())).unwrap();
+    let gw = serve(scripted());
     let s = Scratch::new();
     let task = tiny_with_visible(&s);
-    let pools = pools_file(&s, &gw, "fixer");
-    let summary = run_json(
-        &s,
-        &[
-            "run",
-            &task.display().to_string(),
-            "--json",
-            "-n",
-            "2",
-            "--pools",
-            &pools.display().to_string(),
-            "--pool",
-            "fixer",
-            "--rounds",
-            "2",
-        ],
-    );
+    let pools = pools_file(&s, &gw);
+    let summary = run_fixer(&s, &task, &pools, &["-n", "2", "--rounds", "2"]);
     assert_eq!(summary["status"], "finished", "{summary}");
     let batch = summary["batch_id"].as_i64().unwrap();
     assert_eq!(
@@ -224,20 +169,7 @@ fn a_repair_round_fixes_what_round_0_broke_and_stops_at_the_first_pass() {
     assert!(shown.contains("rounds stopped: all_pass"), "{shown}");
     // Resampling as many replies draws broken code only: at equal output
     // tokens the repair run is ahead.
-    let resample = run_json(
-        &s,
-        &[
-            "run",
-            &task.display().to_string(),
-            "--json",
-            "-n",
-            "4",
-            "--pools",
-            &pools.display().to_string(),
-            "--pool",
-            "fixer",
-        ],
-    );
+    let resample = run_fixer(&s, &task, &pools, &["-n", "4"]);
     let other = resample["batch_id"].as_i64().unwrap().to_string();
     let compared = s.json(&["compare", &batch.to_string(), &other, "--json"]);
     let runs = &compared["budget"]["runs"];
@@ -255,51 +187,33 @@ fn a_repair_round_fixes_what_round_0_broke_and_stops_at_the_first_pass() {
 #[test]
 fn a_batch_killed_mid_round_resumes_in_that_round_and_ends_the_same() {
     let reference = {
-        let gw = Gateway::start_on_thread(Config::new().model("fixer", scripted())).unwrap();
+        let gw = serve(scripted());
         let s = Scratch::new();
         let task = tiny_with_visible(&s);
-        let pools = pools_file(&s, &gw, "fixer");
-        let summary = run_json(
-            &s,
-            &[
-                "run",
-                &task.display().to_string(),
-                "--json",
-                "-n",
-                "2",
-                "--pools",
-                &pools.display().to_string(),
-                "--pool",
-                "fixer",
-                "--rounds",
-                "2",
-            ],
-        );
+        let pools = pools_file(&s, &gw);
+        let summary = run_fixer(&s, &task, &pools, &["-n", "2", "--rounds", "2"]);
         let batch = summary["batch_id"].as_i64().unwrap();
         (replies(&s, batch), rounds(&s, batch))
     };
-    let gw = Gateway::start_on_thread(Config::new().model("fixer", scripted())).unwrap();
+    let gw = serve(scripted());
     let s = Scratch::new();
     let task = tiny_with_visible(&s);
-    let pools = pools_file(&s, &gw, "fixer");
+    let pools = pools_file(&s, &gw);
     let (task, pools) = (task.display().to_string(), pools.display().to_string());
     // The third reply stored is round 1's first.
     s.start_at(
         "pause@draw.reply#3",
         &[
-            "run", &task, "-n", "2", "--pools", &pools, "--pool", "fixer", "--rounds", "2",
+            "run", &task, "-n", "2", "--pools", &pools, "--pool", FIXER, "--rounds", "2",
         ],
     )
     .kill9();
     let stored = replies(&s, 1);
     assert_eq!(stored.len(), 3, "{stored:?}");
     assert_eq!(rounds(&s, 1).len(), 2);
-    let summary = run_json(
-        &s,
-        &[
-            "run", "--resume", "1", "--json", "--pools", &pools, "--pool", "fixer",
-        ],
-    );
+    let summary = s.json(&[
+        "run", "--resume", "1", "--json", "--pools", &pools, "--pool", FIXER,
+    ]);
     assert_eq!(summary["status"], "finished", "{summary}");
     assert_eq!((replies(&s, 1), rounds(&s, 1)), reference);
     // Nothing stored was asked again: the first draw's two replies and
@@ -342,32 +256,13 @@ fn hidden_cases_stay_hidden(task: &Path) {
         &committed[body..]
     );
     let fence = |code: &str| format!("```rust\n{code}\n```");
-    let gw = Gateway::start_on_thread(Config::new().model(
-        "fixer",
-        Model::new(
-            Dialect::LlamaCpp,
-            vec![reply(&fence(&broken)), reply(&fence(&panics))],
-        ),
-    ))
-    .unwrap();
+    let gw = serve(Model::new(
+        Dialect::LlamaCpp,
+        vec![reply(&fence(&broken)), reply(&fence(&panics))],
+    ));
     let s = Scratch::new();
-    let pools = pools_file(&s, &gw, "fixer");
-    let summary = run_json(
-        &s,
-        &[
-            "run",
-            &task.display().to_string(),
-            "--json",
-            "-n",
-            "2",
-            "--pools",
-            &pools.display().to_string(),
-            "--pool",
-            "fixer",
-            "--rounds",
-            "1",
-        ],
-    );
+    let pools = pools_file(&s, &gw);
+    let summary = run_fixer(&s, task, &pools, &["-n", "2", "--rounds", "1"]);
     let batch = summary["batch_id"].as_i64().unwrap();
     assert_eq!(
         rounds(&s, batch),
@@ -435,21 +330,15 @@ fn hidden_cases_stay_hidden(task: &Path) {
 /// the third reply spends it and nothing more is stored.
 #[test]
 fn the_token_budget_stops_the_draw_once_spent() {
-    let model = Model::new(Dialect::LlamaCpp, vec![reply(BROKEN_CASES)]);
-    let gw = Gateway::start_on_thread(Config::new().model("fixer", model)).unwrap();
+    let gw = serve(Model::new(Dialect::LlamaCpp, vec![reply(BROKEN_CASES)]));
     let s = Scratch::new();
     let task = tiny_with_visible(&s);
-    let pools = pools_file(&s, &gw, "fixer");
-    let (task, pools) = (task.display().to_string(), pools.display().to_string());
-    let base = ["run", &task, "--json", "--pools", &pools, "--pool", "fixer"];
-    let one = run_json(&s, &[&base[..], &["-n", "1"]].concat());
+    let pools = pools_file(&s, &gw);
+    let one = run_fixer(&s, &task, &pools, &["-n", "1"]);
     let first = s.draw_replies(one["batch_id"].as_i64().unwrap());
     let c = first[0].reply.completion_tokens.unwrap();
     let budget = (2 * c + 1).to_string();
-    let summary = run_json(
-        &s,
-        &[&base[..], &["-n", "6", "--max-tokens", &budget]].concat(),
-    );
+    let summary = run_fixer(&s, &task, &pools, &["-n", "6", "--max-tokens", &budget]);
     assert_eq!(summary["status"], "finished", "{summary}");
     let batch = summary["batch_id"].as_i64().unwrap();
     let stored = s.draw_replies(batch);
@@ -475,7 +364,7 @@ fn repair_flags_that_cannot_be_honoured_are_refused() {
         (vec!["run", &task, "--rounds", "51"], "--rounds"),
         (vec!["run", &task, "--max-tokens", "0"], "--max-tokens"),
     ] {
-        let out = run(&s, &args);
+        let out = s.assay(&args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(want), "{args:?}: {stderr}");

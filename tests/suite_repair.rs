@@ -8,12 +8,11 @@ mod common;
 
 use std::path::PathBuf;
 
-use assay_gateway::{Config, Dialect, Gateway, Model, Recorded};
+use assay_gateway::{Dialect, Model};
 use serde_json::Value;
 
+use common::scripted::{asked, pools_file, reply, serve, FIXER};
 use common::{repo, Scratch};
-
-const PRESET: &str = "sampling = { temperature = 0.6, top_p = 0.95, top_k = 20, seed = 1 }";
 
 /// `add_two` compiles and fails two of its three asserts; `is_even` calls
 /// a function nobody defines.
@@ -25,13 +24,6 @@ const FIXED_EVEN: &str = "```rust\nfn is_even(n: i64) -> bool {\n    n % 2 == 0\
 /// what rustc says of `is_even` (shown in either mode).
 const FAILED_ASSERT: &str = "assert_eq!(candidate(2, 3), 5);";
 const COMPILE_ERROR: &str = "cannot find function `is_odd`";
-
-fn reply(content: &str) -> Recorded {
-    Recorded {
-        content: content.into(),
-        reasoning: None,
-    }
-}
 
 /// The scripted model: a repair prompt with the failure it can fix gets
 /// the fix (these rules come first: a repair prompt also holds the
@@ -69,33 +61,8 @@ fn assert_lines(problems: &PathBuf) -> Vec<String> {
         .collect()
 }
 
-fn pools_file(s: &Scratch, gw: &Gateway) -> PathBuf {
-    s.write(
-        "pools.toml",
-        &format!(
-            "[pools.fixer]\nbase_url = \"{}\"\nmodel = \"fixer\"\nmax_in_flight = 1\n{PRESET}\n",
-            gw.base_url()
-        ),
-    )
-}
-
 fn arg(p: &PathBuf) -> String {
     p.display().to_string()
-}
-
-/// The user messages the gateway received, in order.
-fn asked(gw: &Gateway) -> Vec<String> {
-    gw.received()
-        .iter()
-        .flat_map(|r| {
-            r.body["messages"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|m| m["content"].as_str().map(str::to_owned))
-                .collect::<Vec<_>>()
-        })
-        .collect()
 }
 
 /// Each stored completion: problem position, index, round, parent, status
@@ -132,7 +99,7 @@ fn ok(s: &str) -> Option<String> {
 
 fn run_args<'a>(problems: &'a str, pools: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
-        "suite", "run", problems, "--pool", "fixer", "-n", "2", "--pools", pools,
+        "suite", "run", problems, "--pool", FIXER, "-n", "2", "--pools", pools,
     ];
     args.extend_from_slice(extra);
     args
@@ -145,7 +112,7 @@ fn run_args<'a>(problems: &'a str, pools: &'a str, extra: &[&'a str]) -> Vec<&'a
 /// each round.
 #[test]
 fn a_repair_round_lifts_pass_at_1_on_the_fixture_suite() {
-    let gw = Gateway::start_on_thread(Config::new().model("fixer", scripted())).unwrap();
+    let gw = serve(scripted());
     let s = Scratch::new();
     let problems = problems(&s);
     let pools = pools_file(&s, &gw);
@@ -240,7 +207,7 @@ fn a_repair_round_lifts_pass_at_1_on_the_fixture_suite() {
 /// not), and the rounds run out.
 #[test]
 fn errors_only_feedback_sends_no_test_text() {
-    let gw = Gateway::start_on_thread(Config::new().model("fixer", scripted())).unwrap();
+    let gw = serve(scripted());
     let s = Scratch::new();
     let problems = problems(&s);
     let pools = pools_file(&s, &gw);
@@ -291,7 +258,7 @@ fn errors_only_feedback_sends_no_test_text() {
 #[test]
 fn a_suite_killed_mid_round_resumes_in_that_round_and_ends_the_same() {
     let reference = {
-        let gw = Gateway::start_on_thread(Config::new().model("fixer", scripted())).unwrap();
+        let gw = serve(scripted());
         let s = Scratch::new();
         let problems = problems(&s);
         let pools = pools_file(&s, &gw);
@@ -299,7 +266,7 @@ fn a_suite_killed_mid_round_resumes_in_that_round_and_ends_the_same() {
         s.json(&run_args(&p, &q, &["--rounds", "2", "--json"]));
         (completions(&s), rounds(&s))
     };
-    let gw = Gateway::start_on_thread(Config::new().model("fixer", scripted())).unwrap();
+    let gw = serve(scripted());
     let s = Scratch::new();
     let problems = problems(&s);
     let pools = pools_file(&s, &gw);
@@ -312,7 +279,7 @@ fn a_suite_killed_mid_round_resumes_in_that_round_and_ends_the_same() {
     assert_eq!(stored.iter().filter(|r| r.2 == 1).count(), 1, "{stored:?}");
     assert_eq!(rounds(&s).len(), 2);
     let resumed = s.json(&[
-        "suite", "run", "--resume", "1", "--pool", "fixer", "--pools", &q, "--json",
+        "suite", "run", "--resume", "1", "--pool", FIXER, "--pools", &q, "--json",
     ]);
     assert_eq!(resumed["status"], "finished", "{resumed}");
     assert_eq!((completions(&s), rounds(&s)), reference);

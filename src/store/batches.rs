@@ -315,10 +315,7 @@ impl Store {
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(self.sql())?
-                .ok_or_else(|| StoreError::NoBatch {
-                    db: self.db.clone(),
-                    id,
-                })?;
+                .ok_or_else(|| self.no_batch(id))?;
         row.batch(self)
     }
 
@@ -330,10 +327,7 @@ impl Store {
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(self.sql())?
-                .ok_or_else(|| StoreError::NoBatch {
-                    db: self.db.clone(),
-                    id: batch,
-                })?;
+                .ok_or_else(|| self.no_batch(batch))?;
         let started = crate::clock::parse_utc(&started);
         let finished = finished.as_deref().and_then(crate::clock::parse_utc);
         Ok(started.zip(finished).map(|(s, f)| f - s))
@@ -445,10 +439,7 @@ impl Store {
         .fetch_optional(&self.pool)
         .await
         .map_err(self.sql())?
-        .ok_or_else(|| StoreError::NoBatch {
-            db: self.db.clone(),
-            id: batch,
-        })?;
+        .ok_or_else(|| self.no_batch(batch))?;
         Ok(match row.status.as_str() {
             "finished" => Claim::Finished,
             _ => Claim::Running(row.owner.owner()),
@@ -462,10 +453,7 @@ impl Store {
             .fetch_optional(&self.pool)
             .await
             .map_err(self.sql())?
-            .ok_or_else(|| StoreError::NoBatch {
-                db: self.db.clone(),
-                id: batch,
-            })
+            .ok_or_else(|| self.no_batch(batch))
     }
 
     /// Records that an attempt resumes the batch now; returns its number.

@@ -172,6 +172,22 @@ impl Store {
         }
     }
 
+    /// What a read of batch `id`'s row says when there is no such row.
+    fn no_batch(&self, id: BatchId) -> StoreError {
+        StoreError::NoBatch {
+            db: self.db.clone(),
+            id,
+        }
+    }
+
+    /// What a read of suite `id`'s row says when there is no such row.
+    fn no_suite(&self, id: i64) -> StoreError {
+        StoreError::NoSuite {
+            db: self.db.clone(),
+            id,
+        }
+    }
+
     fn bad(&self, batch: BatchId, idx: i64, field: &'static str, value: &str) -> StoreError {
         StoreError::BadValue {
             db: self.db.clone(),

@@ -65,10 +65,7 @@ impl Store {
             .fetch_optional(&self.pool)
             .await
             .map_err(self.sql())?
-            .ok_or_else(|| StoreError::NoBatch {
-                db: self.db.clone(),
-                id: batch,
-            })
+            .ok_or_else(|| self.no_batch(batch))
     }
 
     /// Begins a round: its row and its parents with their prompts, in one

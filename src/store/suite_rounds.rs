@@ -58,10 +58,7 @@ impl Store {
             .fetch_optional(&self.pool)
             .await
             .map_err(self.sql())?
-            .ok_or_else(|| StoreError::NoSuite {
-                db: self.db.clone(),
-                id: suite,
-            })
+            .ok_or_else(|| self.no_suite(suite))
     }
 
     /// Begins repair round `round`: its row and every problem's plan (the

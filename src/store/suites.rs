@@ -628,10 +628,7 @@ impl Store {
             .fetch_optional(&self.pool)
             .await
             .map_err(self.sql())?
-            .ok_or_else(|| StoreError::NoSuite {
-                db: self.db.clone(),
-                id,
-            })?;
+            .ok_or_else(|| self.no_suite(id))?;
         row.suite(self)
     }
 

@@ -6,8 +6,14 @@
 //! The one place that knows where a test's database is and how to reach
 //! it (`Scratch::db`, `store`, `connect`, `sql`, `draw_replies`), so a
 //! switch of the tests' database backend happens here.
+//!
+//! `scripted` holds the repair tests' gateway plumbing. The other files of
+//! this folder are included by the tests that need them (`#[path]`): the
+//! PostgreSQL helper is the library's too, the llama.cpp one starts servers.
 
 #![allow(dead_code)]
+
+pub mod scripted;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -113,6 +119,27 @@ impl Scratch {
         let dst = self.path().join("task");
         copy_dir(Path::new(&tiny()), &dst);
         dst
+    }
+
+    /// A problem set of one problem (the fixture suite's first) with two
+    /// completions, one right, one wrong: a suite that runs in seconds.
+    /// Returns the problems' and the completions' paths.
+    pub fn small_suite(&self) -> (String, String) {
+        let fixture = repo().join("tests/fixtures/suite");
+        let first = |file: &str, lines: usize| -> String {
+            std::fs::read_to_string(fixture.join(file))
+                .unwrap()
+                .lines()
+                .take(lines)
+                .map(|l| format!("{l}\n"))
+                .collect()
+        };
+        let problems = self.write("problems.jsonl", &first("problems.jsonl", 1));
+        let completions = self.write("completions.jsonl", &first("completions.jsonl", 2));
+        (
+            problems.display().to_string(),
+            completions.display().to_string(),
+        )
     }
 
     /// The scratch database, as `ASSAY_DB` names it to every command.

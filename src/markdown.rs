@@ -542,7 +542,8 @@ mod tests {
     #[test]
     fn commonmark_fences() {
         let f = |info: &str, body: &str, closed| (info.to_owned(), body.to_owned(), closed);
-        let cases: Vec<(&str, Vec<(String, String, bool)>)> = vec![
+        type Fence = (String, String, bool);
+        let cases: Vec<(&str, Vec<Fence>)> = vec![
             ("```rust\nx\n```\n", vec![f("rust", "x\n", true)]),
             ("```rust\nx\n```", vec![f("rust", "x\n", true)]),
             ("```\nx\n```\n", vec![f("", "x\n", true)]),

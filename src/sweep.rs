@@ -87,13 +87,17 @@ pub fn prepare_per_pool(
     Ok(Prepared { plans, warnings })
 }
 
+/// One level of a ladder, ready to run: the level, its run's settings,
+/// its plan and the plan's warnings.
+pub type LevelPlan = (usize, RunConfig, Plan, Vec<String>);
+
 /// Builds one plan per level: `level` requests, `level` in flight.
 pub fn prepare_ladder(
     cfg: &RunConfig,
     draw: &DrawOptions,
     pool: &PoolChoice,
     levels: &[usize],
-) -> Result<Vec<(usize, RunConfig, Plan, Vec<String>)>> {
+) -> Result<Vec<LevelPlan>> {
     levels
         .iter()
         .map(|&level| {

@@ -337,7 +337,7 @@ mod tests {
         let dir = work_dir(root.path(), "k", now - PRUNE_AFTER * 2);
         assert_eq!(
             prune(root.path(), Path::new("/none"), PRUNE_AFTER, now),
-            [dir.clone()]
+            std::slice::from_ref(&dir)
         );
         assert!(!dir.exists());
         let held = lock(&dir).unwrap();

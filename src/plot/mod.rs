@@ -260,11 +260,15 @@ fn score_panel(area: &Area<'_>, pools: &[PoolSamples]) -> Result<()> {
     legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
+/// One line of a ladder panel: its label, its points (level, value) and
+/// its colour.
+type Series = (String, Vec<(usize, f64)>, RGBColor);
+
 fn ladder_panel(
     area: &Area<'_>,
     caption: &str,
     y_desc: &str,
-    series: &[(String, Vec<(usize, f64)>, RGBColor)],
+    series: &[Series],
     peak: Option<usize>,
 ) -> Result<()> {
     // Concurrency on a log2 axis: ticks at powers of two, labelled as levels.

@@ -252,7 +252,8 @@ fn suite_legend(
     let font = (FONT, 14).into_font().color(&BLACK);
     let mut x = 20;
     let y = 22;
-    let entries: [(&dyn Fn(i32) -> Result<()>, String); 5] = [
+    type Entry<'a> = (&'a dyn Fn(i32) -> Result<()>, String);
+    let entries: [Entry; 5] = [
         (&|x| swatch(area, x, y, color(0)), format!("{b} better")),
         (&|x| swatch(area, x, y, color(1)), format!("{a} better")),
         (

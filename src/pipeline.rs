@@ -138,13 +138,16 @@ pub async fn run(
             &resume::spec_digest(&cfg.spec),
         )
         .await?;
-    if let Some(item) = cfg.work_item {
-        store.attach_batch(item, batch).await?;
-    }
+    // The repair settings before the queue item learns of the batch: a
+    // lane that takes the item over resumes the batch with the settings it
+    // stored, so they are there once the item names it.
     if let Some(repair) = &cfg.repair {
         store
             .set_repair_settings(batch, &repair.settings.to_json())
             .await?;
+    }
+    if let Some(item) = cfg.work_item {
+        store.attach_batch(item, batch).await?;
     }
     tracing::info!(batch, task = %cfg.spec.name, n = cfg.n, "batch started");
     drive(

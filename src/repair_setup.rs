@@ -43,6 +43,28 @@ pub enum RepairRefused {
     Flags(String),
 }
 
+/// Refuses, before a batch is queued, repair its lane could not do: rounds
+/// (`--rounds`, else the spec's) drawn from a replay corpus. The rounds
+/// draw from `--repair-pool`, else the batch's own pools (`--pool`, else
+/// the spec's `draw.pools`). Nothing is read: the pools file is checked
+/// and the keys are read by the lane that runs the item.
+pub fn check_queued(
+    spec: &Spec,
+    draw: &DrawOptions,
+    flags: &RepairFlags,
+) -> Result<(), RepairRefused> {
+    let rounds = flags.rounds.unwrap_or(spec.repair.rounds);
+    let pools = if flags.pools.is_empty() {
+        &draw.pools
+    } else {
+        &flags.pools
+    };
+    if rounds > 0 && Plan::draws_replay(spec, pools) {
+        return Err(RepairRefused::CannotRepair);
+    }
+    Ok(())
+}
+
 /// The repair of a batch drawn by `plan` with `draw`'s options, from
 /// `flags` (a new batch) or the settings it `stored` (a resume): `None`
 /// when it asks for neither rounds nor a budget. The rounds' own pools are

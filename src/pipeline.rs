@@ -577,6 +577,7 @@ async fn run_batch(
             &stats,
             toolchain.as_ref(),
             stored.probe_run,
+            round.number() > 0,
         )
         .await?;
     }
@@ -972,7 +973,10 @@ async fn settle_probe(
 }
 
 /// Writes each failing candidate's diagnostics to its error file and stores
-/// the run.
+/// the run. A repair round (`adds`) adds its figures and stats to the
+/// batch's run, which then holds every round's sum (`show` names the
+/// rounds); a resume of the first draw replaces them, as it always did.
+#[allow(clippy::too_many_arguments)]
 async fn store_probe(
     store: &Store,
     batch: BatchId,
@@ -983,6 +987,7 @@ async fn store_probe(
     stats: &ProbeStats,
     toolchain: Option<&probe::Toolchain>,
     resumed_run: Option<i64>,
+    adds: bool,
 ) -> Result<()> {
     // A resume adds its verdicts to the batch's own run, which is where the
     // report reads them.
@@ -991,6 +996,22 @@ async fn store_probe(
         None => store.begin_probe_run(batch, mode.as_str()).await?,
     };
     testpoint::reached("probe.begun").await;
+    let earlier = match resumed_run.filter(|_| adds) {
+        Some(run) => store
+            .probe_runs(batch)
+            .await?
+            .into_iter()
+            .find(|r| r.id == run)
+            .map(|r| r.so_far()),
+        None => None,
+    };
+    let (figures, stats) = match earlier {
+        Some((so_far, mut sum)) => {
+            sum.absorb(stats);
+            (so_far.then(*figures), sum)
+        }
+        None => (*figures, stats.clone()),
+    };
     let mut rows = Vec::with_capacity(probed.len());
     for p in probed {
         let error_file = if p.verdict.compiled() {
@@ -1005,7 +1026,7 @@ async fn store_probe(
         rows.push((p, error_file));
     }
     store
-        .record_probe_verdicts(run, batch, &rows, figures)
+        .record_probe_verdicts(run, batch, &rows, &figures)
         .await?;
     store
         .record_probe_run_stats(
@@ -1013,7 +1034,7 @@ async fn store_probe(
             &ProbeRunStats {
                 avg_busy: figures.avg_busy,
                 peak_busy: figures.peak_busy,
-                probe: stats,
+                probe: &stats,
                 origin: "batch",
                 work_dir: None,
                 toolchain,

@@ -159,6 +159,10 @@ pub async fn summary(store: &Store, batch: BatchId) -> Result<Summary> {
         .map(crate::report::Promotion::new)
         .collect();
     summary.rounds = round_figures(store, batch, &candidates).await?;
+    if !summary.rounds.is_empty() {
+        let lineage = store.lineage(batch).await?;
+        summary.probe_rounds = crate::report::probe_rounds(&summary.rounds, &lineage, &candidates);
+    }
     Ok(summary)
 }
 

@@ -222,6 +222,15 @@ fn a_repair_round_fixes_what_round_0_broke_and_stops_at_the_first_pass() {
     let shown = s.assay_ok(&["show", &batch.to_string()]);
     eprintln!("{}\n{shown}\n{}", prompts[3], prompts[2]);
     assert!(shown.contains("rounds stopped: all_pass"), "{shown}");
+    // The batch's probe run sums both rounds' probes (each probed in a
+    // wave and a build of its own at least), and says so.
+    assert!(shown.contains("probe (rounds 0, 1 summed): "), "{shown}");
+    let json = s.json(&["show", &batch.to_string(), "--json"]);
+    assert_eq!(json["probe_rounds"], serde_json::json!([0, 1]), "{json}");
+    let run = &json["probe_run"];
+    assert!(run["waves"].as_u64().unwrap() >= 2, "{run}");
+    assert!(run["builds"].as_u64().unwrap() >= 2, "{run}");
+    assert_eq!(run["probed"], 4, "{run}");
     // Resampling as many replies draws broken code only: at equal output
     // tokens the repair run is ahead.
     let resample = run_json(

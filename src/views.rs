@@ -330,7 +330,8 @@ pub async fn suite_export(
 ) -> Result<String> {
     let problems = store.suite_problems(suite).await?;
     let completions = store.suite_completions(suite).await?;
-    let rows = crate::suite_report::export_rows(&problems, &completions);
+    let repaired = store.suite_repair(suite).await?.is_some();
+    let rows = crate::suite_report::export_rows(&problems, &completions, repaired);
     match format {
         Format::Csv => crate::suite_report::export_csv(&rows),
         Format::Json => {

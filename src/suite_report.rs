@@ -782,12 +782,12 @@ mod tests {
         let first = without.lines().nth(1).unwrap();
         assert!(first.starts_with("p,0,fixer,"), "{without}");
         assert!(first.ends_with(",,"), "{without}");
-        let json = serde_json::to_value(&export_rows(&problems, &completions, true)).unwrap();
+        let json = serde_json::to_value(export_rows(&problems, &completions, true)).unwrap();
         assert_eq!(
             (&json[1]["round"], &json[1]["parent"]),
             (&1.into(), &0.into())
         );
-        let json = serde_json::to_value(&export_rows(&problems, &completions, false)).unwrap();
+        let json = serde_json::to_value(export_rows(&problems, &completions, false)).unwrap();
         assert!(
             json[0]["round"].is_null() && json[0]["parent"].is_null(),
             "{json}"

@@ -499,9 +499,12 @@ fn repair_flags_that_cannot_be_honoured_are_refused() {
     assert!(!s.db().exists(), "nothing is written");
 }
 
+/// Each round: number, replies, why the rounds stopped there.
+type RoundRow = (i64, i64, Option<String>);
+
 /// The stored replies and rounds of batch 1 of a store whose queue a lane
 /// drained: the lane runs in the scratch folder with its own output.
-fn drain_queue(s: &Scratch) -> (Vec<ReplyRow>, Vec<(i64, i64, Option<String>)>) {
+fn drain_queue(s: &Scratch) -> (Vec<ReplyRow>, Vec<RoundRow>) {
     let out = s.join("lane-out");
     let out = out.display().to_string();
     let ran = run(s, &["lane", "--lane", "a", "--until-empty", "--out", &out]);

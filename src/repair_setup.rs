@@ -21,6 +21,19 @@ pub struct RepairFlags {
     pub max_tokens: Option<u64>,
 }
 
+impl RepairFlags {
+    /// Refuses `--repair-pool` where no round would draw from it (no
+    /// `--rounds` and a spec that asks for none), rather than dropping it.
+    pub fn check(&self, spec: &Spec) -> Result<(), RepairRefused> {
+        if !self.pools.is_empty() && self.rounds.unwrap_or(spec.repair.rounds) == 0 {
+            return Err(RepairRefused::Flags(
+                "--repair-pool: draws the repair rounds, and none is asked; add --rounds K".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// A batch's repair, resolved: its settings (stored with the batch) and
 /// the plan of its own pools, when not the batch's.
 #[derive(Debug, Clone)]
@@ -38,7 +51,7 @@ pub enum RepairRefused {
         "--rounds: a replay corpus cannot answer a repair prompt; draw from HTTP pools (--pool or --repair-pool)"
     )]
     CannotRepair,
-    /// A suite's repair flags that its run cannot honour, or out of bounds.
+    /// Repair flags that the run cannot honour, or out of bounds.
     #[error("{0}")]
     Flags(String),
 }

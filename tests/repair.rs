@@ -489,6 +489,15 @@ fn repair_flags_that_cannot_be_honoured_are_refused() {
             "a replay corpus cannot answer a repair prompt",
         ),
         (vec!["run", &task, "--rounds", "51"], "--rounds"),
+        // No round to draw: refused, not dropped (queued or not).
+        (
+            vec!["run", &task, "--repair-pool", "fixer"],
+            "--repair-pool: draws the repair rounds, and none is asked",
+        ),
+        (
+            vec!["run", &task, "--repair-pool", "fixer", "--queue"],
+            "--repair-pool: draws the repair rounds, and none is asked",
+        ),
         (vec!["run", &task, "--max-tokens", "0"], "--max-tokens"),
     ] {
         let out = run(&s, &args);

@@ -88,6 +88,7 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
         pools: args.repair_pool,
         max_tokens: args.max_tokens,
     };
+    flags.check(&spec)?;
     if args.queue {
         repair_setup::check_queued(&spec, &draw, &flags)?;
         let item = assay::work::BatchRun::resolved(

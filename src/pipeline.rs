@@ -138,13 +138,16 @@ pub async fn run(
             &resume::spec_digest(&cfg.spec),
         )
         .await?;
-    if let Some(item) = cfg.work_item {
-        store.attach_batch(item, batch).await?;
-    }
+    // The repair settings before the queue item learns of the batch: a
+    // lane that takes the item over resumes the batch with the settings it
+    // stored, so they are there once the item names it.
     if let Some(repair) = &cfg.repair {
         store
             .set_repair_settings(batch, &repair.settings.to_json())
             .await?;
+    }
+    if let Some(item) = cfg.work_item {
+        store.attach_batch(item, batch).await?;
     }
     tracing::info!(batch, task = %cfg.spec.name, n = cfg.n, "batch started");
     drive(
@@ -574,6 +577,7 @@ async fn run_batch(
             &stats,
             toolchain.as_ref(),
             stored.probe_run,
+            round.number() > 0,
         )
         .await?;
     }
@@ -970,7 +974,10 @@ async fn settle_probe(
 }
 
 /// Writes each failing candidate's diagnostics to its error file and stores
-/// the run.
+/// the run. A repair round (`adds`) adds its figures and stats to the
+/// batch's run, which then holds every round's sum (`show` names the
+/// rounds); a resume of the first draw replaces them, as it always did.
+#[allow(clippy::too_many_arguments)]
 async fn store_probe(
     store: &Store,
     batch: BatchId,
@@ -981,6 +988,7 @@ async fn store_probe(
     stats: &ProbeStats,
     toolchain: Option<&probe::Toolchain>,
     resumed_run: Option<i64>,
+    adds: bool,
 ) -> Result<()> {
     // A resume adds its verdicts to the batch's own run, which is where the
     // report reads them.
@@ -989,6 +997,22 @@ async fn store_probe(
         None => store.begin_probe_run(batch, mode.as_str()).await?,
     };
     testpoint::reached("probe.begun").await;
+    let earlier = match resumed_run.filter(|_| adds) {
+        Some(run) => store
+            .probe_runs(batch)
+            .await?
+            .into_iter()
+            .find(|r| r.id == run)
+            .map(|r| r.so_far()),
+        None => None,
+    };
+    let (figures, stats) = match earlier {
+        Some((so_far, mut sum)) => {
+            sum.absorb(stats);
+            (so_far.then(*figures), sum)
+        }
+        None => (*figures, stats.clone()),
+    };
     let mut rows = Vec::with_capacity(probed.len());
     for p in probed {
         let error_file = if p.verdict.compiled() {
@@ -1003,7 +1027,7 @@ async fn store_probe(
         rows.push((p, error_file));
     }
     store
-        .record_probe_verdicts(run, batch, &rows, figures)
+        .record_probe_verdicts(run, batch, &rows, &figures)
         .await?;
     store
         .record_probe_run_stats(
@@ -1011,7 +1035,7 @@ async fn store_probe(
             &ProbeRunStats {
                 avg_busy: figures.avg_busy,
                 peak_busy: figures.peak_busy,
-                probe: stats,
+                probe: &stats,
                 origin: "batch",
                 work_dir: None,
                 toolchain,

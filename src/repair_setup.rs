@@ -21,6 +21,19 @@ pub struct RepairFlags {
     pub max_tokens: Option<u64>,
 }
 
+impl RepairFlags {
+    /// Refuses `--repair-pool` where no round would draw from it (no
+    /// `--rounds` and a spec that asks for none), rather than dropping it.
+    pub fn check(&self, spec: &Spec) -> Result<(), RepairRefused> {
+        if !self.pools.is_empty() && self.rounds.unwrap_or(spec.repair.rounds) == 0 {
+            return Err(RepairRefused::Flags(
+                "--repair-pool: draws the repair rounds, and none is asked; add --rounds K".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// A batch's repair, resolved: its settings (stored with the batch) and
 /// the plan of its own pools, when not the batch's.
 #[derive(Debug, Clone)]
@@ -38,9 +51,31 @@ pub enum RepairRefused {
         "--rounds: a replay corpus cannot answer a repair prompt; draw from HTTP pools (--pool or --repair-pool)"
     )]
     CannotRepair,
-    /// A suite's repair flags that its run cannot honour, or out of bounds.
+    /// Repair flags that the run cannot honour, or out of bounds.
     #[error("{0}")]
     Flags(String),
+}
+
+/// Refuses, before a batch is queued, repair its lane could not do: rounds
+/// (`--rounds`, else the spec's) drawn from a replay corpus. The rounds
+/// draw from `--repair-pool`, else the batch's own pools (`--pool`, else
+/// the spec's `draw.pools`). Nothing is read: the pools file is checked
+/// and the keys are read by the lane that runs the item.
+pub fn check_queued(
+    spec: &Spec,
+    draw: &DrawOptions,
+    flags: &RepairFlags,
+) -> Result<(), RepairRefused> {
+    let rounds = flags.rounds.unwrap_or(spec.repair.rounds);
+    let pools = if flags.pools.is_empty() {
+        &draw.pools
+    } else {
+        &flags.pools
+    };
+    if rounds > 0 && Plan::draws_replay(spec, pools) {
+        return Err(RepairRefused::CannotRepair);
+    }
+    Ok(())
 }
 
 /// The repair of a batch drawn by `plan` with `draw`'s options, from

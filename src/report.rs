@@ -61,6 +61,12 @@ pub struct Summary {
     /// retries, toolchain. Filled by the caller from the store; `None`
     /// before the batch probed.
     pub probe_run: Option<ProbeRunRow>,
+    /// In a batch with repair rounds: the rounds whose figures
+    /// `probe_run` sums (each round adds its waves, builds, retries, wall
+    /// and CPU to the batch's run): round 0 and every round that probed a
+    /// candidate of its own. Empty otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub probe_rounds: Vec<u32>,
     /// The lane that ran the batch, when one did (`assay lane`).
     pub lane: Option<String>,
     /// Running, but its lane's lease on the queue item ran out: the next
@@ -200,6 +206,7 @@ impl Summary {
             promotions: Vec::new(),
             rounds: Vec::new(),
             probe_run: None,
+            probe_rounds: Vec::new(),
             lane: batch.lane.clone(),
             lease_lapsed: batch.lease_lapsed,
         }
@@ -256,7 +263,7 @@ impl Summary {
         }
         out.push_str(SUMMARY_KEY);
         if let Some(run) = &self.probe_run {
-            out.push_str(&probe_run_lines(run));
+            out.push_str(&probe_run_lines(run, &self.probe_rounds));
         }
         let other = match self.dedup_by.as_str() {
             "alpha" => "exact",
@@ -309,9 +316,35 @@ impl Summary {
     }
 }
 
+/// The rounds whose figures a batch's probe run sums ([`Summary::probe_rounds`]):
+/// none for a batch without rounds; else round 0 (whose run is stored
+/// even when it probed nothing) and each later round with a probe verdict
+/// on a candidate of its own, by `lineage`.
+pub fn probe_rounds(
+    rounds: &[crate::repair::RoundFigures],
+    lineage: &[crate::store::Lineage],
+    candidates: &[CandidateRow],
+) -> Vec<u32> {
+    if rounds.is_empty() {
+        return Vec::new();
+    }
+    let probed: std::collections::BTreeSet<u32> = lineage
+        .iter()
+        .filter(|l| {
+            candidates
+                .iter()
+                .any(|c| c.idx == l.idx && c.probe.is_some())
+        })
+        .map(|l| l.round)
+        .chain([0])
+        .collect();
+    probed.into_iter().collect()
+}
+
 /// Two lines on a batch's probe run: what it did, and which toolchain did
-/// it. Figures an older assay did not record are left out, or `unknown`.
-pub fn probe_run_lines(run: &ProbeRunRow) -> String {
+/// it; `rounds` names the repair rounds it sums, when there are any.
+/// Figures an older assay did not record are left out, or `unknown`.
+pub fn probe_run_lines(run: &ProbeRunRow, rounds: &[u32]) -> String {
     let mut what = vec![run.mode.clone()];
     let count =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
@@ -344,7 +377,15 @@ pub fn probe_run_lines(run: &ProbeRunRow) -> String {
         .summary(),
         _ => "unknown".to_owned(),
     };
-    format!("probe: {}\ntoolchain: {toolchain}\n", what.join(", "))
+    let over = match rounds {
+        [] => String::new(),
+        [one] => format!(" (round {one})"),
+        many => {
+            let list: Vec<String> = many.iter().map(ToString::to_string).collect();
+            format!(" (rounds {} summed)", list.join(", "))
+        }
+    };
+    format!("probe{over}: {}\ntoolchain: {toolchain}\n", what.join(", "))
 }
 
 /// `c0 x3, c2 x2`, or `none`.
@@ -678,7 +719,7 @@ mod tests {
     #[test]
     fn a_probe_run_shows_its_retries_and_toolchain() {
         assert_eq!(
-            probe_run_lines(&run_row()),
+            probe_run_lines(&run_row(), &[]),
             "probe: shared, 1 wave, 3 builds, 2 retries (c0 after killed, c2 after cargo_failed)\n\
              toolchain: rustc 1.95.0 (59807616e 2026-04-14) x86_64-unknown-linux-gnu, \
              cargo 1.95.0 (f2d3ce0bd 2026-03-21)\n"
@@ -687,9 +728,8 @@ mod tests {
             retries: Some(vec![]),
             ..run_row()
         };
-        assert!(
-            probe_run_lines(&quiet).starts_with("probe: shared, 1 wave, 3 builds, no retries\n")
-        );
+        assert!(probe_run_lines(&quiet, &[])
+            .starts_with("probe: shared, 1 wave, 3 builds, no retries\n"));
         // Recorded before migration 0006 (retries, toolchain) and 0003 (the
         // rest), by a mode since removed.
         let old = ProbeRunRow {
@@ -701,7 +741,67 @@ mod tests {
             cargo_version: None,
             ..run_row()
         };
-        assert_eq!(probe_run_lines(&old), "probe: wide\ntoolchain: unknown\n");
+        assert_eq!(
+            probe_run_lines(&old, &[]),
+            "probe: wide\ntoolchain: unknown\n"
+        );
+        // A batch with repair rounds: the run sums the rounds it names.
+        assert!(
+            probe_run_lines(&quiet, &[0, 2])
+                .starts_with("probe (rounds 0, 2 summed): shared, 1 wave,"),
+            "{}",
+            probe_run_lines(&quiet, &[0, 2])
+        );
+        assert!(probe_run_lines(&quiet, &[0]).starts_with("probe (round 0): shared,"));
+    }
+
+    /// Round 0 always, and each later round that probed a candidate of its
+    /// own: round 1 here drew only duplicates, round 2 a new candidate.
+    #[test]
+    fn the_probe_run_sums_the_rounds_that_probed() {
+        use crate::store::Lineage;
+        let lineage = |idx, round| Lineage {
+            idx,
+            round,
+            parent: (round > 0).then_some(0),
+        };
+        let lineage = [lineage(0, 0), lineage(1, 1), lineage(2, 2)];
+        let candidate = |idx, probed: bool| CandidateRow {
+            idx,
+            pool: "p".into(),
+            model: None,
+            completion_tokens: None,
+            extraction: crate::extract::Extraction::Source("fn f() {}".into()),
+            fingerprint: None,
+            dup_of: (!probed).then_some(0),
+            probe: probed.then_some(crate::probe::ProbeVerdict::Compiled),
+            error_file: None,
+            score: None,
+            admitted: false,
+            alpha_fingerprint: None,
+            exact_dup_of: None,
+            alpha_dup_of: None,
+            rank: None,
+            admission: None,
+        };
+        let candidates = [candidate(0, true), candidate(1, false), candidate(2, true)];
+        let round = |round| crate::repair::RoundFigures {
+            round,
+            parents: 0,
+            replies: 1,
+            unique: 1,
+            compiled: 1,
+            passing: 0,
+            best: None,
+            prompt_tokens: None,
+            output_tokens: None,
+            wall_s: None,
+            stopped: None,
+        };
+        let rounds = [round(0), round(1), round(2)];
+        assert_eq!(probe_rounds(&rounds, &lineage, &candidates), [0, 2]);
+        // A batch without rounds names none.
+        assert!(probe_rounds(&[], &lineage, &candidates).is_empty());
     }
 
     #[test]

@@ -111,6 +111,12 @@ pub struct ExportRow {
     #[serde(serialize_with = "to_the_microsecond")]
     pub run_cpu_ms: Option<f64>,
     pub error_file: Option<String>,
+    /// The repair round the completion was drawn in (0: the first draw);
+    /// empty for a suite without repair rounds. Last, so that the columns
+    /// before it keep their places.
+    pub round: Option<u32>,
+    /// The completion (same problem) it repairs; empty in round 0.
+    pub parent: Option<usize>,
 }
 
 /// Milliseconds to three decimals: the CPU time comes from `wait4` in
@@ -552,10 +558,12 @@ impl SuiteCompare {
     }
 }
 
-/// One row per completion, in the problems' order.
+/// One row per completion, in the problems' order; `repaired`: the suite
+/// has repair rounds, so each row says its round.
 pub fn export_rows(
     problems: &[SuiteProblemRow],
     completions: &[SuiteCompletionRow],
+    repaired: bool,
 ) -> Vec<FullExportRow> {
     let name_of = |batch| {
         problems
@@ -596,6 +604,8 @@ pub fn export_rows(
                     run_wall_ms: o.map(|o| o.run_wall.as_secs_f64() * 1e3),
                     run_cpu_ms: o.map(|o| o.run_cpu.as_secs_f64() * 1e3),
                     error_file: o.and_then(|o| o.error_file.clone()),
+                    round: repaired.then_some(c.round),
+                    parent: c.parent,
                 },
                 completion_text: c.drawn.reply.content.clone(),
                 program: match &c.extraction {
@@ -724,6 +734,63 @@ mod tests {
         assert_eq!(
             completion_cells(&report.problems[0]),
             "OK 3/3, Exception 1/3, SyntaxError"
+        );
+    }
+
+    /// Issue 28: each row says its round and parent after the columns it
+    /// had; both empty for a suite without repair rounds.
+    #[test]
+    fn exported_rows_end_with_round_and_parent() {
+        let problem = crate::suite::Problem {
+            name: "p".into(),
+            prompt: "fn f() -> i32 {\n".into(),
+            tests: "}\n".into(),
+            stop_tokens: Vec::new(),
+        };
+        let problems = [SuiteProblemRow {
+            batch_id: 4,
+            pos: 0,
+            problem,
+            n: 1,
+            status: crate::store::BatchStatus::Finished,
+        }];
+        let completion = |idx: usize, round: u32, parent: Option<usize>| SuiteCompletionRow {
+            batch_id: 4,
+            idx,
+            drawn: crate::draw::Drawn {
+                idx,
+                pool: "fixer".into(),
+                reply: crate::draw::Reply::default(),
+            },
+            extraction: None,
+            dup_of: None,
+            outcome: None,
+            round,
+            parent,
+        };
+        let completions = [completion(0, 0, None), completion(1, 1, Some(0))];
+        let csv = |repaired| export_csv(&export_rows(&problems, &completions, repaired)).unwrap();
+        let with = csv(true);
+        let lines: Vec<&str> = with.lines().collect();
+        assert!(
+            lines[0].ends_with(",run_cpu_ms,error_file,round,parent"),
+            "{with}"
+        );
+        assert!(lines[1].ends_with(",0,"), "{with}");
+        assert!(lines[2].ends_with(",1,0"), "{with}");
+        let without = csv(false);
+        let first = without.lines().nth(1).unwrap();
+        assert!(first.starts_with("p,0,fixer,"), "{without}");
+        assert!(first.ends_with(",,"), "{without}");
+        let json = serde_json::to_value(export_rows(&problems, &completions, true)).unwrap();
+        assert_eq!(
+            (&json[1]["round"], &json[1]["parent"]),
+            (&1.into(), &0.into())
+        );
+        let json = serde_json::to_value(export_rows(&problems, &completions, false)).unwrap();
+        assert!(
+            json[0]["round"].is_null() && json[0]["parent"].is_null(),
+            "{json}"
         );
     }
 

@@ -159,6 +159,10 @@ pub async fn summary(store: &Store, batch: BatchId) -> Result<Summary> {
         .map(crate::report::Promotion::new)
         .collect();
     summary.rounds = round_figures(store, batch, &candidates).await?;
+    if !summary.rounds.is_empty() {
+        let lineage = store.lineage(batch).await?;
+        summary.probe_rounds = crate::report::probe_rounds(&summary.rounds, &lineage, &candidates);
+    }
     Ok(summary)
 }
 
@@ -326,7 +330,8 @@ pub async fn suite_export(
 ) -> Result<String> {
     let problems = store.suite_problems(suite).await?;
     let completions = store.suite_completions(suite).await?;
-    let rows = crate::suite_report::export_rows(&problems, &completions);
+    let repaired = store.suite_repair(suite).await?.is_some();
+    let rows = crate::suite_report::export_rows(&problems, &completions, repaired);
     match format {
         Format::Csv => crate::suite_report::export_csv(&rows),
         Format::Json => {

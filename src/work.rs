@@ -20,6 +20,7 @@ use crate::draw::pools::PoolsFile;
 use crate::draw::DrawOptions;
 use crate::exec::BuildMode;
 use crate::probe::ProbeMode;
+use crate::repair_setup::RepairFlags;
 use crate::spec::{PoolChoice, Spec, SplitMode, WavePolicy};
 use crate::store::{BatchId, SuiteId, SuitePart, WorkKind};
 use crate::suite_run::CaseRuns;
@@ -76,6 +77,28 @@ pub struct BatchRun {
     /// none, which only a replay draw does without.
     pub pools_file: Option<PathBuf>,
     pub draw: DrawChoice,
+    /// The repair rounds and budget (issue 28). Left out of the JSON when
+    /// empty, as an item queued before they were carried reads: such an
+    /// item runs under the spec's `[repair]`, as it always did.
+    #[serde(default, skip_serializing_if = "RepairChoice::is_empty")]
+    pub repair: RepairChoice,
+}
+
+/// A batch's repair flags as resolved where it is queued: the rounds
+/// (`--rounds`, else the spec's `[repair] rounds`), the pools the rounds
+/// draw from (`--repair-pool`, names in the item's pools file) and the
+/// output-token budget (`--max-tokens`). A lane's run repairs with exactly
+/// these, as `run` would have here.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RepairChoice {
+    /// `None`: no rounds asked, and the spec asks none either.
+    #[serde(default)]
+    pub rounds: Option<u32>,
+    #[serde(default, with = "texts")]
+    pub pools: Vec<PoolChoice>,
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
 }
 
 /// A part of a stored suite, with the limits of its runs and builds.
@@ -185,7 +208,12 @@ impl WorkItem {
     /// What the item is, in a few words, for `assay queue`.
     pub fn describe(&self) -> String {
         match self {
-            WorkItem::Batch(b) => format!("batch {} -n {}", b.spec.display(), b.n),
+            WorkItem::Batch(b) => format!(
+                "batch {} -n {}{}",
+                b.spec.display(),
+                b.n,
+                b.repair.describe()
+            ),
             WorkItem::SuitePart(p) => format!("suite {} part {}", p.suite, p.part),
             WorkItem::LiveSuitePart(p) => {
                 format!("suite {} part {} (drawn)", p.part.suite, p.part.part)
@@ -207,6 +235,7 @@ impl BatchRun {
         waves: WavePolicy,
         build_timeout: Duration,
         draw: &DrawOptions,
+        repair: &RepairFlags,
     ) -> BatchRun {
         let pools_file = draw
             .pools_file
@@ -221,6 +250,7 @@ impl BatchRun {
             build_timeout,
             pools_file: pools_file.as_deref().map(absolute),
             draw: DrawChoice::of(draw),
+            repair: RepairChoice::resolved(spec, repair),
         }
     }
 
@@ -235,6 +265,7 @@ impl BatchRun {
             build_timeout,
             pools_file,
             draw,
+            repair,
         } = self;
         args.word("run");
         match begun {
@@ -252,6 +283,59 @@ impl BatchRun {
             args.flag("--pools", file);
         }
         draw.args(args);
+        // A batch an earlier claim began stored its repair settings before
+        // its lane attached it to the item, and a resume goes on with
+        // those (`run --resume` takes no repair flag).
+        if begun.is_none() {
+            repair.args(args);
+        }
+    }
+}
+
+impl RepairChoice {
+    /// The flags as `run` resolves them against `spec`: the rounds are
+    /// fixed now (`--rounds 0` stays, to override a spec that asks for
+    /// rounds), the pools and budget as given.
+    pub fn resolved(spec: &Spec, flags: &RepairFlags) -> RepairChoice {
+        let own = spec.repair.rounds;
+        let rounds = flags.rounds.unwrap_or(own);
+        RepairChoice {
+            rounds: (rounds > 0 || own > 0).then_some(rounds),
+            pools: flags.pools.clone(),
+            max_tokens: flags.max_tokens,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == RepairChoice::default()
+    }
+
+    fn args(&self, args: &mut Args) {
+        let RepairChoice {
+            rounds,
+            pools,
+            max_tokens,
+        } = self;
+        if let Some(rounds) = rounds {
+            args.flag("--rounds", rounds);
+        }
+        for pool in pools {
+            args.flag("--repair-pool", pool);
+        }
+        if let Some(t) = max_tokens {
+            args.flag("--max-tokens", t);
+        }
+    }
+
+    /// ` --rounds 2 --max-tokens 9000`: the repair an item asks, for
+    /// `assay queue`; nothing when it asks none.
+    fn describe(&self) -> String {
+        let mut args = Args::default();
+        self.args(&mut args);
+        args.0
+            .iter()
+            .map(|a| format!(" {}", a.to_string_lossy()))
+            .collect()
     }
 }
 
@@ -426,6 +510,7 @@ displayed_arg!(
     &i64,
     i64,
     &usize,
+    &u32,
     &u64,
     &ProbeMode,
     &PoolChoice,
@@ -578,6 +663,18 @@ mod tests {
                 max_in_flight: Some(2),
                 max_completion_tokens: Some(4000),
             },
+            repair: RepairChoice::default(),
+        }
+    }
+
+    fn repairing() -> BatchRun {
+        BatchRun {
+            repair: RepairChoice {
+                rounds: Some(2),
+                pools: vec!["big=1".parse().unwrap()],
+                max_tokens: Some(9000),
+            },
+            ..batch()
         }
     }
 
@@ -643,6 +740,23 @@ mod tests {
                 "run /tasks/tiny/spec.toml -n 5 --probe serial --wave-size 8 --wave-wait 1.5 \
                  --build-timeout 90",
             ),
+            // Repair: its flags after the draw's.
+            (
+                WorkItem::Batch(repairing()),
+                None,
+                "run /tasks/tiny/spec.toml -n 5 --probe serial --wave-size 8 --wave-wait 1.5 \
+                 --build-timeout 90 --pools /tasks/pools.toml --pool fast=3 --pool slow=1 \
+                 --split fixed --max-in-flight 2 --max-completion-tokens 4000 --rounds 2 \
+                 --repair-pool big=1 --max-tokens 9000",
+            ),
+            // A resume goes on with the repair the batch stored.
+            (
+                WorkItem::Batch(repairing()),
+                Some(12),
+                "run --resume 12 --probe serial --wave-size 8 --wave-wait 1.5 \
+                 --build-timeout 90 --pools /tasks/pools.toml --pool fast=3 --pool slow=1 \
+                 --split fixed --max-in-flight 2 --max-completion-tokens 4000",
+            ),
             (
                 WorkItem::SuitePart(part()),
                 None,
@@ -666,6 +780,7 @@ mod tests {
     fn an_item_reads_back_as_stored() {
         for item in [
             WorkItem::Batch(batch()),
+            WorkItem::Batch(repairing()),
             WorkItem::SuitePart(part()),
             WorkItem::LiveSuitePart(live()),
         ] {
@@ -677,6 +792,81 @@ mod tests {
         assert_eq!(json["probe"], "serial");
         assert_eq!(json["wave_wait"], 1.5);
         assert_eq!(json["draw"]["pools"][0], "fast=3");
+        // No repair: no key, so a lane of an older assay still runs it.
+        assert!(json.get("repair").is_none(), "{json}");
+        let json = WorkItem::Batch(repairing()).to_json().unwrap();
+        assert_eq!(
+            json["repair"],
+            serde_json::json!({"rounds": 2, "pools": ["big=1"], "max_tokens": 9000})
+        );
+        assert_eq!(
+            WorkItem::Batch(repairing()).describe(),
+            "batch /tasks/tiny/spec.toml -n 5 --rounds 2 --repair-pool big=1 --max-tokens 9000"
+        );
+    }
+
+    /// An item queued before repair settings were carried (its JSON as
+    /// that assay wrote it) reads as asking no repair of its own.
+    #[test]
+    fn an_item_queued_without_repair_settings_still_reads() {
+        let old = serde_json::json!({
+            "kind": "batch",
+            "spec": "/tasks/tiny/spec.toml",
+            "n": 5,
+            "probe": "serial",
+            "wave_size": 8,
+            "wave_wait": 1.5,
+            "build_timeout": 90.0,
+            "pools_file": "/tasks/pools.toml",
+            "draw": {
+                "pools": ["fast=3", "slow=1"],
+                "split": "fixed",
+                "max_in_flight": 2,
+                "max_completion_tokens": 4000
+            }
+        });
+        assert_eq!(WorkItem::from_json(&old).unwrap(), WorkItem::Batch(batch()));
+        // A repair key this assay does not know is refused, not dropped.
+        let mut json = WorkItem::Batch(repairing()).to_json().unwrap();
+        json["repair"]["feedback"] = "full".into();
+        assert!(WorkItem::from_json(&json).is_err(), "{json}");
+    }
+
+    /// The rounds are fixed when queued: the spec's own when no flag says,
+    /// and `--rounds 0` kept against a spec that asks for rounds.
+    #[test]
+    fn the_rounds_are_resolved_against_the_spec_when_queued() {
+        let tiny = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny");
+        let mut spec = Spec::load(&tiny).unwrap();
+        let flags = |rounds| RepairFlags {
+            rounds,
+            ..RepairFlags::default()
+        };
+        assert!(RepairChoice::resolved(&spec, &flags(None)).is_empty());
+        assert!(RepairChoice::resolved(&spec, &flags(Some(0))).is_empty());
+        assert_eq!(
+            RepairChoice::resolved(&spec, &flags(Some(3))).rounds,
+            Some(3)
+        );
+        spec.repair.rounds = 2;
+        assert_eq!(RepairChoice::resolved(&spec, &flags(None)).rounds, Some(2));
+        assert_eq!(
+            RepairChoice::resolved(&spec, &flags(Some(0))).rounds,
+            Some(0)
+        );
+        let budget = RepairFlags {
+            pools: vec!["big".parse().unwrap()],
+            max_tokens: Some(100),
+            ..flags(Some(1))
+        };
+        assert_eq!(
+            RepairChoice::resolved(&spec, &budget),
+            RepairChoice {
+                rounds: Some(1),
+                pools: vec!["big".parse().unwrap()],
+                max_tokens: Some(100),
+            }
+        );
     }
 
     /// A setting this assay does not know is refused, not dropped: an item

@@ -720,3 +720,68 @@ fn an_item_whose_batch_finished_is_done_when_claimed_again() {
         1
     );
 }
+
+/// Issue 28 on PostgreSQL: a queued `run --rounds 1` carries its round to
+/// the lane, whose run repairs as a direct run does (tests/repair.rs, on
+/// SQLite, compares the two): against the test gateway's scripted model,
+/// round 0 draws code that does not compile and code that fails cases,
+/// round 1 repairs each from its feedback, and the rounds stop at the
+/// first pass.
+#[test]
+fn a_queued_repair_run_repairs_on_its_lane() {
+    use assay_gateway::{Config, Dialect, Gateway, Model, Recorded};
+    let reply = |code: &str| Recorded {
+        content: format!("```rust\npub fn double(x: u64) -> u64 {{ {code} }}\n```"),
+        reasoning: None,
+    };
+    let model = Model::new(Dialect::LlamaCpp, vec![reply("x + \"a\""), reply("x + 1")])
+        .answer_when("cannot add `&str` to `u64`", reply("x * 2"))
+        .answer_when("expected: 0", reply("x << 1"));
+    let gw = Gateway::start_on_thread(Config::new().model("fixer", model)).unwrap();
+    let schema = pg::PgSchema::new();
+    let db = schema.url.as_str();
+    let s = Scratch::new();
+    let task = s.tiny_copy();
+    let spec = task.join("spec.toml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, format!("{text}\n[repair]\nvisible = 3\n")).unwrap();
+    let pools = s.write(
+        "pools.toml",
+        &format!(
+            "[pools.fixer]\nbase_url = \"{}\"\nmodel = \"fixer\"\nmax_in_flight = 1\n\
+             sampling = {{ temperature = 0.6, top_p = 0.95, top_k = 20, seed = 1 }}\n",
+            gw.base_url()
+        ),
+    );
+    let (task, pools) = (task.display().to_string(), pools.display().to_string());
+    let queued = ok_json(
+        db,
+        &[
+            "run", &task, "-n", "2", "--pools", &pools, "--pool", "fixer", "--rounds", "1",
+            "--queue", "--json",
+        ],
+    );
+    assert_eq!(queued["work_item"], 1);
+    let out = Scratch::new();
+    assert!(Running(lane(db, "a", &out, None)).wait().success());
+    let items = ok_json(db, &["queue", "--json"]);
+    assert_eq!(items[0]["state"], "done", "{:#}", items[0]);
+    assert_eq!(items[0]["item"]["repair"]["rounds"], 1);
+    let shown = ok_json(db, &["show", "1", "--json"]);
+    assert_eq!(shown["status"], "finished", "{shown:#}");
+    // Each reply: index, round, parent (the best failing first).
+    assert_eq!(
+        schema.value(
+            "SELECT string_agg(idx || ':' || round || ':' || COALESCE(parent::text, '-'), ',' \
+             ORDER BY idx) FROM replies WHERE batch_id = 1"
+        ),
+        "0:0:-,1:0:-,2:1:1,3:1:0"
+    );
+    assert_eq!(
+        schema.value(
+            "SELECT string_agg(round || ':' || n || ':' || COALESCE(stopped, '-'), ',' \
+             ORDER BY round) FROM repair_rounds WHERE batch_id = 1"
+        ),
+        "0:2:-,1:2:all_pass"
+    );
+}

@@ -167,6 +167,15 @@ fn a_repair_round_fixes_what_round_0_broke_and_stops_at_the_first_pass() {
     let shown = s.assay_ok(&["show", &batch.to_string()]);
     eprintln!("{}\n{shown}\n{}", prompts[3], prompts[2]);
     assert!(shown.contains("rounds stopped: all_pass"), "{shown}");
+    // The batch's probe run sums both rounds' probes (each probed in a
+    // wave and a build of its own at least), and says so.
+    assert!(shown.contains("probe (rounds 0, 1 summed): "), "{shown}");
+    let json = s.json(&["show", &batch.to_string(), "--json"]);
+    assert_eq!(json["probe_rounds"], serde_json::json!([0, 1]), "{json}");
+    let run = &json["probe_run"];
+    assert!(run["waves"].as_u64().unwrap() >= 2, "{run}");
+    assert!(run["builds"].as_u64().unwrap() >= 2, "{run}");
+    assert_eq!(run["probed"], 4, "{run}");
     // Resampling as many replies draws broken code only: at equal output
     // tokens the repair run is ahead.
     let resample = run_fixer(&s, &task, &pools, &["-n", "4"]);
@@ -348,8 +357,8 @@ fn the_token_budget_stops_the_draw_once_spent() {
 }
 
 /// Repair flags the run cannot honour are refused before anything is
-/// written: a replay corpus cannot answer a repair prompt, a queued item
-/// does not carry repair settings, and the bounds are checked.
+/// written: a replay corpus cannot answer a repair prompt (refused when
+/// queued, not when a lane runs the item), and the bounds are checked.
 #[test]
 fn repair_flags_that_cannot_be_honoured_are_refused() {
     let s = Scratch::new();
@@ -360,8 +369,24 @@ fn repair_flags_that_cannot_be_honoured_are_refused() {
             vec!["run", &task, "--rounds", "1"],
             "a replay corpus cannot answer a repair prompt",
         ),
-        (vec!["run", &task, "--rounds", "1", "--queue"], "--queue"),
+        (
+            vec!["run", &task, "--rounds", "1", "--queue"],
+            "a replay corpus cannot answer a repair prompt",
+        ),
+        (
+            vec!["run", &task, "--rounds", "1", "--queue", "--pool", "replay"],
+            "a replay corpus cannot answer a repair prompt",
+        ),
         (vec!["run", &task, "--rounds", "51"], "--rounds"),
+        // No round to draw: refused, not dropped (queued or not).
+        (
+            vec!["run", &task, "--repair-pool", "fixer"],
+            "--repair-pool: draws the repair rounds, and none is asked",
+        ),
+        (
+            vec!["run", &task, "--repair-pool", "fixer", "--queue"],
+            "--repair-pool: draws the repair rounds, and none is asked",
+        ),
         (vec!["run", &task, "--max-tokens", "0"], "--max-tokens"),
     ] {
         let out = s.assay(&args);
@@ -370,4 +395,114 @@ fn repair_flags_that_cannot_be_honoured_are_refused() {
         assert!(stderr.contains(want), "{args:?}: {stderr}");
     }
     assert!(!s.db().exists(), "nothing is written");
+}
+
+/// Each round: number, replies, why the rounds stopped there.
+type RoundRow = (i64, i64, Option<String>);
+
+/// The stored replies and rounds of batch 1 of a store whose queue a lane
+/// drained: the lane runs in the scratch folder with its own output.
+fn drain_queue(s: &Scratch) -> (Vec<ReplyRow>, Vec<RoundRow>) {
+    let out = s.join("lane-out");
+    let out = out.display().to_string();
+    let ran = run(s, &["lane", "--lane", "a", "--until-empty", "--out", &out]);
+    assert!(
+        ran.status.success(),
+        "lane: {}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let items = s.json(&["queue", "--json"]);
+    assert_eq!(items[0]["state"], "done", "{items}");
+    let shown = s.json(&["show", "1", "--json"]);
+    assert_eq!(shown["status"], "finished", "{shown}");
+    assert_eq!(shown["lane"], "a", "{shown}");
+    (replies(s, 1), rounds(s, 1))
+}
+
+/// The queued item's JSON, as the store keeps it.
+fn queued_item(s: &Scratch) -> Value {
+    let text: String = s.sql(async |pool| {
+        sqlx::query_scalar("SELECT item FROM work_items WHERE id = 1")
+            .fetch_one(pool)
+            .await
+            .unwrap()
+    });
+    serde_json::from_str(&text).unwrap()
+}
+
+/// A queued `run --rounds` carries its repair, resolved where it was
+/// queued, to the lane, which runs it as `run` would have here: the same
+/// replies, rounds and parents as the direct run's. An item queued
+/// without repair settings (as an older assay wrote one) still runs, under
+/// the spec's own `[repair]`, as it always did.
+#[test]
+fn a_queued_repair_run_is_run_by_a_lane_as_it_runs_here() {
+    let args = |task: &str, pools: &str| -> Vec<String> {
+        [
+            "run", task, "-n", "2", "--pools", pools, "--pool", "fixer", "--rounds", "1",
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    };
+    let direct = {
+        let gw = Gateway::start_on_thread(Config::new().model("fixer", scripted())).unwrap();
+        let s = Scratch::new();
+        let task = tiny_with_visible(&s).display().to_string();
+        let pools = pools_file(&s, &gw, "fixer").display().to_string();
+        let mut args = args(&task, &pools);
+        args.push("--json".into());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let summary = run_json(&s, &args);
+        assert_eq!(summary["batch_id"], 1);
+        (replies(&s, 1), rounds(&s, 1))
+    };
+    assert_eq!(direct.1.len(), 2, "{direct:?}");
+    assert_eq!(direct.0[2].2, Some(1), "round 1 repairs: {direct:?}");
+
+    let gw = Gateway::start_on_thread(Config::new().model("fixer", scripted())).unwrap();
+    let s = Scratch::new();
+    let task = tiny_with_visible(&s).display().to_string();
+    let pools = pools_file(&s, &gw, "fixer").display().to_string();
+    let mut queue = args(&task, &pools);
+    queue.extend(["--queue", "--json"].map(str::to_owned));
+    let queue: Vec<&str> = queue.iter().map(String::as_str).collect();
+    assert_eq!(run_json(&s, &queue)["work_item"], 1);
+    assert_eq!(
+        queued_item(&s)["repair"],
+        serde_json::json!({"rounds": 1, "pools": [], "max_tokens": null})
+    );
+    let listed = s.assay_ok(&["queue"]);
+    assert!(listed.contains("-n 2 --rounds 1"), "{listed}");
+    assert_eq!(drain_queue(&s), direct);
+
+    // As an older assay queued it: no repair key. Its spec asks for the
+    // round itself, so the lane's run repairs as the direct run did.
+    let gw = Gateway::start_on_thread(Config::new().model("fixer", scripted())).unwrap();
+    let s = Scratch::new();
+    let task = tiny_with_visible(&s);
+    let spec = task.join("spec.toml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, format!("{text}rounds = 1\n")).unwrap();
+    let (task, pools) = (
+        task.display().to_string(),
+        pools_file(&s, &gw, "fixer").display().to_string(),
+    );
+    let queued = run(
+        &s,
+        &[
+            "run", &task, "-n", "2", "--pools", &pools, "--pool", "fixer", "--queue",
+        ],
+    );
+    assert!(queued.status.success(), "{queued:?}");
+    // Resolved from the spec where it was queued...
+    assert_eq!(queued_item(&s)["repair"]["rounds"], 1);
+    // ... and taken out again, as an item queued before repair was carried.
+    s.sql(async |pool| {
+        sqlx::query("UPDATE work_items SET item = json_remove(item, '$.repair') WHERE id = 1")
+            .execute(pool)
+            .await
+            .unwrap()
+    });
+    assert!(queued_item(&s).get("repair").is_none());
+    assert_eq!(drain_queue(&s), direct);
 }

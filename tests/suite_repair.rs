@@ -199,6 +199,32 @@ fn a_repair_round_lifts_pass_at_1_on_the_fixture_suite() {
         "{shown}"
     );
     assert!(shown.contains("rounds stopped: all_pass"), "{shown}");
+    // `suite export` says each completion's round and parent, after the
+    // columns it always had, in stored order (by problem, then index).
+    let lineage: Vec<(i64, Option<i64>)> = completions(&s)
+        .iter()
+        .map(|(_, _, round, parent, _)| (*round, *parent))
+        .collect();
+    let exported = s.json(&["suite", "export", "1", "--format", "json"]);
+    let rows = exported["completions"].as_array().unwrap();
+    let got: Vec<(i64, Option<i64>)> = rows
+        .iter()
+        .map(|r| (r["round"].as_i64().unwrap(), r["parent"].as_i64()))
+        .collect();
+    assert_eq!(got, lineage);
+    let csv = s.assay_ok(&["suite", "export", "1", "--format", "csv"]);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines[0].ends_with(",error_file,round,parent"), "{csv}");
+    let tail = |line: &str| {
+        let cells: Vec<&str> = line.rsplitn(3, ',').collect();
+        (cells[1].to_owned(), cells[0].to_owned())
+    };
+    let want: Vec<(String, String)> = lineage
+        .iter()
+        .map(|(r, p)| (r.to_string(), p.map_or(String::new(), |p| p.to_string())))
+        .collect();
+    let got: Vec<(String, String)> = lines[1..].iter().map(|l| tail(l)).collect();
+    assert_eq!(got, want, "{csv}");
 }
 
 /// `--feedback errors-only` sends no test text: no request body holds any

@@ -349,7 +349,7 @@ pub struct RunArgs {
     /// failing candidates with their compiler errors and failed visible
     /// cases, and draws their repairs (docs/repair.md) [default: the
     /// spec's [repair] rounds, else 0].
-    #[arg(long, value_name = "K", conflicts_with_all = ["resume", "queue"],
+    #[arg(long, value_name = "K", conflicts_with = "resume",
           value_parser = bounded(value_parser!(u64), bounds::check_rounds))]
     pub rounds: Option<u32>,
     /// Draw the repair rounds from this pool instead of the batch's own
@@ -357,12 +357,12 @@ pub struct RunArgs {
     #[arg(
         long = "repair-pool",
         value_name = "NAME[=SHARE]",
-        conflicts_with_all = ["resume", "queue"]
+        conflicts_with = "resume"
     )]
     pub repair_pool: Vec<assay::spec::PoolChoice>,
     /// Stop drawing once the batch's replies have spent this many output
     /// tokens (the servers' counts; a reply without usage counts 0).
-    #[arg(long, value_name = "TOKENS", conflicts_with_all = ["resume", "queue"],
+    #[arg(long, value_name = "TOKENS", conflicts_with = "resume",
           value_parser = bounded(value_parser!(u64), bounds::check_token_budget))]
     pub max_tokens: Option<u64>,
     /// Print the summary as one JSON object.

@@ -53,6 +53,18 @@ impl Plan {
     /// Builds the plan from the user's choices and the spec's. Reads the
     /// pools file and the keys' environment variables; sends nothing.
     /// Returns warnings to show (a pool without a sampling preset).
+    /// Whether a draw from `choices` (empty: the spec's `draw.pools`) is
+    /// the spec's replay corpus, as [`Plan::build`] decides it: without
+    /// reading the pools file or a key (a queued batch's lane has its own).
+    pub fn draws_replay(spec: &Spec, choices: &[PoolChoice]) -> bool {
+        let choices = if choices.is_empty() {
+            &spec.draw.pools[..]
+        } else {
+            choices
+        };
+        choices.is_empty() || choices.iter().any(|c| c.name == "replay")
+    }
+
     pub fn build(spec: &Spec, opts: &DrawOptions) -> Result<(Plan, Vec<String>), DrawError> {
         let (choices, what) = if opts.pools.is_empty() {
             (

@@ -59,6 +59,31 @@ pub struct ProbeRunRow {
     pub probed: usize,
 }
 
+impl ProbeRunRow {
+    /// What the run stored as figures and stats, for a repair round to add
+    /// its own to (`PhaseFigures::then`, `ProbeStats::absorb`): a figure
+    /// an older assay did not record counts as nothing.
+    pub fn so_far(&self) -> (crate::account::PhaseFigures, crate::probe::ProbeStats) {
+        let figures = crate::account::PhaseFigures {
+            phase: crate::account::Phase::Probe,
+            wall_s: self.wall_s.unwrap_or(0.0),
+            cpu_s: self.cpu_s.unwrap_or(0.0),
+            avg_busy: self.avg_busy.unwrap_or(0.0),
+            peak_busy: self.peak_busy.unwrap_or(0.0),
+        };
+        let stats = crate::probe::ProbeStats {
+            builds: self.builds.unwrap_or(0),
+            passes: self.passes.unwrap_or(0),
+            fallbacks: self.fallbacks.unwrap_or(0),
+            deps_fresh: self.deps_fresh.unwrap_or(0),
+            deps_rebuilt: self.deps_rebuilt.clone().unwrap_or_default(),
+            waves: self.waves.unwrap_or(0),
+            retries: self.retries.clone().unwrap_or_default(),
+        };
+        (figures, stats)
+    }
+}
+
 impl Store {
     pub async fn begin_probe_run(&self, batch: BatchId, mode: &str) -> Result<i64, StoreError> {
         let row = sqlx::query(

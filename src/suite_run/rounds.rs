@@ -147,8 +147,9 @@ impl RepairFlags {
         }
         if budgeted && shape.queue {
             return refuse(
-                "--rounds, --max-tokens: a queued suite's parts are run by lanes, which do \
-                 not repair; run it here",
+                "--rounds, --max-tokens: a suite's repair rounds and budget span all its \
+                 problems (one plan, one stop, one budget per round), which the parts that \
+                 lanes run apart cannot share; run it here, without --queue",
             );
         }
         if budgeted && !shape.live_draw {

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use assay::command_store::{self, reading};
-use assay::draw::DrawOptions;
 use assay::exit::UsageError;
 use assay::hint::{CommandLine, Reach};
 use assay::interrupt::{Interrupt, Interrupted, Stopped};
@@ -84,8 +83,24 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
     probe.waves.wait = args.wave_wait.unwrap_or(probe.waves.wait);
     probe.build_timeout = args.build_timeout.unwrap_or(probe.build_timeout);
     let draw = draw_options(args.draw.flags())?;
+    let flags = RepairFlags {
+        rounds: args.rounds,
+        pools: args.repair_pool,
+        max_tokens: args.max_tokens,
+    };
+    flags.check(&spec)?;
     if args.queue {
-        return queue_run(&args.db.db()?, args.json, &spec, n, probe, &draw).await;
+        repair_setup::check_queued(&spec, &draw, &flags)?;
+        let item = assay::work::BatchRun::resolved(
+            &spec,
+            n,
+            probe.mode,
+            probe.waves,
+            probe.build_timeout,
+            &draw,
+            &flags,
+        );
+        return queue_run(&args.db.db()?, args.json, item).await;
     }
     let resumed_out = resumed
         .as_ref()
@@ -106,11 +121,6 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
         eprintln!("warning: {w}");
     }
     plan.check_reachable().await?;
-    let flags = RepairFlags {
-        rounds: args.rounds,
-        pools: args.repair_pool,
-        max_tokens: args.max_tokens,
-    };
     let warn = |w: &str| eprintln!("warning: {w}");
     let repair =
         repair_setup::resolve(&cfg.spec, cfg.n, &plan, &draw, flags, resumed_repair, &warn).await?;
@@ -155,24 +165,11 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
 }
 
 /// `run --queue`: the run as resolved here (flags, their variables, the
-/// spec's defaults, the pools file found from here) becomes a queue item;
-/// the store, output and work folders are the lane's.
-async fn queue_run(
-    db: &Db,
-    json: bool,
-    spec: &assay::spec::Spec,
-    n: usize,
-    probe: pipeline::ProbeSettings,
-    draw: &DrawOptions,
-) -> Result<ExitCode> {
-    let item = assay::work::WorkItem::Batch(assay::work::BatchRun::resolved(
-        spec,
-        n,
-        probe.mode,
-        probe.waves,
-        probe.build_timeout,
-        draw,
-    ));
+/// spec's defaults, the pools file found from here, the repair rounds and
+/// budget) becomes a queue item; the store, output and work folders are
+/// the lane's.
+async fn queue_run(db: &Db, json: bool, batch: assay::work::BatchRun) -> Result<ExitCode> {
+    let item = assay::work::WorkItem::Batch(batch);
     let id = command_store::writing(db, async |store| {
         Ok(store.enqueue(item.kind(), &item.to_json()?).await?)
     })

@@ -9,11 +9,11 @@
 //! the binaries are used as they are.
 //!
 //! What the build reads: the toolchain (`rustc -vV`, `cargo -V`), the
-//! package's manifest and lock file, the harness's and the runner's
-//! manifests, and every source file rustc read for either binary (cargo's
-//! dep-info beside each, which lists the path dependencies' files and
-//! whatever `include_str!` pulled in). Registry dependencies are fixed by
-//! the lock file. A binary whose bytes are not the ones recorded (another
+//! code of assay's that runs cargo, the package's manifest and lock file,
+//! the harness's and the runner's manifests, and every source file rustc
+//! read for either binary (cargo's dep-info beside each, which lists the
+//! path dependencies' files and whatever `include_str!` pulled in).
+//! Registry dependencies are fixed by the lock file. A binary whose bytes are not the ones recorded (another
 //! build put something else under its name) is never used: the stamp is
 //! a shortcut past cargo's freshness check, never a way round a build.
 
@@ -29,6 +29,16 @@ const STAMP: &str = "score-build.stamp.json";
 
 /// Bumped whenever what a stamp covers changes meaning.
 const VERSION: &str = concat!("assay score stamp 1, assay ", env!("CARGO_PKG_VERSION"));
+
+/// The code that decides how nested cargo runs (its arguments, its
+/// environment, the manifests it reads): a build of assay that changes it
+/// may build other binaries from the same files, so its stamps are not
+/// this build's.
+const HOW_CARGO_RUNS: [&str; 3] = [
+    include_str!("../package/cargo.rs"),
+    include_str!("../package/env.rs"),
+    include_str!("../package/manifest.rs"),
+];
 
 /// The last build of the judge and the committed image.
 #[derive(Debug, Serialize, Deserialize)]
@@ -143,6 +153,9 @@ fn inputs(
         }
     };
     part("version", VERSION.as_bytes());
+    for code in HOW_CARGO_RUNS {
+        part("how cargo runs", code.as_bytes());
+    }
     part("rustc", toolchain.rustc.as_bytes());
     part("cargo", toolchain.cargo.as_bytes());
     part(

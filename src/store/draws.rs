@@ -1,6 +1,7 @@
 //! The `replies` and `draw_attempts` tables: every reply with its draw
 //! figures, and every HTTP attempt behind it.
 
+use super::real::Real;
 use super::{flag, BatchId, Store, StoreError};
 use crate::draw::{Drawn, ErrorText, Reply};
 
@@ -108,8 +109,8 @@ impl Store {
         .bind(&r.finish_reason)
         .bind(r.prompt_tokens.map(|t| t as i64))
         .bind(r.completion_tokens.map(|t| t as i64))
-        .bind(r.ttft_ms)
-        .bind(r.latency_ms)
+        .bind(Real(r.ttft_ms))
+        .bind(Real(r.latency_ms))
         .bind(crate::clock::utc_now())
         .execute(&self.pool)
         .await
@@ -159,13 +160,13 @@ impl Store {
         .bind(&r.finish_reason)
         .bind(r.prompt_tokens.map(|t| t as i64))
         .bind(r.completion_tokens.map(|t| t as i64))
-        .bind(r.ttft_ms)
-        .bind(r.latency_ms)
+        .bind(Real(r.ttft_ms))
+        .bind(Real(r.latency_ms))
         .bind(r.outcome.to_string())
         .bind(r.outcome.status().map(i64::from))
         .bind(r.error.as_ref().map(|e| e.message.as_str()))
         .bind(r.error.as_ref().and_then(|e| e.body.as_deref()))
-        .bind(r.ttft_reasoning_ms)
+        .bind(Real(r.ttft_reasoning_ms))
         .bind(r.chunks.map(|c| c as i64))
         .bind(i64::from(r.hit_cap))
         .bind(i64::from(r.cut_early))
@@ -221,8 +222,8 @@ impl Store {
         .bind(a.outcome.status().map(i64::from))
         .bind(a.error.as_ref().map(|e| e.message.as_str()))
         .bind(a.error.as_ref().and_then(|e| e.body.as_deref()))
-        .bind(a.retry_after_ms)
-        .bind(a.delay_ms)
+        .bind(Real(a.retry_after_ms))
+        .bind(Real(a.delay_ms))
         .execute(&mut **tx)
         .await
         .map_err(self.sql())?;

@@ -25,6 +25,7 @@ mod phases;
 mod pg_test;
 mod probe;
 mod queue;
+mod real;
 mod repair;
 mod scores;
 mod suite_rounds;
@@ -335,6 +336,7 @@ mod tests {
         resumes_are_numbered_and_remember_where_their_phases_begin,
         replies_read_back_as_drawn,
         draw_figures_and_attempts_round_trip,
+        a_missing_figure_then_a_present_one_are_both_stored,
         lanes_claiming_at_once_take_each_item_once,
         a_lease_that_ran_out_hands_the_item_on_and_disarms_the_old_claim,
         the_two_schemas_are_the_same,
@@ -1182,6 +1184,47 @@ mod tests {
         // Replies are not candidates: the candidate reader lists none.
         let cands = store.candidates(batch).await;
         assert!(cands.unwrap().is_empty(), "no candidates were recorded");
+    }
+
+    /// A statement PostgreSQL prepared for a reply without timings (NULL
+    /// floats) still stores the next reply's (`real`): sqlx's `Any` would
+    /// have declared them `real` and refused the 8-byte values.
+    async fn a_missing_figure_then_a_present_one_are_both_stored(store: Store) {
+        use crate::draw::{Attempt, Outcome};
+        let batch = store.begin_batch(&new_batch()).await.unwrap();
+        let drawn = |idx: usize, ms: Option<f64>| Drawn {
+            idx,
+            pool: "p".into(),
+            reply: Reply {
+                content: Some("x".into()),
+                ttft_ms: ms,
+                ttft_reasoning_ms: ms,
+                latency_ms: ms,
+                attempts: vec![Attempt {
+                    number: 1,
+                    started_ms: 0.0,
+                    duration_ms: 1.0,
+                    outcome: Outcome::Ok,
+                    error: None,
+                    retry_after_ms: ms,
+                    delay_ms: ms,
+                }],
+                ..Reply::default()
+            },
+        };
+        // As many without as the pool has connections, so each has its
+        // statements prepared by one, then as many with.
+        let want: Vec<Drawn> = (0..16)
+            .map(|idx| drawn(idx, (idx >= 8).then_some(7.25)))
+            .collect();
+        for d in &want {
+            store.record_draw(batch, d).await.unwrap();
+        }
+        assert_eq!(store.draw_replies(batch).await.unwrap(), want);
+        let attempts = store.draw_attempts(batch).await.unwrap();
+        let delays: Vec<Option<f64>> = attempts.iter().map(|a| a.2.delay_ms).collect();
+        let wanted: Vec<Option<f64>> = want.iter().map(|d| d.reply.ttft_ms).collect();
+        assert_eq!(delays, wanted);
     }
 
     async fn lanes_claiming_at_once_take_each_item_once(store: Store) {

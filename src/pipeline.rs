@@ -150,17 +150,16 @@ pub async fn run(
         store.attach_batch(item, batch).await?;
     }
     tracing::info!(batch, task = %cfg.spec.name, n = cfg.n, "batch started");
-    drive(
+    let rounds = run_rounds(
         cfg,
         &plan,
         store,
         progress,
-        interrupt,
         batch,
         ResumePlan::fresh(),
         checked.0,
-    )
-    .await
+    );
+    drive(store, interrupt, batch, rounds).await
 }
 
 /// Proof that the task was checked ([`check_task`]), with what the check
@@ -246,22 +245,17 @@ pub async fn resume(
     let mut stored = ResumePlan::load(store, batch).await?;
     stored.attempt = store.record_resume(batch, &stored.kept()).await?;
     tracing::info!(batch, attempt = stored.attempt, kept = ?stored.kept(), "batch resumed");
-    drive(
-        cfg, &plan, store, progress, interrupt, batch, stored, checked.0,
-    )
-    .await
+    let rounds = run_rounds(cfg, &plan, store, progress, batch, stored, checked.0);
+    drive(store, interrupt, batch, rounds).await
 }
 
-/// Runs the stages of an owned batch, and records how it ended.
+/// Runs the stages of an owned batch (`rounds`) until they end or a
+/// signal comes, and records how it ended.
 async fn drive(
-    cfg: &RunConfig,
-    plan: &Plan,
     store: &Store,
-    progress: &Progress,
     interrupt: &Interrupt,
     batch: BatchId,
-    stored: ResumePlan,
-    prepared: PhaseFigures,
+    rounds: impl std::future::Future<Output = Result<()>>,
 ) -> Result<BatchId> {
     // Dropping the batch's future cancels everything it has outstanding: the
     // draw task is aborted, cargo and scoring children are killed on drop.
@@ -271,7 +265,7 @@ async fn drive(
         // A batch that has just finished is finished, whatever came in
         // at the same moment.
         biased;
-        done = run_rounds(cfg, plan, store, progress, batch, stored, prepared) => Ok(done),
+        done = rounds => Ok(done),
         signal = interrupt.fired() => Err(signal),
     };
     match ended {
@@ -567,19 +561,15 @@ async fn run_batch(
     // A batch always has its own probe run (with its waves' figures); a
     // resume that probed nothing new leaves the stored one as it is.
     if !probed.is_empty() || stored.probe_run.is_none() {
-        store_probe(
-            store,
-            batch,
-            cfg.probe.mode,
-            probed.clone(),
-            &errors_dir,
-            &figures,
-            &stats,
-            toolchain.as_ref(),
-            stored.probe_run,
-            round.number() > 0,
-        )
-        .await?;
+        let done = ProbeDone {
+            mode: cfg.probe.mode,
+            figures: &figures,
+            stats: &stats,
+            toolchain: toolchain.as_ref(),
+            run: stored.probe_run,
+            adds: round.number() > 0,
+        };
+        store_probe(store, batch, probed.clone(), &errors_dir, done).await?;
     }
     record(store, batch, figures).await?;
 
@@ -973,23 +963,38 @@ async fn settle_probe(
         .collect())
 }
 
+/// What a batch's probe did, for [`store_probe`].
+struct ProbeDone<'a> {
+    mode: ProbeMode,
+    figures: &'a PhaseFigures,
+    stats: &'a ProbeStats,
+    toolchain: Option<&'a probe::Toolchain>,
+    /// The batch's probe run, when an earlier attempt or round began it.
+    run: Option<i64>,
+    /// Whether this probe's figures add to that run's (a repair round's)
+    /// rather than stand for it (a resume's).
+    adds: bool,
+}
+
 /// Writes each failing candidate's diagnostics to its error file and stores
 /// the run. A repair round (`adds`) adds its figures and stats to the
 /// batch's run, which then holds every round's sum (`show` names the
 /// rounds); a resume of the first draw replaces them, as it always did.
-#[allow(clippy::too_many_arguments)]
 async fn store_probe(
     store: &Store,
     batch: BatchId,
-    mode: ProbeMode,
     probed: Vec<Probed>,
     errors_dir: &Path,
-    figures: &PhaseFigures,
-    stats: &ProbeStats,
-    toolchain: Option<&probe::Toolchain>,
-    resumed_run: Option<i64>,
-    adds: bool,
+    done: ProbeDone<'_>,
 ) -> Result<()> {
+    let ProbeDone {
+        mode,
+        figures,
+        stats,
+        toolchain,
+        run: resumed_run,
+        adds,
+    } = done;
     // A resume adds its verdicts to the batch's own run, which is where the
     // report reads them.
     let run = match resumed_run {

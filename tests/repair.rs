@@ -176,10 +176,33 @@ fn a_repair_round_fixes_what_round_0_broke_and_stops_at_the_first_pass() {
     assert!(run["waves"].as_u64().unwrap() >= 2, "{run}");
     assert!(run["builds"].as_u64().unwrap() >= 2, "{run}");
     assert_eq!(run["probed"], 4, "{run}");
+    // The export's rows carry each reply's round and parent.
+    let exported = s.json(&["export", &batch.to_string(), "--format", "json"]);
+    let lineage: Vec<(Value, Value)> = exported["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["round"].clone(), r["parent"].clone()))
+        .collect();
+    let null = Value::Null;
+    assert_eq!(
+        lineage,
+        [
+            (0.into(), null.clone()),
+            (0.into(), null),
+            (1.into(), 1.into()),
+            (1.into(), 0.into())
+        ]
+    );
     // Resampling as many replies draws broken code only: at equal output
     // tokens the repair run is ahead.
     let resample = run_fixer(&s, &task, &pools, &["-n", "4"]);
     let other = resample["batch_id"].as_i64().unwrap().to_string();
+    let exported = s.json(&["export", &other, "--format", "json"]);
+    assert!(
+        exported["rows"][0]["round"].is_null(),
+        "no rounds: {exported}"
+    );
     let compared = s.json(&["compare", &batch.to_string(), &other, "--json"]);
     let runs = &compared["budget"]["runs"];
     assert_eq!(runs[0]["kind"], "repair, 1 round");
@@ -405,7 +428,7 @@ type RoundRow = (i64, i64, Option<String>);
 fn drain_queue(s: &Scratch) -> (Vec<ReplyRow>, Vec<RoundRow>) {
     let out = s.join("lane-out");
     let out = out.display().to_string();
-    let ran = run(s, &["lane", "--lane", "a", "--until-empty", "--out", &out]);
+    let ran = s.assay(&["lane", "--lane", "a", "--until-empty", "--out", &out]);
     assert!(
         ran.status.success(),
         "lane: {}",
@@ -437,36 +460,32 @@ fn queued_item(s: &Scratch) -> Value {
 /// the spec's own `[repair]`, as it always did.
 #[test]
 fn a_queued_repair_run_is_run_by_a_lane_as_it_runs_here() {
-    let args = |task: &str, pools: &str| -> Vec<String> {
-        [
-            "run", task, "-n", "2", "--pools", pools, "--pool", "fixer", "--rounds", "1",
-        ]
-        .map(str::to_owned)
-        .to_vec()
-    };
     let direct = {
-        let gw = Gateway::start_on_thread(Config::new().model("fixer", scripted())).unwrap();
+        let gw = serve(scripted());
         let s = Scratch::new();
-        let task = tiny_with_visible(&s).display().to_string();
-        let pools = pools_file(&s, &gw, "fixer").display().to_string();
-        let mut args = args(&task, &pools);
-        args.push("--json".into());
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let summary = run_json(&s, &args);
+        let task = tiny_with_visible(&s);
+        let summary = run_fixer(
+            &s,
+            &task,
+            &pools_file(&s, &gw),
+            &["-n", "2", "--rounds", "1"],
+        );
         assert_eq!(summary["batch_id"], 1);
         (replies(&s, 1), rounds(&s, 1))
     };
     assert_eq!(direct.1.len(), 2, "{direct:?}");
     assert_eq!(direct.0[2].2, Some(1), "round 1 repairs: {direct:?}");
 
-    let gw = Gateway::start_on_thread(Config::new().model("fixer", scripted())).unwrap();
+    let gw = serve(scripted());
     let s = Scratch::new();
-    let task = tiny_with_visible(&s).display().to_string();
-    let pools = pools_file(&s, &gw, "fixer").display().to_string();
-    let mut queue = args(&task, &pools);
-    queue.extend(["--queue", "--json"].map(str::to_owned));
-    let queue: Vec<&str> = queue.iter().map(String::as_str).collect();
-    assert_eq!(run_json(&s, &queue)["work_item"], 1);
+    let task = tiny_with_visible(&s);
+    let queued = run_fixer(
+        &s,
+        &task,
+        &pools_file(&s, &gw),
+        &["-n", "2", "--rounds", "1", "--queue"],
+    );
+    assert_eq!(queued["work_item"], 1);
     assert_eq!(
         queued_item(&s)["repair"],
         serde_json::json!({"rounds": 1, "pools": [], "max_tokens": null})
@@ -477,23 +496,13 @@ fn a_queued_repair_run_is_run_by_a_lane_as_it_runs_here() {
 
     // As an older assay queued it: no repair key. Its spec asks for the
     // round itself, so the lane's run repairs as the direct run did.
-    let gw = Gateway::start_on_thread(Config::new().model("fixer", scripted())).unwrap();
+    let gw = serve(scripted());
     let s = Scratch::new();
     let task = tiny_with_visible(&s);
     let spec = task.join("spec.toml");
     let text = std::fs::read_to_string(&spec).unwrap();
     std::fs::write(&spec, format!("{text}rounds = 1\n")).unwrap();
-    let (task, pools) = (
-        task.display().to_string(),
-        pools_file(&s, &gw, "fixer").display().to_string(),
-    );
-    let queued = run(
-        &s,
-        &[
-            "run", &task, "-n", "2", "--pools", &pools, "--pool", "fixer", "--queue",
-        ],
-    );
-    assert!(queued.status.success(), "{queued:?}");
+    run_fixer(&s, &task, &pools_file(&s, &gw), &["-n", "2", "--queue"]);
     // Resolved from the spec where it was queued...
     assert_eq!(queued_item(&s)["repair"]["rounds"], 1);
     // ... and taken out again, as an item queued before repair was carried.

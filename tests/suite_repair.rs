@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use assay_gateway::{Dialect, Model};
 use serde_json::Value;
@@ -61,7 +61,7 @@ fn assert_lines(problems: &PathBuf) -> Vec<String> {
         .collect()
 }
 
-fn arg(p: &PathBuf) -> String {
+fn arg(p: &Path) -> String {
     p.display().to_string()
 }
 

@@ -427,6 +427,10 @@ pub struct LaneArgs {
 }
 
 #[derive(Subcommand)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; clap builds it by value"
+)]
 pub enum SuiteCommand {
     /// Run a problem set's completions: build the programs as modules of
     /// shared images (--build), run each in its own sandboxed process, store

@@ -12,7 +12,7 @@ use crate::compare::PoolFigures;
 use crate::draw::Drawn;
 use crate::extract::Extraction;
 use crate::report::Summary;
-use crate::store::CandidateRow;
+use crate::store::{CandidateRow, Lineage};
 
 /// The export formats (`export --format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::EnumString, clap::ValueEnum)]
@@ -71,6 +71,12 @@ pub struct Row {
     pub admission: Option<String>,
     /// Rank among the admitted, 1 the best.
     pub rank: Option<usize>,
+    /// The repair round the reply was drawn in (0: the first draw); empty
+    /// for a batch without repair rounds. Last, so that the columns before
+    /// keep their places.
+    pub round: Option<u32>,
+    /// The candidate it repairs; empty in round 0.
+    pub parent: Option<usize>,
 }
 
 /// A row with the texts, for JSON.
@@ -92,14 +98,20 @@ pub struct Export {
     pub rows: Vec<FullRow>,
 }
 
-/// Joins replies and candidates by index. A reply without a candidate row
-/// (a batch stopped after the draw) keeps empty verdicts.
-pub fn rows(replies: &[Drawn], candidates: &[CandidateRow]) -> Vec<FullRow> {
+/// Joins replies, candidates and, for a batch with repair rounds, each
+/// reply's round and parent (`lineage`) by index. A reply without a
+/// candidate row (a batch stopped after the draw) keeps empty verdicts.
+pub fn rows(
+    replies: &[Drawn],
+    candidates: &[CandidateRow],
+    lineage: Option<&[Lineage]>,
+) -> Vec<FullRow> {
     replies
         .iter()
         .map(|d| {
             let r = &d.reply;
             let c = candidates.iter().find(|c| c.idx == d.idx);
+            let line = lineage.and_then(|l| l.iter().find(|l| l.idx == d.idx));
             let score = c.and_then(|c| c.score.as_ref());
             FullRow {
                 row: Row {
@@ -134,6 +146,8 @@ pub fn rows(replies: &[Drawn], candidates: &[CandidateRow]) -> Vec<FullRow> {
                     admitted: c.is_some_and(|c| c.admitted),
                     admission: c.and_then(|c| c.admission.clone()),
                     rank: c.and_then(|c| c.rank),
+                    round: line.map(|l| l.round),
+                    parent: line.and_then(|l| l.parent),
                 },
                 content: r.content.clone(),
                 reasoning: r.reasoning.clone(),
@@ -199,7 +213,7 @@ mod tests {
             rank: None,
             admission: None,
         }];
-        let rows = rows(&[reply(0, Some(7)), reply(1, None)], &candidates);
+        let rows = rows(&[reply(0, Some(7)), reply(1, None)], &candidates, None);
         let text = csv(&rows).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
@@ -207,19 +221,43 @@ mod tests {
             "candidate_id,pool,model,outcome,error_message,finish_reason,hit_cap,prompt_tokens,\
              completion_tokens,chunks,ttft_ms,latency_ms,extract,extract_detail,fingerprint,dup_of,\
              alpha_fingerprint,exact_dup_of,alpha_dup_of,probe,error_file,score,\
-             passed,total,score_wall_ms,admitted,admission,rank"
+             passed,total,score_wall_ms,admitted,admission,rank,round,parent"
         );
         assert_eq!(
             lines[1],
-            "0,p,\"m, with a comma\",ok,,stop,false,,7,,12.5,,unparsable,line 1: x,,,,,,,,,,,,false,,"
+            "0,p,\"m, with a comma\",ok,,stop,false,,7,,12.5,,unparsable,line 1: x,,,,,,,,,,,,false,,,,"
         );
         // A reply that never got a candidate row keeps every verdict empty.
         assert_eq!(
             lines[2],
-            "1,p,\"m, with a comma\",ok,,stop,false,,,,12.5,,,,,,,,,,,,,,,false,,"
+            "1,p,\"m, with a comma\",ok,,stop,false,,,,12.5,,,,,,,,,,,,,,,false,,,,"
         );
         assert_eq!(lines.len(), 3);
         assert_eq!(rows[0].content.as_deref(), Some("text\n\"quoted\""));
+    }
+
+    #[test]
+    fn a_repaired_batch_s_rows_end_with_round_and_parent() {
+        let lineage = [
+            Lineage {
+                idx: 0,
+                round: 0,
+                parent: None,
+            },
+            Lineage {
+                idx: 1,
+                round: 1,
+                parent: Some(0),
+            },
+        ];
+        let rows = rows(&[reply(0, None), reply(1, None)], &[], Some(&lineage));
+        let text = csv(&rows).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].ends_with(",rank,round,parent"), "{}", lines[0]);
+        assert!(lines[1].ends_with(",false,,,0,"), "{}", lines[1]);
+        assert!(lines[2].ends_with(",false,,,1,0"), "{}", lines[2]);
+        let json = serde_json::to_value(&rows[1]).unwrap();
+        assert_eq!((&json["round"], &json["parent"]), (&1.into(), &0.into()));
     }
 
     #[test]

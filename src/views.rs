@@ -245,7 +245,12 @@ pub fn batches_json(batches: &[crate::store::BatchRow]) -> serde_json::Value {
 pub async fn export(store: &Store, batch: BatchId, format: Format) -> Result<String> {
     let replies = store.draw_replies(batch).await?;
     let candidates = store.candidates(batch).await?;
-    let rows = export::rows(&replies, &candidates);
+    // Rounds and parents only for a batch that repairs, as `suite export`.
+    let lineage = match store.repair_settings(batch).await? {
+        Some(_) => Some(store.lineage(batch).await?),
+        None => None,
+    };
+    let rows = export::rows(&replies, &candidates, lineage.as_deref());
     match format {
         Format::Csv => export::csv(&rows),
         Format::Json => {

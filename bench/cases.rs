@@ -27,7 +27,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use assay::package::{ModuleKey, Package};
+use assay::build::package::{ModuleKey, Package};
 use assay::sandbox::Sandbox;
 use assay::score::{self, Oracle, RunLimits, ScoreVerdict};
 use assay::spec::Isolation;

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use assay::draw::http::HttpPool;
 use assay::draw::pools::PoolConfig;
 use assay::draw::{DrawEvent, EarlyStop, Plan};
-use assay::progress::Progress;
 use assay::store::{NewBatch, Store};
+use assay::support::progress::Progress;
 
 pub fn pool(name: &str, base_url: &str, model: &str, in_flight: usize) -> HttpPool {
     let cfg: PoolConfig = toml::from_str(&format!(

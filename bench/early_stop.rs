@@ -15,8 +15,8 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use assay::extract::Watch;
-use assay::markdown;
+use assay::text::extract::Watch;
+use assay::text::markdown;
 
 /// How long each measurement runs, at least.
 const MEASURE: Duration = Duration::from_secs(1);

@@ -29,8 +29,8 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use assay::dedup;
-use assay::extract::{extract, Extraction};
+use assay::text::dedup;
+use assay::text::extract::{extract, Extraction};
 use syn::spanned::Spanned;
 
 /// How long each measurement runs.

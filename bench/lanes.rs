@@ -27,8 +27,8 @@ mod pg;
 
 use std::time::{Duration, Instant};
 
-use assay::owner::Owner;
 use assay::store::{Db, Store, WorkKind};
+use assay::support::owner::Owner;
 
 struct Figures {
     lanes: usize,

@@ -31,9 +31,9 @@
 use std::path::Path;
 use std::time::Instant;
 
-use assay::account::process_cpu_seconds;
-use assay::package::{Package, Profile};
-use assay::probe::{self, ProbeMode, ProbeOutcome, ProbeVerdict};
+use assay::build::package::{Package, Profile};
+use assay::build::probe::{self, ProbeMode, ProbeOutcome, ProbeVerdict};
+use assay::support::account::process_cpu_seconds;
 
 fn main() {
     let ns: Vec<usize> = env_list("ASSAY_BENCH_NS", "32,200,1000");
@@ -52,7 +52,7 @@ fn main() {
         // Each shared build's size, pass, wall and outcome, to see where a
         // mode's time goes (`ASSAY_BENCH_LOG=1`).
         tracing_subscriber::fmt()
-            .with_env_filter("assay::exec=debug")
+            .with_env_filter("assay::build::exec=debug")
             .with_writer(std::io::stderr)
             .init();
     }

@@ -27,8 +27,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use assay::account::{Phase, PhaseFigures};
 use assay::store::Store;
+use assay::support::account::{Phase, PhaseFigures};
 use assay_gateway::{Config, Dialect, Gateway, Model, Recorded};
 use serde_json::Value;
 
@@ -174,7 +174,7 @@ fn main() {
                 figures["unique"],
             );
         }
-        let at = |s: &str| assay::clock::parse_utc(s).expect("a stored timestamp");
+        let at = |s: &str| assay::support::clock::parse_utc(s).expect("a stored timestamp");
         let between =
             at(&rounds[1].started_at) - at(&rounds[0].started_at) - rounds[0].wall_s.unwrap();
         let persist = phases

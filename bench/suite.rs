@@ -10,7 +10,7 @@
 //! the same MultiPL-E status for every completion.
 //!
 //! `cargo bench --bench suite -- [--sizes 300,1000] [--seed 1] [--no-assay]`;
-//! `ASSAY_BENCH_LOG=assay::exec=debug` (a `RUST_LOG` filter) prints assay's
+//! `ASSAY_BENCH_LOG=assay::build::exec=debug` (a `RUST_LOG` filter) prints assay's
 //! log, each shared build's size and wall among it.
 
 #[path = "multiple_ref.rs"]

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use assay::account::{Phase, PhaseGuard};
+use assay::support::account::{Phase, PhaseGuard};
 
 fn spin(for_: Duration) {
     let until = Instant::now() + for_;

@@ -3,7 +3,7 @@
 //! process left alone; two processes on one database.
 //!
 //! The process is held at a named point with the test-only
-//! `ASSAY_TEST_POINT=pause@NAME#K` (see src/testpoint.rs) and killed from
+//! `ASSAY_TEST_POINT=pause@NAME#K` (see src/support/testpoint.rs) and killed from
 //! here. Each resumed batch must hold every reply exactly once, every
 //! candidate its verdicts and score, pass `PRAGMA integrity_check`, and
 //! come to exactly what an uninterrupted run of the same corpus comes to.

@@ -563,7 +563,7 @@ fn a_second_database_builds_nothing_again() {
     // The toolchain's folder of this cache is the tests' warm work
     // directory, so the first batch here is not a cold build either: what
     // is checked is where each database's batch builds.
-    let key = assay::work_dir::toolchain_key(&cache).unwrap();
+    let key = assay::build::work_dir::toolchain_key(&cache).unwrap();
     let work = cache.join("assay/work").join(&key);
     std::fs::create_dir_all(work.parent().unwrap()).unwrap();
     std::fs::create_dir_all(common::shared_work_dir()).unwrap();
@@ -596,7 +596,7 @@ fn a_second_database_builds_nothing_again() {
 
     // While a batch works there, its assay holds a shared lock on it, as
     // the kernel records it.
-    let lock = std::fs::metadata(work.join(assay::work_dir::LOCK_FILE)).unwrap();
+    let lock = std::fs::metadata(work.join(assay::build::work_dir::LOCK_FILE)).unwrap();
     let mut cmd = scratch.command(&["run", &task, "--db", "c.db"]);
     cmd.env_remove("ASSAY_WORK_DIR")
         .env("XDG_CACHE_HOME", &cache);

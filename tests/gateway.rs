@@ -13,8 +13,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use assay::draw::{DrawEvent, Outcome, Plan};
-use assay::progress::Progress;
 use assay::spec::SplitMode;
+use assay::support::progress::Progress;
 use assay_gateway::{Config, Dialect, Fault, Gateway, Model, Reasoning, Recorded, Served};
 use serde_json::Value;
 

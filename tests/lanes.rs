@@ -597,7 +597,7 @@ fn issue_25_settings_given_by_environment_reach_the_lane_s_run() {
     assert!(variables.len() >= 7, "{variables:?}");
     for name in &variables {
         assert!(
-            assay::work::FLAG_VARIABLES.contains(&name.as_str()),
+            assay::queue::item::FLAG_VARIABLES.contains(&name.as_str()),
             "{name} is read by a flag but a lane would pass its own to its runs"
         );
     }

@@ -17,8 +17,8 @@ mod llama;
 use std::path::Path;
 
 use assay::draw::{DrawEvent, Drawn, Outcome, Plan};
-use assay::progress::Progress;
 use assay::spec::SplitMode;
+use assay::support::progress::Progress;
 use assay_gateway::{Exchange, Recorder};
 use common::{repo, Scratch};
 use llama::{LlamaServer, Options};

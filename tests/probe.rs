@@ -173,7 +173,7 @@ async fn replay_of_both_bundled_batches_is_identical_in_all_modes() {
         );
         // Serial builds each candidate once, plus once more for each build
         // that failed for a reason that can be transient (a killed rustc on
-        // a loaded machine; src/probe/mod.rs retries those by design).
+        // a loaded machine; src/build/probe/mod.rs retries those by design).
         let serial = |field: &str| runs[1][field].as_u64().unwrap();
         assert_eq!(
             serial("builds"),

@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use clap::{value_parser, Args, Parser, Subcommand};
 
-use assay::exit::UsageError;
-use assay::hint::Reach;
-use assay::outputs::{Outputs, WorkDir};
-use assay::probe::ProbeMode;
+use assay::build::probe::ProbeMode;
+use assay::engine::exit::UsageError;
+use assay::engine::outputs::{Outputs, WorkDir};
 use assay::spec::{bounds, WavePolicy};
 use assay::store::{BatchId, Db, SuiteId};
+use assay::support::hint::Reach;
 
 use crate::values::{bounded, named, parsed, Refusal};
 
@@ -95,8 +95,8 @@ pub enum Command {
         #[command(flatten)]
         db: DbArg,
         /// What to write.
-        #[arg(long, default_value = "json", value_parser = named::<assay::export::Format>(Refusal::Clap))]
-        format: assay::export::Format,
+        #[arg(long, default_value = "json", value_parser = named::<assay::report::export::Format>(Refusal::Clap))]
+        format: assay::report::export::Format,
     },
     /// Probe a stored batch again in one or more modes; exit 1 when any
     /// verdict differs between modes, runs or from the stored one.
@@ -184,7 +184,7 @@ pub struct LadderArgs {
     #[arg(long = "pool", value_name = "NAME")]
     pub pool: assay::spec::PoolChoice,
     /// Concurrency levels; at each level L, L requests are sent at once.
-    #[arg(long, default_value = "1,2,4,8,16,32", value_parser = assay::ladder::parse_levels)]
+    #[arg(long, default_value = "1,2,4,8,16,32", value_parser = assay::report::ladder::parse_levels)]
     pub levels: std::vec::Vec<usize>,
     #[command(flatten)]
     pub sweep: SweepArgs,
@@ -480,8 +480,8 @@ pub enum SuiteCommand {
         db: DbArg,
         /// What to write (json: texts and programs included; csv: figures
         /// and statuses).
-        #[arg(long, default_value = "json", value_parser = named::<assay::export::Format>(Refusal::Clap))]
-        format: assay::export::Format,
+        #[arg(long, default_value = "json", value_parser = named::<assay::report::export::Format>(Refusal::Clap))]
+        format: assay::report::export::Format,
     },
     /// List stored suites.
     List {
@@ -538,12 +538,12 @@ pub struct SuiteRunArgs {
     pub build_timeout: Option<Duration>,
     /// How each wave's programs are built.
     #[arg(long, value_name = "shared|isolated", default_value = "shared",
-          value_parser = named::<assay::exec::BuildMode>(Refusal::Clap))]
-    pub build: assay::exec::BuildMode,
+          value_parser = named::<assay::build::exec::BuildMode>(Refusal::Clap))]
+    pub build: assay::build::exec::BuildMode,
     /// Which cases of a program run alone after its whole `main`.
     #[arg(long, value_name = "failed|all", default_value = "failed",
-          value_parser = named::<assay::suite_run::CaseRuns>(Refusal::Clap))]
-    pub cases: assay::suite_run::CaseRuns,
+          value_parser = named::<assay::suite::CaseRuns>(Refusal::Clap))]
+    pub cases: assay::suite::CaseRuns,
     /// Store the suite and queue it in parts for lanes (`assay lane`) to
     /// run (and, with --pool, to draw), instead of running it here.
     #[arg(long, conflicts_with = "resume")]
@@ -583,8 +583,8 @@ pub struct SuiteRunArgs {
 impl SuiteRunArgs {
     /// What the run's flags ask for, as the repair flags are checked
     /// against it.
-    pub fn run_shape(&self) -> assay::suite_run::RunShape {
-        assay::suite_run::RunShape {
+    pub fn run_shape(&self) -> assay::engine::suite::RunShape {
+        assay::engine::suite::RunShape {
             live_draw: !self.draw.pool.is_empty(),
             completions: self.completions.is_some(),
             queue: self.queue,
@@ -593,8 +593,8 @@ impl SuiteRunArgs {
     }
 
     /// The repair flags, checked and resolved by the library.
-    pub fn repair_flags(&self) -> assay::suite_run::RepairFlags {
-        assay::suite_run::RepairFlags {
+    pub fn repair_flags(&self) -> assay::engine::suite::RepairFlags {
+        assay::engine::suite::RepairFlags {
             rounds: self.rounds,
             feedback: self.feedback,
             pools: self.repair_pool.clone(),

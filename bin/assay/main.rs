@@ -1,5 +1,5 @@
 //! The `assay` command: parses flags, calls the library and maps the
-//! outcome to an exit code (`assay::exit::ExitClass`: 0 ok, 1 failed, 2 bad
+//! outcome to an exit code (`assay::engine::exit::ExitClass`: 0 ok, 1 failed, 2 bad
 //! input, 3 the store went away, 130 stopped). `args` holds the flags,
 //! `cmd` one file per command.
 
@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use assay::exit::ExitClass;
+use assay::engine::exit::ExitClass;
 
 mod args;
 mod cmd;

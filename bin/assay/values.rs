@@ -116,7 +116,7 @@ fn one_line(arg: Option<&Arg>, why: &str) -> clap::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use assay::probe::ProbeMode;
+    use assay::build::probe::ProbeMode;
     use assay::spec::{bounds, SplitMode};
 
     fn refusal(arg: Arg, given: &[&str]) -> clap::Error {

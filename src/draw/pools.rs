@@ -119,14 +119,15 @@ impl PoolsFile {
     /// Reads and checks a pools file. Errors name the file, the line where
     /// the parser knows it, and the pool and field.
     pub fn load(path: &Path) -> Result<PoolsFile, DrawError> {
-        let text = crate::input::read_to_string(path).map_err(|source| DrawError::Read {
-            file: path.to_path_buf(),
-            source,
-        })?;
+        let text =
+            crate::support::input::read_to_string(path).map_err(|source| DrawError::Read {
+                file: path.to_path_buf(),
+                source,
+            })?;
         let raw: RawFile = toml::from_str(&text).map_err(|e| DrawError::BadLine {
             file: path.to_path_buf(),
             line: e.span().map_or(0, |s| crate::spec::line_of(&text, s.start)),
-            message: crate::input::one_line(e.message()),
+            message: crate::support::input::one_line(e.message()),
         })?;
         let bad = |pool: &str, field: &str, message: &str| DrawError::BadPool {
             file: path.to_path_buf(),

@@ -19,10 +19,11 @@ pub struct ReplayPool {
 impl ReplayPool {
     /// Reads and checks a whole corpus; a bad line is an error naming it.
     pub fn open(name: &str, path: &Path) -> Result<ReplayPool, DrawError> {
-        let text = crate::input::read_to_string(path).map_err(|source| DrawError::Read {
-            file: path.to_path_buf(),
-            source,
-        })?;
+        let text =
+            crate::support::input::read_to_string(path).map_err(|source| DrawError::Read {
+                file: path.to_path_buf(),
+                source,
+            })?;
         let mut replies = Vec::new();
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {

@@ -21,7 +21,7 @@ use tokio::task::JoinSet;
 
 use super::http::HttpPool;
 use super::{Attempt, DrawError, DrawEvent, Drawn, ErrorText, Outcome, Plan, Pool, Reply, Split};
-use crate::progress::{PoolBar, Progress};
+use crate::support::progress::{PoolBar, Progress};
 
 /// Whether a pool was stopped, and why.
 #[derive(Default)]

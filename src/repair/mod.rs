@@ -28,8 +28,10 @@ mod budget;
 mod chart;
 mod feedback;
 mod parents;
+pub mod planner;
 mod prompt;
 mod rounds;
+pub mod setup;
 mod suite;
 mod suite_rounds;
 

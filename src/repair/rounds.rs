@@ -7,10 +7,10 @@ use std::fmt;
 use serde::Serialize;
 
 use super::{Attempt, AttemptState};
-use crate::extract::Extraction;
-use crate::probe::ProbeVerdict;
+use crate::build::probe::ProbeVerdict;
 use crate::score::ScoreVerdict;
 use crate::store::{CandidateRow, Lineage, RoundRow};
+use crate::text::extract::Extraction;
 
 /// The batch's candidates that repair can work from: each group's
 /// representative with code, its round, and how far it got.
@@ -214,7 +214,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::package::ModuleKey;
+    use crate::build::package::ModuleKey;
     use crate::score::{CaseOutcome, Scored};
 
     fn row(

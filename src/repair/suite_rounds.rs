@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::probe::ProbeVerdict;
+use crate::build::probe::ProbeVerdict;
 use crate::spec::Feedback;
 use crate::store::{SuiteCompletionRow, SuiteProblemRow, SuiteRoundRow};
 use crate::suite::Status;

@@ -246,7 +246,7 @@ fn is_candidate_target(name: &str) -> bool {
 
 /// The files (in `cands/`) a target that holds one candidate may read, or
 /// `None` for a target that holds none. A probe target `cN` reads its
-/// module (a suite program's tests too) and its roots; a scoring image `run_<tag>_<key>` (`score::image_name`)
+/// module (a suite program's tests too) and its roots; a scoring image `run_<tag>_<key>` (`build::probe::image_name`)
 /// reads its root and its one candidate's module, the committed one's too.
 fn own_files(name: &str) -> Option<Vec<String>> {
     if is_candidate_target(name) {

@@ -3,7 +3,7 @@
 //! `assay-runner` crate (`runner_lib.rs`), built once per task.
 //!
 //! The candidates' scoring images are the probe's (`exec`, laid out by
-//! [`super::image::TaskLayout`]): a shared image holds many candidates'
+//! [`crate::build::probe::TaskLayout`]): a shared image holds many candidates'
 //! modules, each run selecting its own by argument, and the policy keeps
 //! every module's code to itself (docs/sandbox.md, "One shared image").
 //! What a candidate does outside its entry happens in its own process,
@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
-use crate::package::{BuildReport, ModuleKey, Package, Profile};
-use crate::probe::Toolchain;
+use crate::build::package::{BuildReport, ModuleKey, Package, Profile};
+use crate::build::probe::Toolchain;
 
 const JUDGE_MAIN: &str = include_str!("judge_main.rs");
 
@@ -44,21 +44,12 @@ pub struct Images {
     pub failed: Vec<(ModuleKey, String)>,
 }
 
-/// The target name of `key`'s image in the package tagged `tag`
-/// ([`Package::target_tag`]). Cargo copies every binary it builds to one
-/// name in the shared target directory; without the tag, another task's
-/// build could put its own judge or candidate under that name between this
-/// build and the image's run.
-pub fn image_name(tag: &str, key: &ModuleKey) -> String {
-    format!("run_{tag}_{}", key.name())
-}
-
 /// The root of `key`'s image of its own: its module, and the `main` of
 /// every scoring image (`TaskLayout`), which runs the candidate its first
 /// argument names.
 pub fn image_root(harness_crate: &str, key: &ModuleKey) -> String {
-    use crate::exec::Layout;
-    super::TaskLayout::new(harness_crate, "").root(std::slice::from_ref(key))
+    use crate::build::exec::Layout;
+    crate::build::probe::TaskLayout::new(harness_crate, "").root(std::slice::from_ref(key))
 }
 
 /// The judge's root: the harness and the judge's main, no candidate.
@@ -90,7 +81,7 @@ pub async fn build_images(
 ) -> Result<Images> {
     let tag = package.target_tag();
     let judge = judge_name(&tag);
-    let image_name = |key: &ModuleKey| image_name(&tag, key);
+    let image_name = |key: &ModuleKey| crate::build::probe::image_name(&tag, key);
     let by_name: HashMap<String, &ModuleKey> = keys.iter().map(|k| (image_name(k), k)).collect();
     let mut hand_on = |name: &str, path: &Path| {
         if name == judge {
@@ -211,7 +202,10 @@ mod tests {
         assert!(root.contains("#[path = \"c3.rs\"]\nmod c3;"), "{root}");
         assert_eq!(root.matches("#[path").count(), 1);
         assert!(!judge_root("h").contains("#[path"));
-        assert_eq!(image_name("t", &ModuleKey::Committed), "run_t_committed");
+        assert_eq!(
+            crate::build::probe::image_name("t", &ModuleKey::Committed),
+            "run_t_committed"
+        );
         assert_eq!(judge_name("t"), "assay_judge_t");
     }
 }

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use crate::package::ModuleKey;
+use crate::build::package::ModuleKey;
 
 /// The most characters of a panic's message or of an answer a fault keeps.
 const KEPT: usize = 300;

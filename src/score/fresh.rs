@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::package::Package;
-use crate::probe::Toolchain;
+use crate::build::package::Package;
+use crate::build::probe::Toolchain;
 
 /// The stamp's file in the package.
 const STAMP: &str = "score-build.stamp.json";
@@ -35,9 +35,9 @@ const VERSION: &str = concat!("assay score stamp 1, assay ", env!("CARGO_PKG_VER
 /// may build other binaries from the same files, so its stamps are not
 /// this build's.
 const HOW_CARGO_RUNS: [&str; 3] = [
-    include_str!("../package/cargo.rs"),
-    include_str!("../package/env.rs"),
-    include_str!("../package/manifest.rs"),
+    include_str!("../build/package/cargo.rs"),
+    include_str!("../build/package/env.rs"),
+    include_str!("../build/package/manifest.rs"),
 ];
 
 /// The last build of the judge and the committed image.

@@ -16,11 +16,11 @@
 //! a harness that panics on a case is a [`HarnessFault`] (`fault`), an error
 //! of the run and never a verdict.
 
+pub mod admit;
 mod build;
 mod child;
 mod fault;
 mod fresh;
-mod image;
 mod judge;
 mod program;
 mod protocol;
@@ -29,13 +29,12 @@ mod verdict;
 
 use std::time::Duration;
 
-use crate::package::ModuleKey;
+use crate::build::package::ModuleKey;
 use crate::spec::{Isolation, Limits};
 
-pub use build::{build_images, image_name, image_root, judge_name, judge_root, Built, Images};
+pub use build::{build_images, image_root, judge_name, judge_root, Built, Images};
 pub use child::kill_live_groups;
 pub use fault::{Given, HarnessFault, HarnessFn};
-pub use image::TaskLayout;
 pub use judge::Oracle;
 pub use program::{run_program, ProgramRun};
 pub use run::{run_one, Ran, Runs};

@@ -22,7 +22,7 @@ use super::fault::{Given, HarnessFault, HarnessFn};
 use super::judge::{Judged, Judgement, Oracle};
 use super::protocol::{Protocol, Reported};
 use super::{CaseOutcome, RunLimits, ScoreVerdict, Scored};
-use crate::package::ModuleKey;
+use crate::build::package::ModuleKey;
 use crate::sandbox::scratch::{Kind, ScratchDir};
 use crate::sandbox::{RunConfinement, Sandbox};
 use crate::spec::Isolation;
@@ -292,7 +292,7 @@ async fn run_child(
     let _group = LiveGroup::register(pid);
     // Kills the group if this future is dropped (Ctrl-C cancels the batch).
     let _kill = GroupKill(pid);
-    crate::testpoint::reached("score.child").await;
+    crate::support::testpoint::reached("score.child").await;
     let feeder = feed_stdin(ours, input);
     let protocol = Protocol::new(nonce, oracle.total(), first, limits.output_cap_bytes);
     let watched = watch(started, protocol, limits).await;

@@ -268,7 +268,7 @@ impl Validator {
         let value: toml::Table = toml::from_str(&text).map_err(|e| SpecError::Syntax {
             file: manifest.clone(),
             line: e.span().map(|s| line_of(&text, s.start)),
-            message: crate::input::one_line(e.message()),
+            message: crate::support::input::one_line(e.message()),
         })?;
         let package = value
             .get("package")
@@ -544,7 +544,7 @@ fn count_cases(path: &Path, text: &str) -> Result<usize, SpecError> {
 }
 
 pub(super) fn read(path: &Path) -> Result<String, SpecError> {
-    crate::input::read_to_string(path).map_err(|source| SpecError::Read {
+    crate::support::input::read_to_string(path).map_err(|source| SpecError::Read {
         file: path.to_path_buf(),
         source,
     })

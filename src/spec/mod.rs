@@ -240,7 +240,7 @@ impl Spec {
         let raw: RawSpec = toml::from_str(&text).map_err(|e| SpecError::Syntax {
             file: file.clone(),
             line: e.span().map(|s| line_of(&text, s.start)),
-            message: crate::input::one_line(e.message()),
+            message: crate::support::input::one_line(e.message()),
         })?;
         let dir = file
             .parent()

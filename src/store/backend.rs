@@ -4,7 +4,7 @@
 //! Both are reached through sqlx's `Any` driver, so each statement of the
 //! store is written once, in the SQL both engines speak (`$N` parameters,
 //! `RETURNING`, `IS NOT DISTINCT FROM`, `string_agg`, timestamps as text
-//! made by `crate::clock`). What cannot be shared lives here: creating and
+//! made by `crate::support::clock`). What cannot be shared lives here: creating and
 //! locking a new SQLite file, the two migration sets, and how each engine
 //! says "read-only".
 
@@ -34,8 +34,8 @@ impl Db {
     /// user typed is not at hand (a store's error, a report built from
     /// stored rows). `sqlite:x.db` comes back as `x.db`, which opens the
     /// same file.
-    pub fn reach(&self) -> crate::hint::Reach {
-        crate::hint::Reach::db(&self.to_string())
+    pub fn reach(&self) -> crate::support::hint::Reach {
+        crate::support::hint::Reach::db(&self.to_string())
     }
 }
 
@@ -276,8 +276,8 @@ fn connect_failure(e: &sqlx::Error) -> String {
         sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
             "connection refused".to_owned()
         }
-        sqlx::Error::Io(io) => crate::input::one_line(&io.to_string()),
-        other => crate::input::one_line(&other.to_string()),
+        sqlx::Error::Io(io) => crate::support::input::one_line(&io.to_string()),
+        other => crate::support::input::one_line(&other.to_string()),
     }
 }
 

@@ -6,8 +6,8 @@ use std::path::Path;
 use super::backend::{now_ms_sql, Backend};
 use super::scores::ScoreColumns;
 use super::{flag, BatchId, Store, StoreError};
-use crate::owner::Owner;
 use crate::score::Scored;
+use crate::support::owner::Owner;
 
 /// A batch about to start.
 #[derive(Debug, Clone)]
@@ -217,7 +217,7 @@ impl Store {
         .bind(batch.spec_path.display().to_string())
         .bind(batch.pool)
         .bind(batch.n as i64)
-        .bind(crate::clock::utc_now())
+        .bind(crate::support::clock::utc_now())
         .fetch_one(&self.pool)
         .await
         .map_err(self.sql())
@@ -289,7 +289,7 @@ impl Store {
         .bind(status.as_str())
         .bind(failure)
         .bind(batch)
-        .bind(crate::clock::utc_now())
+        .bind(crate::support::clock::utc_now())
         .execute(&self.pool)
         .await
         .map_err(self.sql())?;
@@ -328,8 +328,10 @@ impl Store {
                 .await
                 .map_err(self.sql())?
                 .ok_or_else(|| self.no_batch(batch))?;
-        let started = crate::clock::parse_utc(&started);
-        let finished = finished.as_deref().and_then(crate::clock::parse_utc);
+        let started = crate::support::clock::parse_utc(&started);
+        let finished = finished
+            .as_deref()
+            .and_then(crate::support::clock::parse_utc);
         Ok(started.zip(finished).map(|(s, f)| f - s))
     }
 
@@ -359,7 +361,7 @@ impl Store {
         .bind(owner.pid as i64)
         .bind(owner.start as i64)
         .bind(spec_digest)
-        .bind(crate::clock::utc_now())
+        .bind(crate::support::clock::utc_now())
         .fetch_one(&self.pool)
         .await
         .map_err(self.sql())
@@ -402,7 +404,7 @@ impl Store {
         .bind(owner.map(|o| o.pid as i64))
         .bind(owner.map(|o| o.start as i64))
         .bind(owner.map(|o| o.boot.as_str()))
-        .bind(crate::clock::utc_now())
+        .bind(crate::support::clock::utc_now())
         .execute(&self.pool)
         .await
         .map_err(self.sql())?;
@@ -474,7 +476,7 @@ impl Store {
         .bind(kept.probed as i64)
         .bind(kept.scored as i64)
         .bind(i64::from(kept.committed))
-        .bind(crate::clock::utc_now())
+        .bind(crate::support::clock::utc_now())
         .fetch_one(&self.pool)
         .await
         .map_err(self.sql())?;
@@ -514,7 +516,7 @@ impl BatchRecord {
         let committed = self.committed.scored(
             store,
             id,
-            crate::package::ModuleKey::Committed,
+            crate::build::package::ModuleKey::Committed,
             "committed verdict",
         )?;
         // Exact for batches stored before it was recorded.

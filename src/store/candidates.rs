@@ -3,8 +3,8 @@
 
 use super::scores::ScoreColumns;
 use super::{flag, BatchId, Store, StoreError};
-use crate::extract::Extraction;
 use crate::score::Scored;
+use crate::text::extract::Extraction;
 
 /// A stored candidate with what every stage made of it.
 #[derive(Debug, Clone)]
@@ -16,7 +16,7 @@ pub struct CandidateRow {
     pub extraction: Extraction,
     pub fingerprint: Option<String>,
     pub dup_of: Option<usize>,
-    pub probe: Option<crate::probe::ProbeVerdict>,
+    pub probe: Option<crate::build::probe::ProbeVerdict>,
     pub error_file: Option<String>,
     pub score: Option<Scored>,
     pub admitted: bool,
@@ -93,7 +93,7 @@ impl Store {
         batch: BatchId,
         idx: usize,
         alpha_fingerprint: Option<&str>,
-        grouping: &crate::dedup::Grouping,
+        grouping: &crate::text::dedup::Grouping,
     ) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE candidates SET alpha_fingerprint = $1, exact_dup_of = $2, alpha_dup_of = $3
@@ -147,7 +147,7 @@ impl Store {
     ) -> Result<Extraction, StoreError> {
         match source {
             Some(source) if kind == "extracted" => Ok(Extraction::Source(source)),
-            _ => crate::extract::NoCode::from_stored(&kind, detail)
+            _ => crate::text::extract::NoCode::from_stored(&kind, detail)
                 .map(Extraction::Failed)
                 .ok_or_else(|| self.bad(batch, idx, "extraction", &kind)),
         }
@@ -178,7 +178,7 @@ impl CandidateRecord {
             score: self.score.scored(
                 store,
                 batch,
-                crate::package::ModuleKey::Candidate(idx as usize),
+                crate::build::package::ModuleKey::Candidate(idx as usize),
                 "score verdict",
             )?,
             alpha_fingerprint: self.alpha_fingerprint,

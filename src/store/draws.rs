@@ -111,7 +111,7 @@ impl Store {
         .bind(r.completion_tokens.map(|t| t as i64))
         .bind(Real(r.ttft_ms))
         .bind(Real(r.latency_ms))
-        .bind(crate::clock::utc_now())
+        .bind(crate::support::clock::utc_now())
         .execute(&self.pool)
         .await
         .map_err(self.sql())?;
@@ -173,7 +173,7 @@ impl Store {
         .bind(r.cap_tokens_left.map(|t| t as i64))
         .bind(r.attempts.len() as i64)
         .bind(r.cached_prompt_tokens.map(|t| t as i64))
-        .bind(crate::clock::utc_now())
+        .bind(crate::support::clock::utc_now())
         .execute(&mut **tx)
         .await
         .map_err(self.sql())?;

@@ -28,6 +28,7 @@ mod queue;
 mod real;
 mod repair;
 mod scores;
+mod suite_parts;
 mod suite_rounds;
 mod suites;
 
@@ -39,10 +40,11 @@ pub use probe::{ProbeRunRow, ProbeRunStats, ProbeVerdictRow};
 pub use queue::{Claimed, WorkItemRow, WorkKind, WorkState};
 pub use repair::{Lineage, PlannedParent, RoundRow};
 pub use scores::PromotionRow;
+pub use suite_parts::SuitePart;
 pub use suite_rounds::{ProblemRound, SuiteRoundRow};
 pub use suites::{
     NewCompletion, NewProblem, NewSuite, SuiteCompletionRow, SuiteId, SuiteOrigin, SuiteOutcomeRow,
-    SuitePart, SuiteProblemRow, SuiteRow,
+    SuiteProblemRow, SuiteRow,
 };
 
 pub type BatchId = i64;
@@ -214,8 +216,8 @@ impl Store {
 }
 
 /// The command that lists a store's suites, with the `--db` that reaches it.
-fn suites_listed(db: &Db) -> crate::hint::CommandLine {
-    crate::hint::CommandLine::assay(["suite", "list"]).reaching(&db.reach())
+fn suites_listed(db: &Db) -> crate::support::hint::CommandLine {
+    crate::support::hint::CommandLine::assay(["suite", "list"]).reaching(&db.reach())
 }
 
 /// `Pool::close`, finished: every connection closed, one at a time, before
@@ -281,16 +283,16 @@ mod tests {
     use sqlx::Row;
 
     use super::*;
-    use crate::account::{Phase, PhaseFigures};
+    use crate::build::package::ModuleKey;
+    use crate::build::probe::ProbeVerdict;
+    use crate::build::probe::Probed;
     use crate::draw::Drawn;
     use crate::draw::Reply;
-    use crate::extract::Extraction;
-    use crate::owner::Owner;
-    use crate::package::ModuleKey;
-    use crate::probe::ProbeVerdict;
-    use crate::probe::Probed;
     use crate::score::ScoreVerdict;
     use crate::score::Scored;
+    use crate::support::account::{Phase, PhaseFigures};
+    use crate::support::owner::Owner;
+    use crate::text::extract::Extraction;
 
     pub(super) async fn sqlite_store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
@@ -380,7 +382,7 @@ mod tests {
             .record_candidate(
                 batch,
                 1,
-                &Extraction::Failed(crate::extract::NoCode::Unparsable {
+                &Extraction::Failed(crate::text::extract::NoCode::Unparsable {
                     detail: "line 1: x".into(),
                 }),
                 None,

@@ -12,7 +12,7 @@
 //! suite run whole is one part, so its phases read as they were recorded.
 
 use super::{BatchId, Store, StoreError, SuiteId, SuitePart};
-use crate::account::{Phase, PhaseFigures};
+use crate::support::account::{Phase, PhaseFigures};
 
 /// A row of either table, as stored.
 #[derive(sqlx::FromRow)]

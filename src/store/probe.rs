@@ -5,28 +5,28 @@ use std::path::PathBuf;
 use sqlx::Row;
 
 use super::{BatchId, Store, StoreError};
-use crate::account::PhaseFigures;
-use crate::probe::Probed;
+use crate::build::probe::Probed;
+use crate::support::account::PhaseFigures;
 
 /// A probe run's figures beyond wall and CPU-s.
 #[derive(Debug, Clone)]
 pub struct ProbeRunStats<'a> {
     pub avg_busy: f64,
     pub peak_busy: f64,
-    pub probe: &'a crate::probe::ProbeStats,
+    pub probe: &'a crate::build::probe::ProbeStats,
     /// `batch` or `replay`.
     pub origin: &'a str,
     /// Replay: `warm` or `fresh`.
     pub work_dir: Option<&'a str>,
     /// The toolchain the run built with, if it could be asked.
-    pub toolchain: Option<&'a crate::probe::Toolchain>,
+    pub toolchain: Option<&'a crate::build::probe::Toolchain>,
 }
 
 /// One stored probe verdict.
 #[derive(Debug, Clone)]
 pub struct ProbeVerdictRow {
     pub idx: usize,
-    pub verdict: crate::probe::ProbeVerdict,
+    pub verdict: crate::build::probe::ProbeVerdict,
     pub warnings: usize,
     pub diagnostics: String,
 }
@@ -54,7 +54,7 @@ pub struct ProbeRunRow {
     pub rustc_version: Option<String>,
     pub cargo_version: Option<String>,
     /// Candidates probed again after a failure that can be transient.
-    pub retries: Option<Vec<crate::probe::ProbeRetry>>,
+    pub retries: Option<Vec<crate::build::probe::ProbeRetry>>,
     pub compiled: usize,
     pub probed: usize,
 }
@@ -63,15 +63,20 @@ impl ProbeRunRow {
     /// What the run stored as figures and stats, for a repair round to add
     /// its own to (`PhaseFigures::then`, `ProbeStats::absorb`): a figure
     /// an older assay did not record counts as nothing.
-    pub fn so_far(&self) -> (crate::account::PhaseFigures, crate::probe::ProbeStats) {
-        let figures = crate::account::PhaseFigures {
-            phase: crate::account::Phase::Probe,
+    pub fn so_far(
+        &self,
+    ) -> (
+        crate::support::account::PhaseFigures,
+        crate::build::probe::ProbeStats,
+    ) {
+        let figures = crate::support::account::PhaseFigures {
+            phase: crate::support::account::Phase::Probe,
             wall_s: self.wall_s.unwrap_or(0.0),
             cpu_s: self.cpu_s.unwrap_or(0.0),
             avg_busy: self.avg_busy.unwrap_or(0.0),
             peak_busy: self.peak_busy.unwrap_or(0.0),
         };
-        let stats = crate::probe::ProbeStats {
+        let stats = crate::build::probe::ProbeStats {
             builds: self.builds.unwrap_or(0),
             passes: self.passes.unwrap_or(0),
             fallbacks: self.fallbacks.unwrap_or(0),
@@ -92,7 +97,7 @@ impl Store {
         )
         .bind(batch)
         .bind(mode)
-        .bind(crate::clock::utc_now())
+        .bind(crate::support::clock::utc_now())
         .fetch_one(&self.pool)
         .await
         .map_err(self.sql())?;

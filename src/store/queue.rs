@@ -17,7 +17,7 @@ use sqlx::Row;
 
 use super::backend::now_ms_sql;
 use super::{BatchId, Store, StoreError};
-use crate::owner::Owner;
+use crate::support::owner::Owner;
 
 /// What an item is: an `assay run` (a batch) or a part of a suite. Stored
 /// as its snake_case name (the `kind` column's `CHECK`).
@@ -116,7 +116,7 @@ impl Store {
              VALUES ($3, $1, 'queued', $2) RETURNING id",
         )
         .bind(item.to_string())
-        .bind(crate::clock::utc_now())
+        .bind(crate::support::clock::utc_now())
         .bind(kind.as_str())
         .fetch_one(&self.pool)
         .await
@@ -221,7 +221,7 @@ impl Store {
         )
         .bind(if failure.is_some() { "failed" } else { "done" })
         .bind(failure)
-        .bind(crate::clock::utc_now())
+        .bind(crate::support::clock::utc_now())
         .bind(item.id)
         .bind(item.claim)
         .execute(&self.pool)
@@ -368,7 +368,7 @@ mod tests {
             let why = w.failure.as_deref().unwrap();
             assert!(why.contains("queue it again"), "{why}");
             let at = w.finished_at.as_deref().unwrap();
-            assert!(crate::clock::parse_utc(at).is_some(), "{at}");
+            assert!(crate::support::clock::parse_utc(at).is_some(), "{at}");
             assert_eq!(at.len(), "2026-01-01T00:00:00.000Z".len(), "{at}");
             assert!(!w.lease_expired);
         }

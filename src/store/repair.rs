@@ -88,7 +88,7 @@ impl Store {
         .bind(i64::from(round))
         .bind(first_idx as i64)
         .bind(n as i64)
-        .bind(crate::clock::utc_now())
+        .bind(crate::support::clock::utc_now())
         .execute(&mut *tx)
         .await
         .map_err(self.sql())?;

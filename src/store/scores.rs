@@ -3,7 +3,7 @@
 use sqlx::Row;
 
 use super::{millis, BatchId, Store, StoreError};
-use crate::package::ModuleKey;
+use crate::build::package::ModuleKey;
 use crate::score::Scored;
 
 /// A score as stored: a candidate's row of `scores` (its verdict selected
@@ -82,13 +82,13 @@ impl Store {
         let cpu_ms = scored.cpu.as_secs_f64() * 1e3;
         let cases = crate::score::case_letters(&scored.cases);
         let query = match scored.key {
-            crate::package::ModuleKey::Committed => sqlx::query(
+            crate::build::package::ModuleKey::Committed => sqlx::query(
                 "UPDATE batches SET committed_cpu_ms = $1, committed_cases = $2 WHERE id = $3",
             )
             .bind(cpu_ms)
             .bind(cases)
             .bind(batch),
-            crate::package::ModuleKey::Candidate(idx) => sqlx::query(
+            crate::build::package::ModuleKey::Candidate(idx) => sqlx::query(
                 "UPDATE scores SET cpu_ms = $1, cases = $2, restarts = $3, peak_processes = $4
                  WHERE batch_id = $5 AND idx = $6",
             )
@@ -107,7 +107,7 @@ impl Store {
     pub async fn record_admissions(
         &self,
         batch: BatchId,
-        decisions: &[(usize, crate::admit::Admission)],
+        decisions: &[(usize, crate::score::admit::Admission)],
     ) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await.map_err(self.sql())?;
         for (idx, decision) in decisions {

@@ -44,7 +44,7 @@ impl Store {
             .map_err(self.sql())?;
         sqlx::query("INSERT INTO suite_rounds (suite_id, round, started_at) VALUES ($1, 0, $2)")
             .bind(suite)
-            .bind(crate::clock::utc_now())
+            .bind(crate::support::clock::utc_now())
             .execute(&mut *tx)
             .await
             .map_err(self.sql())?;
@@ -71,7 +71,7 @@ impl Store {
         round: u32,
         problems: &[ProblemRound],
     ) -> Result<(), StoreError> {
-        let now = crate::clock::utc_now();
+        let now = crate::support::clock::utc_now();
         let mut tx = self.pool.begin().await.map_err(self.sql())?;
         sqlx::query("INSERT INTO suite_rounds (suite_id, round, started_at) VALUES ($1, $2, $3)")
             .bind(suite)
@@ -246,9 +246,9 @@ mod tests {
     use super::super::{NewProblem, NewSuite, SuiteOrigin};
     use super::*;
     use crate::draw::{Drawn, Reply};
-    use crate::extract::Extraction;
-    use crate::owner::Owner;
     use crate::suite::{Problem, ProgramMode};
+    use crate::support::owner::Owner;
+    use crate::text::extract::Extraction;
 
     on_both_backends!(suite_rounds_plans_and_lineage_round_trip);
 

@@ -34,10 +34,11 @@ impl Completions {
         if path.is_dir() {
             Completions::load_multiple_dir(path, problems)
         } else {
-            let text = crate::input::read_to_string(path).map_err(|source| SuiteError::Read {
-                file: path.to_path_buf(),
-                source,
-            })?;
+            let text =
+                crate::support::input::read_to_string(path).map_err(|source| SuiteError::Read {
+                    file: path.to_path_buf(),
+                    source,
+                })?;
             Completions::parse_jsonl(path, &text)
         }
     }

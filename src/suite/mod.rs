@@ -13,6 +13,7 @@
 //! talks to no server and runs no SQL. Building and running the programs
 //! belongs to `exec` (the builds), `score` (the runs) and `suite_run`. docs/suites.md has the rules.
 
+pub mod case_runs;
 pub mod cases;
 pub mod completions;
 pub mod error;
@@ -23,6 +24,7 @@ pub mod program;
 pub mod report;
 pub mod status;
 
+pub use case_runs::CaseRuns;
 pub use cases::{split_cases, Split, SplitProgram};
 pub use completions::{CompletionRow, Completions};
 pub use error::SuiteError;

@@ -165,7 +165,7 @@ pub fn lay_out(
     let solution = program.strip_suffix(tests).ok_or(Unlaid::Unparsed)?;
     // An honest solution's `crate::` paths name its own items: the module's
     // now (lines never move; columns after an inserted path do).
-    let solution = &crate::policy::rebase_crate_paths(solution, &[module]);
+    let solution = &crate::text::policy::rebase_crate_paths(solution, &[module]);
     let shebang = solution
         .strip_prefix("#!")
         .is_some_and(|rest| !rest.trim_start().starts_with('['));

@@ -27,7 +27,7 @@ const RUST_LANGUAGES: [&str; 2] = ["rs", "rust"];
 /// Reads a problem set. Blank lines are skipped; anything else that is not
 /// a problem is an error naming the file, the line and the field.
 pub fn load_problems(file: &Path) -> Result<Vec<Problem>, SuiteError> {
-    let text = crate::input::read_to_string(file).map_err(|source| SuiteError::Read {
+    let text = crate::support::input::read_to_string(file).map_err(|source| SuiteError::Read {
         file: file.to_path_buf(),
         source,
     })?;

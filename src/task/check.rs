@@ -26,8 +26,8 @@ use anyhow::{anyhow, Context, Result};
 use super::committed::{self, CommittedFault};
 use super::contract::{self, ContractItem, Fault, Finding};
 use super::mistake::{HarnessFailed, Mistake, TaskError};
+use crate::build::package::{BuildReport, ModuleKey, Package, Profile};
 use crate::draw::ReplayPool;
-use crate::package::{BuildReport, ModuleKey, Package, Profile};
 use crate::sandbox::Sandbox;
 use crate::score::{self, CaseOutcome, HarnessFault, RunLimits, ScoreVerdict};
 use crate::spec::Spec;
@@ -293,15 +293,15 @@ pub async fn check(
 /// every other key), the prompt, the replay corpus, the toolchain, and the
 /// check itself.
 fn digest(spec: &Spec, toolchain: Option<&str>) -> Result<String> {
-    let spec_text = crate::input::read_to_string(&spec.path)
+    let spec_text = crate::support::input::read_to_string(&spec.path)
         .with_context(|| format!("cannot read {}", spec.path.display()))?;
-    let replay = crate::input::read_to_string(&spec.draw.replay)
+    let replay = crate::support::input::read_to_string(&spec.draw.replay)
         .with_context(|| format!("cannot read {}", spec.draw.replay.display()))?;
     let mut h = blake3::Hasher::new();
     for part in [
         CHECK_VERSION,
         env!("CARGO_PKG_VERSION"),
-        &crate::resume::spec_digest(spec),
+        &crate::task::spec_digest(spec),
         &spec_text,
         &spec.prompt,
         &replay,
@@ -351,7 +351,7 @@ fn contract_fits(spec: &Spec, report: &BuildReport, target: &str) -> Result<(), 
         return Ok(());
     };
     let root = &spec.harness.root;
-    let source = crate::input::read_to_string(root).unwrap_or_default();
+    let source = crate::support::input::read_to_string(root).unwrap_or_default();
     let (item, fault, diag) = match contract::finding(&diags.messages, &format!("{target}.lib.rs"))
     {
         None => return Ok(()),

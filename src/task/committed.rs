@@ -9,7 +9,7 @@
 //!
 //! Pure: no IO.
 
-use crate::package::CompilerDiag;
+use crate::build::package::CompilerDiag;
 
 /// What is wrong with the committed candidate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,7 +130,7 @@ pub fn with_entry_body(source: &str, name: &str, body: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::package::DiagLevel;
+    use crate::build::package::DiagLevel;
 
     fn error(code: &str, file: &str, line: usize) -> CompilerDiag {
         CompilerDiag {

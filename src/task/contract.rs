@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use crate::package::CompilerDiag;
+use crate::build::package::CompilerDiag;
 
 /// An item of the harness contract, in the order the check reports them:
 /// the types first, since a missing type breaks every function that uses
@@ -214,7 +214,7 @@ pub fn item_line(source: &str, name: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::package::DiagLevel;
+    use crate::build::package::DiagLevel;
 
     fn error(code: &str, line: usize) -> CompilerDiag {
         CompilerDiag {

@@ -29,7 +29,7 @@ pub const MODULE: &str = "assay_inputs";
 pub fn module_source(spec: &Spec) -> Option<String> {
     let body = "{ ::std::panic::panic_any(__AssayEntered) }";
     let source = super::committed::with_entry_body(&spec.committed.source, &spec.entry, body)?;
-    let source = crate::policy::rebase_crate_paths(&source, &[MODULE]);
+    let source = crate::text::policy::rebase_crate_paths(&source, &[MODULE]);
     Some(format!(
         "{source}\n#[allow(unused_imports)]\nuse {h}::*;\n\
          /// The marker of a call of the entry.\n\

@@ -12,7 +12,7 @@ use crate::spec::{Spec, SpecError};
 /// holds has passed both.
 pub fn load(path: &Path) -> Result<Spec, SpecError> {
     let spec = Spec::load(path)?;
-    if let Err(v) = crate::policy::check(&spec.policy, &spec.committed.source) {
+    if let Err(v) = crate::text::policy::check(&spec.policy, &spec.committed.source) {
         return Err(SpecError::Invalid {
             file: spec.committed.path,
             line: Some(v.line),

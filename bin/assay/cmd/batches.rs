@@ -4,8 +4,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use assay::command_store::reading;
-use assay::{report, views};
+use assay::engine::command_store::reading;
+use assay::report::{self, views};
 
 use crate::args::DbArg;
 
@@ -16,7 +16,7 @@ pub async fn batches(db: DbArg, json: bool) -> Result<ExitCode> {
             let rows = views::batches_json(&batches);
             println!("{}", serde_json::to_string_pretty(&rows)?);
         } else {
-            print!("{}", report::batch_table(&batches));
+            print!("{}", report::batch::batch_table(&batches));
         }
         Ok(ExitCode::SUCCESS)
     })

@@ -4,10 +4,11 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use assay::command_store::reading;
-use assay::exit::UsageError;
-use assay::progress::Progress;
-use assay::{sweep, views};
+use assay::engine::command_store::reading;
+use assay::engine::exit::UsageError;
+use assay::engine::sweep;
+use assay::report::views;
+use assay::support::progress::Progress;
 
 use super::{draw_options, sweep_config};
 use crate::args::CompareArgs;
@@ -15,10 +16,10 @@ use crate::args::CompareArgs;
 pub async fn compare(args: CompareArgs) -> Result<ExitCode> {
     // The chart's file is checked before any batch runs or is read.
     if let Some(path) = &args.svg {
-        assay::outputs::check_output_file("--svg", path)?;
+        assay::engine::outputs::check_output_file("--svg", path)?;
     }
     if let Some(path) = &args.budget_svg {
-        assay::outputs::check_output_file("--budget-svg", path)?;
+        assay::engine::outputs::check_output_file("--budget-svg", path)?;
     }
     let db = args.db.db()?;
     let batches = match &args.spec {
@@ -64,12 +65,12 @@ pub async fn compare(args: CompareArgs) -> Result<ExitCode> {
         }
         let (comparison, samples) = views::comparison(store, &batches).await?;
         if let Some(path) = &args.svg {
-            assay::outputs::write_chart(path, &assay::plot::compare_svg(&samples)?)?;
+            assay::engine::outputs::write_chart(path, &assay::report::plot::compare_svg(&samples)?)?;
         }
         // The equal-budget table, when a batch repaired or it is asked for.
         let (budget, curves) = views::budget(store, &batches).await?;
         if let Some(path) = &args.budget_svg {
-            assay::outputs::write_chart(path, &assay::repair::budget_svg(&budget.figure, &curves)?)?;
+            assay::engine::outputs::write_chart(path, &assay::repair::budget_svg(&budget.figure, &curves)?)?;
         }
         let weigh = args.budget_svg.is_some() || budget.any_repaired();
         if args.json {

@@ -4,16 +4,17 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use assay::command_store;
-use assay::progress::Progress;
-use assay::{sweep, views};
+use assay::engine::command_store;
+use assay::engine::sweep;
+use assay::report::views;
+use assay::support::progress::Progress;
 
 use super::{draw_options, sweep_config};
 use crate::args::LadderArgs;
 
 pub async fn ladder(args: LadderArgs) -> Result<ExitCode> {
     if let Some(path) = &args.svg {
-        assay::outputs::check_output_file("--svg", path)?;
+        assay::engine::outputs::check_output_file("--svg", path)?;
     }
     let db = args.db.db()?;
     let (cfg, outputs) = sweep_config(&args.spec, None, &args.sweep, &db)?;
@@ -35,13 +36,13 @@ pub async fn ladder(args: LadderArgs) -> Result<ExitCode> {
         let levels = sweep::run_ladder(prepared, store, &progress).await?;
         let ladder = views::ladder(store, &cfg.spec.name, &args.pool.name, &levels).await?;
         if let Some(path) = &args.svg {
-            let svg = assay::plot::ladder_svg(
+            let svg = assay::report::plot::ladder_svg(
                 &ladder.pool,
                 ladder.ranking.as_str(),
                 &ladder.points(),
                 ladder.peak_level,
             )?;
-            assay::outputs::write_chart(path, &svg)?;
+            assay::engine::outputs::write_chart(path, &svg)?;
         }
         if args.json {
             println!("{}", serde_json::to_string_pretty(&ladder)?);

@@ -4,8 +4,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use assay::command_store;
-use assay::owner::Owner;
+use assay::engine::command_store;
+use assay::support::owner::Owner;
 
 use crate::args::LaneArgs;
 
@@ -13,7 +13,7 @@ pub async fn lane(args: LaneArgs) -> Result<ExitCode> {
     let db = args.db.db()?;
     let outputs = args.output.resolve(&db)?;
     let _work = outputs.prepare()?;
-    let cfg = assay::lane::LaneConfig {
+    let cfg = assay::queue::lane::LaneConfig {
         db: db.clone(),
         name: args.lane.unwrap_or_else(|| Owner::current().host),
         jobs: args.jobs,
@@ -23,8 +23,10 @@ pub async fn lane(args: LaneArgs) -> Result<ExitCode> {
         until_empty: args.until_empty,
         exe: std::env::current_exe().context("cannot find this binary")?,
     };
-    let summary =
-        command_store::writing(&db, async |store| assay::lane::run(&cfg, store).await).await?;
+    let summary = command_store::writing(&db, async |store| {
+        assay::queue::lane::run(&cfg, store).await
+    })
+    .await?;
     eprintln!(
         "lane {}: {} done, {} failed, {} handed on",
         cfg.name, summary.done, summary.failed, summary.lost

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use assay::draw::DrawOptions;
-use assay::exit::UsageError;
+use assay::engine::exit::UsageError;
 
 use crate::args::Command;
 
@@ -58,13 +58,16 @@ pub fn sweep_config(
     n: Option<usize>,
     args: &crate::args::SweepArgs,
     db: &assay::store::Db,
-) -> Result<(assay::pipeline::RunConfig, assay::outputs::Outputs)> {
+) -> Result<(
+    assay::engine::batch::RunConfig,
+    assay::engine::outputs::Outputs,
+)> {
     let spec = assay::task::load(spec)?;
     let n = n.unwrap_or(spec.draw.n);
     assay::spec::check_candidates(n).map_err(|e| UsageError(format!("-n: {e}")))?;
     draw_options(args.pools.flags())?;
     let outputs = args.output.resolve(db)?;
     outputs.check()?;
-    let cfg = assay::sweep::run_config(spec, n, &outputs);
+    let cfg = assay::engine::sweep::run_config(spec, n, &outputs);
     Ok((cfg, outputs))
 }

@@ -4,23 +4,23 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use assay::command_store::reading;
-use assay::exit::UsageError;
+use assay::engine::command_store::reading;
+use assay::engine::exit::UsageError;
+use assay::report::views;
 use assay::store::BatchId;
-use assay::views;
 
 use crate::args::DbArg;
 
 pub async fn promote(batch: BatchId, candidate: usize, db: DbArg, yes: bool) -> Result<ExitCode> {
     reading(&db.db()?, async |store| {
         views::refuse_suite_batch(store, batch, &db.reach()).await?;
-        let plan = assay::promote::plan(store, batch, candidate).await?;
+        let plan = assay::engine::promote::plan(store, batch, candidate).await?;
         print!("{}", plan.diff());
         if !yes && !confirm(&format!("write {}?", plan.path.display()))? {
             println!("not written");
             return Ok(ExitCode::SUCCESS);
         }
-        let p = assay::promote::apply(store, plan).await?;
+        let p = assay::engine::promote::apply(store, plan).await?;
         println!(
             "promoted candidate {} of batch {} over {} ({}/{} against {}/{})",
             p.idx, p.batch_id, p.path, p.passed, p.total, p.reference_passed, p.total

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use assay::command_store::reading;
+use assay::engine::command_store::reading;
 
 use crate::args::DbArg;
 
@@ -14,7 +14,7 @@ pub async fn queue(db: DbArg, json: bool) -> Result<ExitCode> {
         if json {
             println!("{}", serde_json::to_string_pretty(&items)?);
         } else {
-            print!("{}", assay::lane::queue_table(&items));
+            print!("{}", assay::queue::lane::queue_table(&items));
         }
         Ok(ExitCode::SUCCESS)
     })

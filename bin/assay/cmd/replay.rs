@@ -4,9 +4,9 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use assay::command_store::reading;
-use assay::replay::ReplayConfig;
-use assay::views;
+use assay::engine::command_store::reading;
+use assay::engine::replay::ReplayConfig;
+use assay::report::views;
 
 use crate::args::ReplayArgs;
 
@@ -33,7 +33,7 @@ pub async fn replay(args: ReplayArgs) -> Result<ExitCode> {
             work_dir: work.path.clone(),
             fresh: args.fresh,
         };
-        assay::replay::replay(store, &cfg).await
+        assay::engine::replay::replay(store, &cfg).await
     })
     .await?;
     if args.json {

@@ -4,15 +4,15 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use assay::command_store::{self, reading};
-use assay::exit::UsageError;
-use assay::hint::{CommandLine, Reach};
-use assay::interrupt::{Interrupt, Interrupted, Stopped};
-use assay::pipeline::{self, RunConfig};
-use assay::progress::Progress;
-use assay::repair_setup::{self, RepairFlags};
+use assay::engine::batch::{self, RunConfig};
+use assay::engine::command_store::{self, reading};
+use assay::engine::exit::UsageError;
+use assay::engine::interrupt::{Interrupt, Interrupted, Stopped};
+use assay::repair::setup::{self, RepairFlags};
+use assay::report::views;
 use assay::store::Db;
-use assay::views;
+use assay::support::hint::{CommandLine, Reach};
+use assay::support::progress::Progress;
 
 use super::draw_options;
 use crate::args::RunArgs;
@@ -37,7 +37,7 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
     let db = args.db.db()?;
     // A resumed batch says which spec, how many and where its outputs are.
     let resumed = match args.resume {
-        Some(batch) => Some(assay::exit::opened_for(
+        Some(batch) => Some(assay::engine::exit::opened_for(
             args.work_item,
             reading(&db, async |store| {
                 views::refuse_suite_batch(store, batch, &args.db.reach()).await?;
@@ -77,7 +77,7 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
         None => args.n.unwrap_or(spec.draw.n),
     };
     assay::spec::check_candidates(n).map_err(|e| UsageError(format!("-n: {e}")))?;
-    let mut probe = pipeline::ProbeSettings::for_spec(&spec);
+    let mut probe = batch::ProbeSettings::for_spec(&spec);
     probe.mode = args.probe;
     probe.waves.size = args.wave_size.unwrap_or(probe.waves.size);
     probe.waves.wait = args.wave_wait.unwrap_or(probe.waves.wait);
@@ -90,8 +90,8 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
     };
     flags.check(&spec)?;
     if args.queue {
-        repair_setup::check_queued(&spec, &draw, &flags)?;
-        let item = assay::work::BatchRun::resolved(
+        setup::check_queued(&spec, &draw, &flags)?;
+        let item = assay::queue::item::BatchRun::resolved(
             &spec,
             n,
             probe.mode,
@@ -104,7 +104,7 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
     }
     let resumed_out = resumed
         .as_ref()
-        .and_then(|row| assay::outputs::out_of_errors_dir(row.errors_dir.as_deref()?));
+        .and_then(|row| assay::engine::outputs::out_of_errors_dir(row.errors_dir.as_deref()?));
     let outputs = args.output.resolve_or(&db, resumed_out.as_deref())?;
     let mut cfg = RunConfig {
         probe,
@@ -116,15 +116,15 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
         work_item: args.work_item,
         repair: None,
     };
-    let (plan, warnings) = pipeline::prepare(&cfg, &draw)?;
+    let (plan, warnings) = batch::prepare(&cfg, &draw)?;
     for w in warnings {
         eprintln!("warning: {w}");
     }
     plan.check_reachable().await?;
     let warn = |w: &str| eprintln!("warning: {w}");
     let repair =
-        repair_setup::resolve(&cfg.spec, cfg.n, &plan, &draw, flags, resumed_repair, &warn).await?;
-    cfg.repair = repair.map(|r| pipeline::Repairing {
+        setup::resolve(&cfg.spec, cfg.n, &plan, &draw, flags, resumed_repair, &warn).await?;
+    cfg.repair = repair.map(|r| batch::Repairing {
         settings: r.settings,
         plan: r.plan,
     });
@@ -135,7 +135,7 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
     outputs.check()?;
     let ran = command_store::running(&outputs.db, async |run_store| {
         let _work = outputs.prepare_work_dir()?;
-        let checked = pipeline::check_task(&cfg).await?;
+        let checked = batch::check_task(&cfg).await?;
         outputs.prepare_out()?;
         let store = run_store.get().await?;
         store.check_writable().await?;
@@ -143,12 +143,12 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
         let interrupt = Interrupt::on_signals().context("cannot listen for Ctrl-C")?;
         let batch = match resumed {
             Some(row) => {
-                pipeline::resume(&cfg, plan, checked, store, &progress, &interrupt, row.id).await?
+                batch::resume(&cfg, plan, checked, store, &progress, &interrupt, row.id).await?
             }
-            None => pipeline::run(&cfg, plan, checked, store, &progress, &interrupt).await?,
+            None => batch::run(&cfg, plan, checked, store, &progress, &interrupt).await?,
         };
         if args.promote {
-            assay::promote::promote_best(store, batch).await?;
+            assay::engine::promote::promote_best(store, batch).await?;
         }
         if args.json {
             println!(
@@ -161,15 +161,15 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
         Ok(ExitCode::SUCCESS)
     })
     .await;
-    assay::exit::opened_for(args.work_item, ran)
+    assay::engine::exit::opened_for(args.work_item, ran)
 }
 
 /// `run --queue`: the run as resolved here (flags, their variables, the
 /// spec's defaults, the pools file found from here, the repair rounds and
 /// budget) becomes a queue item; the store, output and work folders are
 /// the lane's.
-async fn queue_run(db: &Db, json: bool, batch: assay::work::BatchRun) -> Result<ExitCode> {
-    let item = assay::work::WorkItem::Batch(batch);
+async fn queue_run(db: &Db, json: bool, batch: assay::queue::item::BatchRun) -> Result<ExitCode> {
+    let item = assay::queue::item::WorkItem::Batch(batch);
     let id = command_store::writing(db, async |store| {
         Ok(store.enqueue(item.kind(), &item.to_json()?).await?)
     })
@@ -179,7 +179,7 @@ async fn queue_run(db: &Db, json: bool, batch: assay::work::BatchRun) -> Result<
     } else {
         println!(
             "queued as item {id}: `{}` runs it",
-            assay::work::lane_command(db)
+            assay::queue::item::lane_command(db)
         );
     }
     Ok(ExitCode::SUCCESS)

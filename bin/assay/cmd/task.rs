@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use assay::hint::CommandLine;
-use assay::pipeline;
+use assay::engine::batch;
+use assay::support::hint::CommandLine;
 
 use crate::args::TaskCommand;
 
@@ -21,7 +21,7 @@ pub async fn task(command: TaskCommand) -> Result<ExitCode> {
             let work = work.resolve()?;
             work.check()?;
             let _work = work.prepare()?;
-            let settings = pipeline::ProbeSettings::for_spec(&spec);
+            let settings = batch::ProbeSettings::for_spec(&spec);
             let outcome = assay::task::check(
                 &spec,
                 &work.path,

@@ -35,7 +35,7 @@ use self::transport::NoRetry;
 use self::wire::{request_body, Chunk};
 use super::pools::PoolConfig;
 use super::{Attempt, Reply};
-use crate::extract::Watch;
+use crate::text::extract::Watch;
 
 /// One OpenAI-compatible endpoint with its settings.
 pub struct HttpPool {

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use super::ending::End;
-use crate::backoff::{Backoff, Policy};
 use crate::draw::pools::PoolConfig;
+use crate::support::backoff::{Backoff, Policy};
 
 /// The waits between one request's attempts: under 250 ms, the ceiling
 /// doubling to 8 s, jittered so that the slots of a pool that all met the

@@ -5,8 +5,8 @@
 use super::ending::End;
 use super::wire::{Chunk, Timings, Usage};
 use crate::draw::{Attempt, Reply};
-use crate::extract::Watch;
-use crate::markdown::{self, Kind};
+use crate::text::extract::Watch;
+use crate::text::markdown::{self, Kind};
 
 /// What one attempt's stream has brought so far.
 #[derive(Debug, Default)]
@@ -241,7 +241,7 @@ mod tests {
     /// continuation the row has.
     #[test]
     fn the_early_stop_and_the_extraction_agree_on_where_the_code_is() {
-        use crate::extract::{extract, Extraction};
+        use crate::text::extract::{extract, Extraction};
         const SOLVE: &str = "pub fn solve(x: u32) -> u32 { x + 1 }";
         const DRAFT: &str = "pub fn solve(x: u32) -> u32 { x }";
         let f = |s: &str| s.replace("SOLVE", SOLVE).replace("DRAFT", DRAFT);

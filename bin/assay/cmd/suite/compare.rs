@@ -5,11 +5,11 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use assay::command_store::reading;
-use assay::exit::UsageError;
+use assay::engine::command_store::reading;
+use assay::engine::exit::UsageError;
+use assay::report::suite::SuiteCompare;
+use assay::report::views;
 use assay::store::SuiteId;
-use assay::suite_report::SuiteCompare;
-use assay::views;
 
 use crate::args::DbArg;
 
@@ -23,7 +23,7 @@ pub async fn compare(
 ) -> Result<ExitCode> {
     // The chart's file is checked before anything is read.
     if let Some(path) = &svg {
-        assay::outputs::check_output_file("--svg", path)?;
+        assay::engine::outputs::check_output_file("--svg", path)?;
     }
     reading(&db.db()?, async |store| {
         let (sa, sb) = (
@@ -34,9 +34,9 @@ pub async fn compare(
             .map_err(|e| UsageError(format!("suite compare {a} {b} -k {k}: {e}")))?;
         if let Some(path) = &svg {
             let d = &compared.comparison.difference;
-            assay::outputs::write_chart(
+            assay::engine::outputs::write_chart(
                 path,
-                &assay::plot::suite_compare_svg(
+                &assay::report::plot::suite_compare_svg(
                     &format!("suite {a}"),
                     &format!("suite {b}"),
                     k,

@@ -4,13 +4,17 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use assay::command_store::reading;
+use assay::engine::command_store::reading;
+use assay::report::views;
 use assay::store::SuiteId;
-use assay::views;
 
 use crate::args::DbArg;
 
-pub async fn export(suite: SuiteId, db: DbArg, format: assay::export::Format) -> Result<ExitCode> {
+pub async fn export(
+    suite: SuiteId,
+    db: DbArg,
+    format: assay::report::export::Format,
+) -> Result<ExitCode> {
     reading(&db.db()?, async |store| {
         // Refuses an unknown suite (exit 2) rather than exporting nothing.
         store.suite(suite).await?;

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use assay::command_store::reading;
+use assay::engine::command_store::reading;
 
 use crate::args::DbArg;
 
@@ -14,7 +14,7 @@ pub async fn list(db: DbArg, json: bool) -> Result<ExitCode> {
         if json {
             println!("{}", serde_json::to_string_pretty(&suites)?);
         } else {
-            print!("{}", assay::suite_report::suite_table(&suites));
+            print!("{}", assay::report::suite::suite_table(&suites));
         }
         Ok(ExitCode::SUCCESS)
     })

@@ -1,14 +1,14 @@
 //! `assay suite ...`: problem sets in MultiPL-E's schema. Flags are checked
-//! here, before anything is written; the work is `assay::suite_run`'s and
-//! the reports `assay::suite_report`'s.
+//! here, before anything is written; the work is `assay::engine::suite`'s and
+//! the reports `assay::report::suite`'s.
 
 use std::process::ExitCode;
 
 use anyhow::Result;
 
-use assay::hint::Reach;
-use assay::interrupt::Stopped;
-use assay::suite_run::SuiteInterrupted;
+use assay::engine::interrupt::Stopped;
+use assay::engine::suite::SuiteInterrupted;
+use assay::support::hint::Reach;
 
 use crate::args::SuiteCommand;
 

@@ -6,15 +6,15 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use assay::command_store;
-use assay::exit::UsageError;
-use assay::interrupt::Interrupt;
-use assay::progress::Progress;
+use assay::build::package::BUILD_TIMEOUT;
+use assay::engine::suite::{self as suite_run, setup};
+use assay::engine::suite::{DrawSettings, ProblemSet, SuiteConfig, SuiteInput, SuiteLimits};
+use assay::engine::{command_store, exit::UsageError, interrupt::Interrupt};
+use assay::queue::enqueue;
+use assay::queue::item::{self, SuiteQueue};
+use assay::report::views;
 use assay::store::{Store, SuiteId, SuitePart};
-use assay::suite_run::{DrawSettings, ProblemSet, SuiteConfig, SuiteInput, SuiteLimits};
-use assay::suite_setup;
-use assay::views;
-use assay::work::SuiteQueue;
+use assay::support::progress::Progress;
 
 use crate::args::SuiteRunArgs as RunArgs;
 
@@ -81,7 +81,7 @@ enum Work<'a> {
 
 pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let run_wall = args.run_timeout.unwrap_or(SuiteLimits::default().run_wall);
-    let build_timeout = args.build_timeout.unwrap_or(assay::package::BUILD_TIMEOUT);
+    let build_timeout = args.build_timeout.unwrap_or(BUILD_TIMEOUT);
     let repair = args.repair_flags();
     repair.check(args.run_shape())?;
     let source = Source::of(&args)?;
@@ -98,7 +98,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
             Source::Completions(input) => Work::Completions(input),
             Source::Draw(set) => {
                 let (flags, n) = (args.draw.flags(), args.n.unwrap_or(1));
-                let draw = suite_setup::draw_settings(
+                let draw = setup::draw_settings(
                     flags, &repair, n, args.mode, &set.path, args.queue, &warn,
                 );
                 Work::Draw(set, draw.await?)
@@ -107,12 +107,10 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
                 let draw = if args.draw.pool.is_empty() {
                     None
                 } else {
-                    let store = run_store.get().await?;
-                    let flags = args.draw.flags();
-                    Some(
-                        suite_setup::resumed_draw(store, *suite, flags, &repair, args.queue, &warn)
-                            .await?,
-                    )
+                    let (store, flags) = (run_store.get().await?, args.draw.flags());
+                    let draw =
+                        setup::resumed_draw(store, *suite, flags, &repair, args.queue, &warn);
+                    Some(draw.await?)
                 };
                 Work::Resume {
                     suite: *suite,
@@ -147,13 +145,13 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         let interrupt = Interrupt::on_signals().context("cannot listen for Ctrl-C")?;
         let suite = match &work {
             Work::Completions(input) => {
-                assay::suite_run::run(&cfg, input, store, &progress, &interrupt).await?
+                suite_run::run(&cfg, input, store, &progress, &interrupt).await?
             }
             Work::Draw(set, draw) => {
-                assay::suite_run::run_draw(&cfg, set, draw, store, &progress, &interrupt).await?
+                suite_run::run_draw(&cfg, set, draw, store, &progress, &interrupt).await?
             }
             Work::Resume { suite, part, draw } => {
-                assay::suite_run::resume(
+                suite_run::resume(
                     &cfg,
                     store,
                     &progress,
@@ -174,7 +172,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         Ok(ExitCode::SUCCESS)
     })
     .await;
-    assay::exit::opened_for(args.work_item, ran)
+    assay::engine::exit::opened_for(args.work_item, ran)
 }
 
 /// `suite run --queue`: the new suite is stored, then one queue item per
@@ -189,16 +187,16 @@ async fn queue(
 ) -> Result<ExitCode> {
     let (suite, problems, per_problem, draw) = match work {
         Work::Completions(input) => (
-            assay::suite_run::queue(input, store).await?,
+            suite_run::queue(input, store).await?,
             input.set.problems.len(),
             input.completions.iter().map(Vec::len).max().unwrap_or(1),
             None,
         ),
         Work::Draw(set, draw) => (
-            assay::suite_run::queue_draw(set, draw, store).await?,
+            suite_run::queue_draw(set, draw, store).await?,
             set.problems.len(),
             draw.n,
-            Some(suite_setup::queued_draw(&args.draw.flags(), &set.path)?),
+            Some(enqueue::queued_draw(&args.draw.flags(), &set.path)?),
         ),
         Work::Resume { .. } => {
             return Err(UsageError("--queue: a stored suite is resumed, not queued".into()).into())
@@ -215,7 +213,7 @@ async fn queue(
         cases: args.cases,
         draw,
     };
-    let items = suite_setup::enqueue(&parts, store).await?;
+    let items = enqueue::enqueue(&parts, store).await?;
     if args.json {
         println!(
             "{}",
@@ -226,7 +224,7 @@ async fn queue(
             "suite {suite} queued as {} items of up to {} problems: `{}` runs them",
             items.len(),
             parts.chunk(),
-            assay::work::lane_command(store.db())
+            item::lane_command(store.db())
         );
     }
     Ok(ExitCode::SUCCESS)

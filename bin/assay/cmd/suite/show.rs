@@ -4,9 +4,9 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use assay::command_store::reading;
+use assay::engine::command_store::reading;
+use assay::report::views;
 use assay::store::SuiteId;
-use assay::views;
 
 use crate::args::DbArg;
 

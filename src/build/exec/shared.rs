@@ -1,0 +1,875 @@
+//! The shared build: a wave's units (a task's candidates, a suite's
+//! programs) as modules of one crate, built by one rustc, whose binary is
+//! the image every unit of it runs from (chosen by a selector argument).
+//!
+//! A unit's verdict must be the one a build of it alone would give, so:
+//!
+//! - **Errors are attributed by their primary span**: the module file it
+//!   points into names its unit ([`Layout::owner`]). Units with errors leave
+//!   the crate and the rest is built again, until a pass builds; rustc stops
+//!   at the first phase that has errors, so a unit whose errors come from a
+//!   later phase (borrow checking, code generation) is found in a later pass,
+//!   as a build of it alone would find it. The one way a module reaches
+//!   another under the default policy is a trait impl, which rustc sees
+//!   crate-wide: it can make another module's type inference ambiguous. A
+//!   unit whose errors include such an ambiguity is built alone before it
+//!   is blamed.
+//! - **One bad unit costs only itself**: a build that passes its limits (its
+//!   rustc's CPU time or memory, which grow with the crate; the build's wall
+//!   time) or fails in a way no module owns (a link error, an internal
+//!   compiler error, cargo killed) is narrowed by halves, down to the unit
+//!   alone, whose verdict is then exactly an isolated build's. Each half
+//!   that builds hands its image on at once.
+//! - **Units built alone share one cargo build** as targets of their own
+//!   (one cargo start, a rustc per CPU), each with an isolated build's
+//!   limits; one that gets no answer of its own there is built by itself.
+//!
+//! A rustc of one unit gets the package's own per-target limits; a shared
+//! rustc of `n` gets [`scaled`] limits, so a compile bomb needs `n` times
+//! an honest unit's budget before it stops the crate, then stops each half
+//! it is in, and only itself in the end.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+
+use super::oversize::Oversize;
+use crate::build::package::{BuildReport, CompilerDiag, DiagLevel, ModuleKey, Package, Profile};
+use crate::build::probe::{verdict_of_target, ProbeFailure, ProbeStats, ProbeVerdict, MAX_RETRIES};
+use crate::spec::CompileLimits;
+
+/// How a kind of unit becomes a crate.
+pub trait Layout: Sync {
+    /// The root of an image holding `members`, whose module files are in
+    /// the package already.
+    fn root(&self, members: &[ModuleKey]) -> String;
+
+    /// The profile the images are built in.
+    fn profile(&self) -> Profile;
+
+    /// The target of `key`'s image of its own ([`super::isolated`]): unique
+    /// in the target directory, and named so that the compile wrapper
+    /// confines its rustc to that unit's files.
+    fn isolated_target(&self, key: &ModuleKey) -> String;
+
+    /// The unit whose module a file is (a path as rustc names it in a
+    /// diagnostic, relative to the package): `cands/c3.rs` and the files
+    /// that belong with it.
+    fn owner(&self, file: &str) -> Option<ModuleKey> {
+        owner_of_file(file)
+    }
+}
+
+/// A built image and the units it holds.
+#[derive(Debug)]
+pub struct Image {
+    pub path: PathBuf,
+    pub members: Vec<ModuleKey>,
+}
+
+/// One unit's verdict, and the image it runs from when it compiled.
+#[derive(Debug, Clone)]
+pub struct Settled {
+    pub key: ModuleKey,
+    pub verdict: ProbeVerdict,
+    /// Rendered errors and warnings, as rustc printed them for this unit.
+    pub diagnostics: String,
+    pub warnings: usize,
+    pub image: Option<Arc<Image>>,
+}
+
+/// Builds waves of units in one package.
+pub struct SharedBuild<'a, L: Layout> {
+    package: &'a Package,
+    layout: &'a L,
+    /// The address space each run gets: an image that one unit's statics
+    /// would make unrunnable within it is narrowed (`oversize`).
+    run_address_space: u64,
+    /// How many groups to build side by side (the package's; by default
+    /// cargo's own for its jobs, one rustc per CPU).
+    parallel: usize,
+}
+
+/// A wave is split into one first group per CPU only when each gets at
+/// least this many units: below it, a second rustc's start-up (and std's
+/// code generated once more) costs more than the core it uses gives back.
+const MIN_PER_GROUP: usize = 16;
+
+/// After a pass with errors, what is left of a group is built again in
+/// parts of this many units to twice that: most parts build now, and a
+/// unit whose errors only a later phase finds (code generation's, say)
+/// costs its own part another pass, not the whole group's front end once
+/// more. Smaller parts waste less on such a unit and pay more crate
+/// start-ups; `cargo bench --bench probe` put the balance near 20
+/// (docs/benchmarks.md). Many crates cost no more CPU than one large one
+/// otherwise: std's code generated once more per crate is paid back by
+/// LLVM's work on smaller modules.
+const MIN_PER_PART: usize = 20;
+
+/// One cargo build takes at most this many groups per CPU, so its wall
+/// limit stays in proportion to a wave's.
+const GROUPS_PER_CPU: usize = 8;
+
+/// At most this many passes (removing the units with errors each time)
+/// before what is left is narrowed by halves: each pass usually removes
+/// one compiler phase's errors.
+const MAX_PASSES: usize = 6;
+
+/// The limits of a shared rustc of `n` units whose units alone get
+/// `one`: a tenth of one unit's CPU time per further unit (an honest unit
+/// costs a small fraction of its own limit), and a sixteenth of its memory
+/// per further unit, up to four times one unit's.
+pub fn scaled(one: CompileLimits, n: usize) -> CompileLimits {
+    let more = n.saturating_sub(1) as u64;
+    CompileLimits {
+        cpu_secs: one.cpu_secs + (one.cpu_secs / 10).max(1) * more,
+        memory_bytes: one
+            .memory_bytes
+            .saturating_add(one.memory_bytes / 16 * more)
+            .min(one.memory_bytes.saturating_mul(4)),
+    }
+}
+
+impl<'a, L: Layout> SharedBuild<'a, L> {
+    pub fn new(package: &'a Package, layout: &'a L, run_address_space: u64) -> SharedBuild<'a, L> {
+        SharedBuild {
+            package,
+            layout,
+            run_address_space,
+            parallel: package.build_parallelism(),
+        }
+    }
+
+    /// Builds `units` (their module files written), calling `settled` for
+    /// each unit as its verdict is known, in no particular order. Failures
+    /// that can be transient (cargo killed, failing without a word) are
+    /// built again, at most [`MAX_RETRIES`] times per group.
+    pub async fn build(
+        &self,
+        units: &[ModuleKey],
+        stats: &mut ProbeStats,
+        mut settled: impl FnMut(Settled),
+    ) -> Result<()> {
+        let mut groups: Vec<Group> = first_groups(units, self.parallel);
+        while let Some(first) = groups.pop() {
+            if first.members.is_empty() {
+                continue;
+            }
+            let together = take_together(first, &mut groups, self.parallel);
+            let targets: Vec<String> = together.iter().map(|_| self.target_name()).collect();
+            let started = std::time::Instant::now();
+            let report = self.build_groups(&targets, &together, stats).await?;
+            let side_by_side = together.len() > 1;
+            for (target, mut group) in targets.iter().zip(together) {
+                let judged = self.judge(target, &group, &report);
+                tracing::debug!(
+                    units = group.members.len(),
+                    pass = group.passes,
+                    side_by_side = targets.len(),
+                    wall_ms = started.elapsed().as_millis() as u64,
+                    outcome = judged.name(),
+                    "shared build"
+                );
+                if side_by_side && !judged.is_own_answer(&report) {
+                    // A mate may have caused it (say, ran the build to
+                    // its wall limit): built again by itself, it is its
+                    // own.
+                    group.solo = true;
+                    groups.push(group);
+                    continue;
+                }
+                self.settle(group, judged, stats, &mut settled, &mut groups)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Acts on what one group's build said: verdicts for the units it
+    /// settles, and the groups still to build back on the stack.
+    fn settle(
+        &self,
+        mut group: Group,
+        judged: Judged,
+        stats: &mut ProbeStats,
+        settled: &mut impl FnMut(Settled),
+        groups: &mut Vec<Group>,
+    ) -> Result<()> {
+        match judged {
+            Judged::Built { image, warnings } => {
+                let size = if group.members.len() > 1 {
+                    super::oversize::check_image(
+                        &image,
+                        self.run_address_space,
+                        super::oversize::module_owner,
+                    )?
+                } else {
+                    Oversize::Fits
+                };
+                match size {
+                    Oversize::Fits => {}
+                    Oversize::TakeOut(oversized) => {
+                        tracing::info!(
+                            units = ?oversized,
+                            "units whose statics would make a shared image unrunnable; built alone"
+                        );
+                        stats.fallbacks += oversized.len();
+                        group.members.retain(|k| !oversized.contains(k));
+                        groups.push(group);
+                        groups.extend(oversized.into_iter().map(|k| Group::new(vec![k])));
+                        return Ok(());
+                    }
+                    Oversize::Halve => {
+                        tracing::info!(
+                            units = group.members.len(),
+                            "an image too large to run that no unit's symbols account for; halved"
+                        );
+                        stats.fallbacks += 1;
+                        groups.extend(group.halves());
+                        return Ok(());
+                    }
+                }
+                let image = Arc::new(Image {
+                    path: image,
+                    members: group.members.clone(),
+                });
+                for key in &group.members {
+                    let own = warnings.get(key).cloned().unwrap_or_default();
+                    settled(Settled {
+                        key: key.clone(),
+                        verdict: ProbeVerdict::Compiled,
+                        diagnostics: own.rendered,
+                        warnings: own.warnings,
+                        image: Some(image.clone()),
+                    });
+                }
+            }
+            Judged::Alone(alone) => {
+                self.settle_alone(group, alone, stats, settled, groups);
+            }
+            Judged::Failing(failing) => {
+                stats.passes += 1;
+                let gone: BTreeSet<&ModuleKey> = failing.keys().collect();
+                group.members.retain(|k| !gone.contains(k));
+                group.passes += 1;
+                let (unsure, failing): (Vec<_>, Vec<_>) = failing
+                    .into_iter()
+                    .partition(|(_, own)| own.may_be_a_mates());
+                for (key, _) in unsure {
+                    // Built alone, its verdict is its own either way.
+                    stats.fallbacks += 1;
+                    groups.push(Group::new(vec![key]));
+                }
+                for (key, own) in failing {
+                    settled(Settled {
+                        key,
+                        verdict: ProbeVerdict::CompileError { codes: own.codes },
+                        diagnostics: own.rendered,
+                        warnings: own.warnings,
+                        image: None,
+                    });
+                }
+                if group.passes >= MAX_PASSES {
+                    groups.extend(group.halves());
+                } else {
+                    groups.extend(group.parts_after_failing());
+                }
+            }
+            Judged::Spurious(why) if group.retries < MAX_RETRIES => {
+                group.retry(why, stats);
+                groups.push(group);
+            }
+            Judged::Spurious(_) | Judged::Narrow => {
+                stats.fallbacks += group.members.len();
+                groups.extend(group.halves());
+            }
+        }
+        Ok(())
+    }
+
+    /// The verdict of a unit built alone, or the unit back on the stack
+    /// when its failure may be transient.
+    fn settle_alone(
+        &self,
+        mut group: Group,
+        alone: Alone,
+        stats: &mut ProbeStats,
+        settled: &mut impl FnMut(Settled),
+        groups: &mut Vec<Group>,
+    ) {
+        let key = group.members[0].clone();
+        if let ProbeVerdict::ProbeFailure(why) = alone.verdict {
+            if why.is_spurious() && group.retries < MAX_RETRIES {
+                group.retry(why, stats);
+                groups.push(group);
+                return;
+            }
+        }
+        let image = alone.image.map(|path| {
+            Arc::new(Image {
+                path,
+                members: vec![key.clone()],
+            })
+        });
+        settled(Settled {
+            key,
+            verdict: alone.verdict,
+            diagnostics: alone.diagnostics,
+            warnings: alone.warnings,
+            image,
+        });
+    }
+
+    /// Builds each group as a target of its own in one cargo build: one
+    /// cargo start for them all and a rustc per CPU side by side (rustc's
+    /// front end uses one core, and a single unit's code generation too).
+    /// Every target gets the limits of the largest group's rustc.
+    async fn build_groups(
+        &self,
+        targets: &[String],
+        together: &[Group],
+        stats: &mut ProbeStats,
+    ) -> Result<BuildReport> {
+        for (target, group) in targets.iter().zip(together) {
+            self.package
+                .write_bin(target, &self.layout.root(&group.members))
+                .with_context(|| format!("cannot write the root of {target}"))?;
+        }
+        self.package.set_bins(targets.iter().map(String::as_str))?;
+        let largest = together.iter().map(|g| g.members.len()).max().unwrap_or(1);
+        let limits = scaled(self.package.compile_limits(), largest);
+        let report = self
+            .package
+            .build_limited(self.layout.profile(), targets, limits)
+            .await?;
+        stats.add_build(&report);
+        Ok(report)
+    }
+
+    fn target_name(&self) -> String {
+        self.package.next_image_target()
+    }
+
+    /// What one build of `group` says.
+    fn judge(&self, target: &str, group: &Group, report: &BuildReport) -> Judged {
+        if group.members.len() == 1 {
+            // Alone, the verdict is the isolated build's, whatever happened.
+            let (verdict, diagnostics, warnings) = verdict_of_target(report, target);
+            let image = report
+                .built
+                .get(target)
+                .filter(|_| verdict.compiled())
+                .cloned();
+            return Judged::Alone(Alone {
+                verdict,
+                diagnostics,
+                warnings,
+                image,
+            });
+        }
+        let diags = report.diagnostics.get(target).cloned().unwrap_or_default();
+        let owned = self.attribute(&diags.messages);
+        if let Some(image) = report.built.get(target) {
+            return Judged::Built {
+                image: image.clone(),
+                warnings: owned.by_unit,
+            };
+        }
+        let hit_limit = report.limit_hits.contains_key(target) || report.timed_out;
+        if hit_limit || diags.ices > 0 || owned.unowned_errors {
+            return Judged::Narrow;
+        }
+        let failing: BTreeMap<ModuleKey, Owned> = owned
+            .by_unit
+            .into_iter()
+            .filter(|(_, o)| o.errors > 0)
+            .collect();
+        if !failing.is_empty() {
+            return Judged::Failing(failing);
+        }
+        if !report.dependency_errors.is_empty() {
+            // Nothing of ours failed: what every unit links did. Each alone
+            // would say so; the narrowing gets each there.
+            return Judged::Narrow;
+        }
+        let why = crate::build::probe::infrastructure_failure(report);
+        if why.is_spurious() {
+            Judged::Spurious(why)
+        } else {
+            Judged::Narrow
+        }
+    }
+
+    /// Each message given to the unit whose file its primary span (else the
+    /// first of its other spans) points into.
+    fn attribute(&self, messages: &[CompilerDiag]) -> Attributed {
+        let mut out = Attributed::default();
+        for msg in messages {
+            let owner = msg
+                .at
+                .as_ref()
+                .and_then(|(file, _)| self.layout.owner(file))
+                .or_else(|| msg.files.iter().find_map(|f| self.layout.owner(f)));
+            match owner {
+                Some(key) => out.by_unit.entry(key).or_default().add(msg),
+                None if msg.is_error() && !is_summary(msg) => out.unowned_errors = true,
+                None => {}
+            }
+        }
+        for own in out.by_unit.values_mut() {
+            own.codes.sort();
+            own.codes.dedup();
+            own.rendered.push_str(&summary(own.errors, &own.codes));
+        }
+        out
+    }
+}
+
+/// What a build of this unit alone would close with, as cargo hands it
+/// on: the pointers to `rustc --explain` for its error codes (`codes`,
+/// sorted and unique), as rustc writes them (rustc_errors'
+/// `print_error_count`). cargo drops rustc's own count lines (`aborting
+/// due to N previous errors`, `N warnings emitted`) and prints its own. The
+/// shared build's pointers name every unit's codes, so each unit's are
+/// written here.
+fn summary(errors: usize, codes: &[String]) -> String {
+    match codes {
+        _ if errors == 0 => String::new(),
+        [] => String::new(),
+        [one] => format!("For more information about this error, try `rustc --explain {one}`.\n"),
+        [first, ..] => {
+            let (listed, end) = if codes.len() > 9 {
+                (&codes[..9], "...")
+            } else {
+                (codes, ".")
+            };
+            format!(
+                "Some errors have detailed explanations: {}{end}\n\
+                 For more information about an error, try `rustc --explain {first}`.\n",
+                listed.join(", ")
+            )
+        }
+    }
+}
+
+/// A build's closing lines, which belong to no module: `aborting due to`,
+/// `N warnings emitted`, and the pointers to `rustc --explain`.
+fn is_summary(msg: &CompilerDiag) -> bool {
+    msg.files.is_empty()
+        && msg.code.is_none()
+        && (msg.message.starts_with("aborting due to")
+            || msg.message.ends_with("emitted")
+            || msg.message.starts_with("For more information")
+            || msg
+                .message
+                .starts_with("Some errors have detailed explanations"))
+}
+
+/// The units still in one crate.
+#[derive(Debug)]
+struct Group {
+    members: Vec<ModuleKey>,
+    passes: usize,
+    retries: usize,
+    /// Built by itself, not beside other groups (see `take_together`).
+    solo: bool,
+}
+
+impl Group {
+    fn new(members: Vec<ModuleKey>) -> Group {
+        Group {
+            members,
+            passes: 0,
+            retries: 0,
+            solo: false,
+        }
+    }
+
+    /// Records and says that the group is built again after `why`.
+    fn retry(&mut self, why: ProbeFailure, stats: &mut ProbeStats) {
+        self.retries += 1;
+        tracing::warn!(
+            failure = why.as_str(),
+            units = self.members.len(),
+            attempt = self.retries,
+            of = MAX_RETRIES,
+            "a build failed for a reason that can be transient; probing again"
+        );
+        stats.retries.extend(
+            self.members
+                .iter()
+                .filter_map(|k| match k {
+                    ModuleKey::Candidate(idx) => Some(*idx),
+                    ModuleKey::Committed => None,
+                })
+                .map(|idx| crate::build::probe::ProbeRetry {
+                    idx,
+                    after: why,
+                    attempt: self.retries,
+                }),
+        );
+    }
+
+    /// What is left after a pass with errors, in parts of at least
+    /// [`MIN_PER_PART`] (the first part last, so it is built first), each
+    /// keeping the passes so far.
+    fn parts_after_failing(self) -> Vec<Group> {
+        let parts = (self.members.len() / MIN_PER_PART).max(1);
+        let passes = self.passes;
+        let mut parts = split(&self.members, parts);
+        for part in &mut parts {
+            part.passes = passes;
+        }
+        parts
+    }
+
+    /// Two groups of half the members each (the first half last, so it
+    /// is built first).
+    fn halves(self) -> Vec<Group> {
+        let mut members = self.members;
+        let back = members.split_off(members.len() / 2);
+        vec![Group::new(back), Group::new(members)]
+    }
+}
+
+/// What a build of a group says.
+enum Judged {
+    Built {
+        image: PathBuf,
+        warnings: BTreeMap<ModuleKey, Owned>,
+    },
+    /// A group of one: its verdict, as an isolated build gives it.
+    Alone(Alone),
+    /// These units had errors; the rest is built again.
+    Failing(BTreeMap<ModuleKey, Owned>),
+    /// No answer, but another try may give one.
+    Spurious(ProbeFailure),
+    /// Something no module owns: narrow by halves.
+    Narrow,
+}
+
+/// The first groups of a wave: one per CPU when each gets enough units,
+/// the first units on top of the stack.
+fn first_groups(units: &[ModuleKey], parallel: usize) -> Vec<Group> {
+    split(units, parallel.min(units.len() / MIN_PER_GROUP).max(1))
+}
+
+/// `units` in `parts` groups whose sizes differ by one at most, the first
+/// units on top of the stack.
+fn split(units: &[ModuleKey], parts: usize) -> Vec<Group> {
+    let bound = |i: usize| i * units.len() / parts;
+    (0..parts)
+        .rev()
+        .map(|i| Group::new(units[bound(i)..bound(i + 1)].to_vec()))
+        .filter(|g| !g.members.is_empty())
+        .collect()
+}
+
+/// `first` and the groups of its kind to build beside it in one cargo
+/// build: every unit to be built alone, or up to [`GROUPS_PER_CPU`]
+/// groups of several per CPU (cargo keeps a rustc per CPU busy with
+/// them). A group marked solo is built by itself.
+fn take_together(first: Group, groups: &mut Vec<Group>, parallel: usize) -> Vec<Group> {
+    if first.solo {
+        return vec![first];
+    }
+    let single = first.members.len() == 1;
+    let mut together = vec![first];
+    let mut i = groups.len();
+    while i > 0 && (single || together.len() < parallel * GROUPS_PER_CPU) {
+        i -= 1;
+        let g = &groups[i];
+        if !g.solo && !g.members.is_empty() && (g.members.len() == 1) == single {
+            together.push(groups.remove(i));
+        }
+    }
+    together
+}
+
+impl Judged {
+    /// Whether the answer is the group's own when it was built beside
+    /// others: not a failure of the build as a whole (a wall limit a mate
+    /// may have run it to, cargo killed), which a build of it by itself
+    /// would not share.
+    fn is_own_answer(&self, report: &BuildReport) -> bool {
+        match self {
+            Judged::Built { .. } | Judged::Failing(_) => true,
+            Judged::Alone(alone) => !matches!(alone.verdict, ProbeVerdict::ProbeFailure(_)),
+            Judged::Narrow => !report.timed_out,
+            Judged::Spurious(_) => false,
+        }
+    }
+
+    /// For the build log.
+    fn name(&self) -> &'static str {
+        match self {
+            Judged::Built { .. } => "built",
+            Judged::Alone(_) => "alone",
+            Judged::Failing(_) => "failing",
+            Judged::Spurious(_) => "spurious",
+            Judged::Narrow => "narrow",
+        }
+    }
+}
+
+struct Alone {
+    verdict: ProbeVerdict,
+    diagnostics: String,
+    warnings: usize,
+    /// The image, when it compiled.
+    image: Option<PathBuf>,
+}
+
+/// Messages attributed to units.
+#[derive(Default)]
+struct Attributed {
+    by_unit: BTreeMap<ModuleKey, Owned>,
+    /// An error no unit owns (a link error, an error in the root).
+    unowned_errors: bool,
+}
+
+/// One unit's messages in one build.
+#[derive(Debug, Default, Clone)]
+struct Owned {
+    rendered: String,
+    errors: usize,
+    warnings: usize,
+    codes: Vec<String>,
+}
+
+/// Error codes another module of the crate can cause: a trait impl is
+/// seen crate-wide, so a module's `impl PartialEq<Its> for i32` makes
+/// `assert_eq!(candidate(..), vec![])` elsewhere ambiguous (E0283), though
+/// that module compiles alone. Adding impls can only add such ambiguities,
+/// never unsatisfy a bound or change a type rustc settled on.
+const AMBIGUITY_CODES: &[&str] = &["E0282", "E0283", "E0284", "E0790"];
+
+/// Error codes of names that do not resolve, whose help suggests importing
+/// a same-named item from elsewhere in the crate: in a shared image that is
+/// a build-mate (`use crate::c0::absolute_width;`), which a build alone
+/// would not name and a repair prompt must not carry. Such a unit is built
+/// alone for its error text; its verdict is the same either way.
+const NAMING_CODES: &[&str] = &[
+    "E0412", "E0422", "E0423", "E0425", "E0433", "E0531", "E0532",
+];
+
+impl Owned {
+    /// Whether an error of this unit may be another unit's doing, so that
+    /// only a build of it alone can say.
+    fn may_be_a_mates(&self) -> bool {
+        self.codes.iter().any(|code| {
+            AMBIGUITY_CODES.contains(&code.as_str()) || NAMING_CODES.contains(&code.as_str())
+        })
+    }
+
+    fn add(&mut self, msg: &CompilerDiag) {
+        if is_summary(msg) {
+            return;
+        }
+        if self.rendered.len() < crate::build::package::MAX_RENDERED {
+            self.rendered.push_str(&msg.rendered);
+        }
+        match msg.level {
+            DiagLevel::Error | DiagLevel::Ice => {
+                self.errors += 1;
+                self.codes.extend(msg.code.iter().cloned());
+            }
+            DiagLevel::Warning => self.warnings += 1,
+            DiagLevel::Other => {}
+        }
+    }
+}
+
+/// `cands/c12.rs` and `cands/c12.tests.rs` are unit 12's, `cands/committed.rs`
+/// the committed candidate's; nothing else is a unit's.
+pub fn owner_of_file(file: &str) -> Option<ModuleKey> {
+    let path = std::path::Path::new(file);
+    if path.parent()?.file_name()? != "cands" {
+        return None;
+    }
+    let name = path.file_name()?.to_str()?;
+    let stem = name
+        .strip_suffix(".tests.rs")
+        .or_else(|| name.strip_suffix(".rs"))?;
+    if stem == "committed" {
+        return Some(ModuleKey::Committed);
+    }
+    let n = stem.strip_prefix('c')?;
+    (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| n.parse().ok().map(ModuleKey::Candidate))
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_name_their_unit() {
+        assert_eq!(
+            owner_of_file("cands/c12.rs"),
+            Some(ModuleKey::Candidate(12))
+        );
+        assert_eq!(
+            owner_of_file("cands/c3.tests.rs"),
+            Some(ModuleKey::Candidate(3))
+        );
+        assert_eq!(
+            owner_of_file("/w/task/cands/committed.rs"),
+            Some(ModuleKey::Committed)
+        );
+        for no in [
+            "cands/c3.main.rs",
+            "cands/img_x_0.main.rs",
+            "src/c3.rs",
+            "cands/c.rs",
+            "cands/cx1.rs",
+            "/rustc/abc/library/core/src/macros/mod.rs",
+        ] {
+            assert_eq!(owner_of_file(no), None, "{no}");
+        }
+    }
+
+    #[test]
+    fn limits_grow_with_the_crate() {
+        let one = CompileLimits {
+            cpu_secs: 60,
+            memory_bytes: 4 << 30,
+        };
+        assert_eq!(scaled(one, 1), one);
+        assert_eq!(scaled(one, 11).cpu_secs, 120);
+        assert_eq!(scaled(one, 17).memory_bytes, 8 << 30);
+        assert_eq!(scaled(one, 1000).memory_bytes, 16 << 30);
+        let small = CompileLimits {
+            cpu_secs: 5,
+            memory_bytes: 1 << 30,
+        };
+        assert_eq!(scaled(small, 3).cpu_secs, 7);
+    }
+
+    #[test]
+    fn summaries_read_as_cargo_hands_them_on() {
+        let codes = |c: &[&str]| c.iter().map(|c| c.to_string()).collect::<Vec<_>>();
+        assert_eq!(summary(0, &[]), "");
+        assert_eq!(summary(1, &[]), "");
+        assert_eq!(
+            summary(1, &codes(&["E0308"])),
+            "For more information about this error, try `rustc --explain E0308`.\n"
+        );
+        assert_eq!(
+            summary(2, &codes(&["E0308", "E0425"])),
+            "Some errors have detailed explanations: E0308, E0425.\n\
+             For more information about an error, try `rustc --explain E0308`.\n"
+        );
+        let ten: Vec<String> = (0..10).map(|n| format!("E00{n:02}")).collect();
+        assert!(summary(10, &ten).starts_with(
+            "Some errors have detailed explanations: E0000, E0001, E0002, E0003, E0004, \
+             E0005, E0006, E0007, E0008...\n"
+        ));
+    }
+
+    #[test]
+    fn halves_build_the_first_half_first() {
+        let keys: Vec<ModuleKey> = (0..5).map(ModuleKey::Candidate).collect();
+        let mut halves = Group::new(keys).halves();
+        let first = halves.pop().unwrap();
+        assert_eq!(
+            first.members,
+            [ModuleKey::Candidate(0), ModuleKey::Candidate(1)]
+        );
+        assert_eq!(halves[0].members.len(), 3);
+    }
+
+    fn keys(range: std::ops::Range<usize>) -> Vec<ModuleKey> {
+        range.map(ModuleKey::Candidate).collect()
+    }
+
+    #[test]
+    fn a_wave_gets_a_first_group_per_cpu_only_when_each_is_worth_a_rustc() {
+        let sizes = |n: usize, parallel: usize| -> Vec<usize> {
+            let mut groups = first_groups(&keys(0..n), parallel);
+            let mut sizes = Vec::new();
+            while let Some(g) = groups.pop() {
+                sizes.push(g.members.len());
+            }
+            sizes
+        };
+        assert_eq!(sizes(31, 2), [31]);
+        assert_eq!(sizes(32, 2), [16, 16]);
+        assert_eq!(sizes(201, 2), [100, 101]);
+        assert_eq!(sizes(201, 1), [201]);
+        assert_eq!(sizes(40, 4), [20, 20]);
+        assert!(first_groups(&[], 2).is_empty());
+        let mut groups = first_groups(&keys(0..40), 2);
+        assert_eq!(groups.pop().unwrap().members[0], ModuleKey::Candidate(0));
+    }
+
+    #[test]
+    fn groups_of_several_go_up_to_their_cap_and_units_alone_all_together() {
+        let mut solo = Group::new(keys(9..10));
+        solo.solo = true;
+        let mut stack = vec![
+            Group::new(keys(0..4)),
+            Group::new(keys(4..5)),
+            solo,
+            Group::new(keys(5..8)),
+            Group::new(keys(8..9)),
+            Group::new(keys(10..13)),
+        ];
+        let first = stack.pop().unwrap();
+        let together = take_together(first, &mut stack, 2);
+        let firsts: Vec<_> = together.iter().map(|g| g.members[0].clone()).collect();
+        assert_eq!(
+            firsts,
+            [
+                ModuleKey::Candidate(10),
+                ModuleKey::Candidate(5),
+                ModuleKey::Candidate(0)
+            ]
+        );
+
+        let first = stack.pop().unwrap();
+        let together = take_together(first, &mut stack, 2);
+        let firsts: Vec<_> = together.iter().map(|g| g.members[0].clone()).collect();
+        assert_eq!(
+            firsts,
+            [ModuleKey::Candidate(8), ModuleKey::Candidate(4)],
+            "every unit alone but the solo one"
+        );
+        let first = stack.pop().unwrap();
+        assert!(first.solo);
+        assert_eq!(take_together(first, &mut stack, 2).len(), 1);
+        assert!(stack.is_empty());
+
+        let mut stack: Vec<Group> = (0..20)
+            .map(|g| Group::new(keys(g * 3..g * 3 + 3)))
+            .collect();
+        let first = stack.pop().unwrap();
+        let together = take_together(first, &mut stack, 1);
+        assert_eq!(together.len(), GROUPS_PER_CPU);
+        assert_eq!(stack.len(), 20 - GROUPS_PER_CPU);
+    }
+
+    #[test]
+    fn what_a_failing_pass_leaves_is_built_in_parts_worth_a_rustc_each() {
+        let sizes = |n: usize| -> Vec<usize> {
+            let mut group = Group::new(keys(0..n));
+            group.passes = 1;
+            let mut parts = group.parts_after_failing();
+            assert!(parts.iter().all(|p| p.passes == 1));
+            let mut sizes = Vec::new();
+            while let Some(p) = parts.pop() {
+                sizes.push(p.members.len());
+            }
+            sizes
+        };
+        assert_eq!(sizes(39), [39]);
+        assert_eq!(sizes(40), [20, 20]);
+        assert_eq!(sizes(91), [22, 23, 23, 23]);
+        assert_eq!(sizes(457).len(), 22);
+        assert!(sizes(457).iter().all(|&n| (20..=21).contains(&n)));
+        let mut parts = Group::new(keys(0..40)).parts_after_failing();
+        assert_eq!(parts.pop().unwrap().members[0], ModuleKey::Candidate(0));
+    }
+}

@@ -1,0 +1,627 @@
+//! Probe: does each candidate compile?
+//!
+//! One question per candidate, answered exactly as a build of that candidate
+//! alone would answer it, and answered by the build that makes the image
+//! the candidate is scored from: a batch compiles each candidate once. A
+//! candidate's image is the task's scoring image (`score::image`): its
+//! module, the harness and the runner, and a `main` that runs the entry of
+//! the candidate its first argument names, so the probe checks exactly
+//! what the run will execute, through code generation and the linker. Two
+//! modes answer it, and the replay tool (`assay replay`) checks that they
+//! agree:
+//!
+//! - [`ProbeMode::Shared`] (default, `shared`): a wave's candidates are
+//!   modules of one crate built by one rustc (`exec::shared`): errors are
+//!   attributed to the module their primary span points into, candidates
+//!   with errors leave and the rest is built again, and a build that passes
+//!   its limits or fails in a way no module owns is narrowed by halves down
+//!   to the candidate alone. Safe only under the default policy; a task that
+//!   relaxes its `[policy]` gets one image per candidate instead
+//!   (`exec::isolated`, a hundred targets to a cargo build).
+//! - [`ProbeMode::Serial`] (`serial`): one `cargo build` per candidate, one
+//!   after the other, each candidate an image of its own: the reference the
+//!   shared build is checked against (`assay replay 2 --modes shared,serial`).
+//!
+//! [`stream`] runs either mode in waves while the draw is still running.
+//!
+//! A build that fails for a reason that can be transient (cargo or rustc
+//! killed by a signal, cargo failing without a word about the target: a
+//! lock or I/O error) gives its candidates no answer, so they are built
+//! again, at most [`MAX_RETRIES`] times; compile errors, a full disk, a
+//! timeout and an internal compiler error would only fail again, and are
+//! never retried. Each retry is logged and kept in [`ProbeStats::retries`].
+//! [`toolchain`] asks the probe's own toolchain what it is, so every probe
+//! run records it.
+
+mod classify;
+mod image;
+pub mod stream;
+mod toolchain;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use crate::build::exec::{Image, Settled, SharedBuild};
+use crate::build::package::{BuildReport, ModuleKey, Package};
+use crate::spec::Rule;
+use crate::support::testpoint;
+
+pub(crate) use classify::{infrastructure_failure, verdict_of_target};
+pub use image::{image_name, TaskLayout};
+pub use toolchain::{toolchain, Toolchain};
+
+/// How many times a candidate whose probe failed for a reason that can be
+/// transient is probed again. Two: one more failure after a retry is
+/// already unlikely to be chance, and a build that always dies should not
+/// triple a batch's probe.
+pub const MAX_RETRIES: usize = 2;
+
+/// What the probe found for one candidate. The string form is stable and is
+/// what the store keeps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProbeVerdict {
+    Compiled,
+    /// rustc rejected it; `codes` are its error codes, sorted and unique
+    /// (some errors have none).
+    CompileError {
+        codes: Vec<String>,
+    },
+    /// Something the candidate does not own failed to build (the harness).
+    DependencyFailure,
+    /// The probe itself failed for this candidate; the diagnostics hold
+    /// cargo's or rustc's own words.
+    ProbeFailure(ProbeFailure),
+    /// The task's policy refuses its source; it was never built. The
+    /// diagnostics name the rule and show the offending line.
+    Forbidden(Rule),
+    /// Its own compile ran past its CPU time limit and was stopped (a
+    /// const-evaluation loop, say); its build-mates kept going.
+    CompileTimeout,
+    /// Its own compile ran out of its memory limit.
+    CompileOutOfMemory,
+}
+
+/// Why the probe's infrastructure gave no answer for a candidate; its
+/// stable string is the variant's snake_case name (in JSON too).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, strum::IntoStaticStr,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum ProbeFailure {
+    /// The disk filled up (`No space left on device`).
+    DiskFull,
+    /// cargo, rustc or the linker was killed by a signal (the OOM killer,
+    /// a Ctrl-C, an operator).
+    Killed,
+    /// The build ran past its time limit (`--build-timeout`, default
+    /// [`crate::build::package::BUILD_TIMEOUT`]) and was killed.
+    Timeout,
+    /// rustc hit an internal compiler error on this candidate.
+    CompilerCrashed,
+    /// cargo gave neither an artifact nor an error for the target, for no
+    /// reason we recognize (stored as plain `probe_failure` by older
+    /// versions).
+    CargoFailed,
+}
+
+/// How the probe builds a batch's candidates. Its stable string (stored
+/// with each probe run, and the flag's value) is the variant's snake_case
+/// name; a retired mode's name is refused with what replaced it.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Default,
+    serde::Serialize,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(
+    serialize_all = "snake_case",
+    parse_err_ty = String,
+    parse_err_fn = not_a_probe_mode
+)]
+pub enum ProbeMode {
+    /// A wave's candidates built as one image, each candidate once for the
+    /// probe and the score, narrowed when one spoils it: what a batch runs.
+    #[default]
+    Shared,
+    /// One build per candidate, one after the other: the reference the
+    /// shared build is checked against.
+    Serial,
+}
+
+/// One candidate's probe result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Probed {
+    pub idx: usize,
+    pub verdict: ProbeVerdict,
+    /// Rendered errors and warnings, as rustc printed them.
+    pub diagnostics: String,
+    pub warnings: usize,
+}
+
+/// A probe's results with what it took to get them.
+#[derive(Debug, Clone, Default)]
+pub struct ProbeOutcome {
+    /// One per candidate, in the order they were given.
+    pub probed: Vec<Probed>,
+    /// The image each candidate that compiled runs from.
+    pub images: BTreeMap<usize, Arc<Image>>,
+    pub stats: ProbeStats,
+}
+
+/// What a probe run did, beyond its verdicts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProbeStats {
+    /// cargo invocations.
+    pub builds: usize,
+    /// Shared builds that ended with candidates' errors, so the rest was
+    /// built again.
+    pub passes: usize,
+    /// Candidates narrowed out of a shared build (it passed its limits,
+    /// failed in a way no module owned, or one candidate's statics would
+    /// make the image unrunnable) and built in smaller groups or alone.
+    pub fallbacks: usize,
+    /// Dependency units cargo found fresh, summed over builds.
+    pub deps_fresh: usize,
+    /// Dependency units cargo rebuilt (name and package id); empty on a
+    /// warm target directory.
+    pub deps_rebuilt: Vec<String>,
+    /// Streaming: the waves the candidates were probed in.
+    pub waves: usize,
+    /// Candidates probed again after a failure that can be transient, in
+    /// the order it happened.
+    pub retries: Vec<ProbeRetry>,
+}
+
+/// One candidate probed again.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProbeRetry {
+    /// The candidate's batch index.
+    pub idx: usize,
+    /// What the failed attempt said.
+    pub after: ProbeFailure,
+    /// 1 for the first retry.
+    pub attempt: usize,
+}
+
+/// Probes `candidates` (batch index, source) in `mode`. Candidates the
+/// package's policy refuses get `forbidden(rule)` and are never built; the
+/// others are probed, probing again the
+/// candidates whose build failed for a reason that can be transient (see
+/// [`ProbeFailure::is_spurious`]). Calls `on_progress` with the number of
+/// candidates that have a verdict so far.
+pub async fn probe(
+    package: &Package,
+    mode: ProbeMode,
+    candidates: &[(usize, &str)],
+    mut on_progress: impl FnMut(usize),
+) -> Result<ProbeOutcome> {
+    if candidates.is_empty() {
+        return Ok(ProbeOutcome::default());
+    }
+    // The policy first: a refused candidate is never built.
+    let (refused, allowed) = check_policy(package, candidates);
+    if !refused.is_empty() {
+        let base = refused.len();
+        on_progress(base);
+        let mut outcome = probe_checked(package, mode, &allowed, |n| on_progress(base + n)).await?;
+        outcome.probed.extend(refused);
+        let order = |idx: usize| candidates.iter().position(|(i, _)| *i == idx);
+        outcome.probed.sort_by_key(|p| order(p.idx));
+        return Ok(outcome);
+    }
+    probe_checked(package, mode, candidates, on_progress).await
+}
+
+/// The candidates the package's policy refuses, with their verdicts, and
+/// the others.
+pub(crate) fn check_policy<'a>(
+    package: &Package,
+    candidates: &[(usize, &'a str)],
+) -> (Vec<Probed>, Vec<(usize, &'a str)>) {
+    let mut refused = Vec::new();
+    let mut allowed = Vec::new();
+    for &(idx, source) in candidates {
+        match crate::text::policy::check(package.policy(), source) {
+            Ok(()) => allowed.push((idx, source)),
+            Err(violation) => {
+                tracing::debug!(candidate = idx, rule = %violation.rule, "refused by the policy");
+                refused.push(Probed {
+                    idx,
+                    verdict: ProbeVerdict::Forbidden(violation.rule),
+                    diagnostics: violation.render(&ModuleKey::Candidate(idx).file(), source),
+                    warnings: 0,
+                });
+            }
+        }
+    }
+    (refused, allowed)
+}
+
+/// [`probe`] of candidates the policy allows.
+async fn probe_checked(
+    package: &Package,
+    mode: ProbeMode,
+    candidates: &[(usize, &str)],
+    mut on_progress: impl FnMut(usize),
+) -> Result<ProbeOutcome> {
+    if candidates.is_empty() {
+        return Ok(ProbeOutcome::default());
+    }
+    // Tests arm `kill@probe.build` here to have this probe's first cargo
+    // killed, the way the OOM killer would.
+    testpoint::reached("probe.build").await;
+    let mut outcome = probe_once(package, mode, candidates, &mut on_progress).await?;
+    for attempt in 1..=MAX_RETRIES {
+        let failed: Vec<(usize, ProbeFailure)> = outcome
+            .probed
+            .iter()
+            .filter_map(|p| match p.verdict {
+                ProbeVerdict::ProbeFailure(why) if why.is_spurious() => Some((p.idx, why)),
+                _ => None,
+            })
+            .collect();
+        if failed.is_empty() {
+            break;
+        }
+        let again: Vec<(usize, &str)> = candidates
+            .iter()
+            .filter(|(idx, _)| failed.iter().any(|(f, _)| f == idx))
+            .copied()
+            .collect();
+        // One warning per kind of failure, naming its candidates: a killed
+        // wave of 32 is one event, not 32.
+        let mut kinds: Vec<ProbeFailure> = Vec::new();
+        for (_, why) in &failed {
+            if !kinds.contains(why) {
+                kinds.push(*why);
+            }
+        }
+        for kind in kinds {
+            let idxs: Vec<usize> = failed
+                .iter()
+                .filter(|(_, why)| *why == kind)
+                .map(|(idx, _)| *idx)
+                .collect();
+            let said = outcome
+                .probed
+                .iter()
+                .find(|p| p.idx == idxs[0])
+                .map(|p| last_line(&p.diagnostics))
+                .unwrap_or_default();
+            tracing::warn!(
+                failure = kind.as_str(),
+                candidates = ?idxs,
+                said,
+                attempt,
+                of = MAX_RETRIES,
+                "probe build failed for a reason that can be transient; probing again"
+            );
+        }
+        outcome
+            .stats
+            .retries
+            .extend(failed.iter().map(|(idx, why)| ProbeRetry {
+                idx: *idx,
+                after: *why,
+                attempt,
+            }));
+        let retry = probe_once(package, mode, &again, &mut |_| {}).await?;
+        outcome.stats.absorb(&retry.stats);
+        outcome.images.extend(retry.images);
+        for p in retry.probed {
+            if let Some(slot) = outcome.probed.iter_mut().find(|q| q.idx == p.idx) {
+                *slot = p;
+            }
+        }
+    }
+    if !outcome.stats.retries.is_empty() {
+        on_progress(candidates.len());
+    }
+    Ok(outcome)
+}
+
+/// One probe of `candidates` in `mode`: their modules written, then built
+/// into images (shared, or one each), calling `on_progress` as verdicts
+/// come.
+async fn probe_once(
+    package: &Package,
+    mode: ProbeMode,
+    candidates: &[(usize, &str)],
+    on_progress: &mut impl FnMut(usize),
+) -> Result<ProbeOutcome> {
+    for (idx, source) in candidates {
+        package.write_module(&ModuleKey::Candidate(*idx), source)?;
+    }
+    let layout = TaskLayout::of(package)?;
+    let keys: Vec<ModuleKey> = candidates
+        .iter()
+        .map(|(idx, _)| ModuleKey::Candidate(*idx))
+        .collect();
+    let mut stats = ProbeStats::default();
+    let mut by_idx: BTreeMap<usize, Probed> = BTreeMap::new();
+    let mut images = BTreeMap::new();
+    let mut take = |s: Settled| {
+        let ModuleKey::Candidate(idx) = s.key else {
+            return;
+        };
+        if let Some(image) = s.image {
+            images.insert(idx, image);
+        }
+        by_idx.insert(
+            idx,
+            Probed {
+                idx,
+                verdict: s.verdict,
+                diagnostics: s.diagnostics,
+                warnings: s.warnings,
+            },
+        );
+        on_progress(by_idx.len());
+    };
+    let per_build = crate::build::exec::isolated::TARGETS_PER_BUILD;
+    match mode {
+        ProbeMode::Shared if package.policy().shares_an_image() => {
+            SharedBuild::new(package, &layout, package.run_memory())
+                .build(&keys, &mut stats, &mut take)
+                .await?
+        }
+        ProbeMode::Shared => {
+            crate::build::exec::isolated::build(
+                package, &layout, &keys, per_build, &mut stats, &mut take,
+            )
+            .await?
+        }
+        ProbeMode::Serial => {
+            crate::build::exec::isolated::build(package, &layout, &keys, 1, &mut stats, &mut take)
+                .await?
+        }
+    }
+    Ok(ProbeOutcome {
+        probed: candidates
+            .iter()
+            .filter_map(|(idx, _)| by_idx.remove(idx))
+            .collect(),
+        images,
+        stats,
+    })
+}
+
+/// The last non-blank line of `text`, for a log line.
+fn last_line(text: &str) -> &str {
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default()
+}
+
+impl ProbeVerdict {
+    pub fn compiled(&self) -> bool {
+        matches!(self, ProbeVerdict::Compiled)
+    }
+}
+
+impl ProbeMode {
+    pub const ALL: [ProbeMode; 2] = [ProbeMode::Shared, ProbeMode::Serial];
+
+    pub fn as_str(&self) -> &'static str {
+        (*self).into()
+    }
+}
+
+/// Why a name is no probe mode: a retired one names its replacement.
+fn not_a_probe_mode(s: &str) -> String {
+    match s {
+        "wide" | "fast" => format!(
+            "probe mode `{s}` was replaced by `shared` (the default), which builds \
+             each candidate once for the probe and the score"
+        ),
+        _ => format!("unknown probe mode `{s}` (expected shared or serial)"),
+    }
+}
+
+impl ProbeStats {
+    /// Adds one cargo build's dependency figures.
+    pub(crate) fn add_build(&mut self, report: &BuildReport) {
+        self.builds += 1;
+        self.deps_fresh += report.deps_fresh;
+        self.deps_rebuilt
+            .extend(report.deps_rebuilt.iter().cloned());
+    }
+
+    /// Adds another run's figures (a wave, a fallback).
+    pub fn absorb(&mut self, other: &ProbeStats) {
+        self.builds += other.builds;
+        self.passes += other.passes;
+        self.fallbacks += other.fallbacks;
+        self.deps_fresh += other.deps_fresh;
+        self.deps_rebuilt.extend(other.deps_rebuilt.iter().cloned());
+        self.waves += other.waves;
+        self.retries.extend(other.retries.iter().cloned());
+    }
+}
+
+impl ProbeFailure {
+    pub const ALL: [ProbeFailure; 5] = [
+        ProbeFailure::DiskFull,
+        ProbeFailure::Killed,
+        ProbeFailure::Timeout,
+        ProbeFailure::CompilerCrashed,
+        ProbeFailure::CargoFailed,
+    ];
+
+    /// Whether another try could answer: the build was killed (the OOM
+    /// killer, an operator) or cargo failed without saying anything about
+    /// the target (a lock or I/O error, cargo itself crashing). A full
+    /// disk stays full, a timeout would time out again, and an internal
+    /// compiler error is the compiler's answer to this source.
+    pub fn is_spurious(&self) -> bool {
+        match self {
+            ProbeFailure::Killed | ProbeFailure::CargoFailed => true,
+            ProbeFailure::DiskFull | ProbeFailure::Timeout | ProbeFailure::CompilerCrashed => false,
+        }
+    }
+
+    pub fn as_str(&self) -> &'static str {
+        (*self).into()
+    }
+}
+
+impl fmt::Display for ProbeVerdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProbeVerdict::Compiled => f.write_str("compiled"),
+            ProbeVerdict::CompileError { codes } if codes.is_empty() => {
+                f.write_str("compile_error")
+            }
+            ProbeVerdict::CompileError { codes } => write!(f, "compile_error({})", codes.join(",")),
+            ProbeVerdict::DependencyFailure => f.write_str("dependency_failure"),
+            ProbeVerdict::ProbeFailure(why) => write!(f, "probe_failure({})", why.as_str()),
+            ProbeVerdict::Forbidden(rule) => write!(f, "forbidden({rule})"),
+            ProbeVerdict::CompileTimeout => f.write_str("compile_timeout"),
+            ProbeVerdict::CompileOutOfMemory => f.write_str("compile_out_of_memory"),
+        }
+    }
+}
+
+impl FromStr for ProbeVerdict {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let unknown = || format!("unknown probe verdict `{s}`");
+        Ok(match s {
+            "compiled" => ProbeVerdict::Compiled,
+            "compile_error" => ProbeVerdict::CompileError { codes: Vec::new() },
+            "dependency_failure" => ProbeVerdict::DependencyFailure,
+            "compile_timeout" => ProbeVerdict::CompileTimeout,
+            "compile_out_of_memory" => ProbeVerdict::CompileOutOfMemory,
+            // The walking skeleton's string, before failures had kinds.
+            "probe_failure" => ProbeVerdict::ProbeFailure(ProbeFailure::CargoFailed),
+            _ => {
+                if let Some(rule) = s
+                    .strip_prefix("forbidden(")
+                    .and_then(|rest| rest.strip_suffix(')'))
+                {
+                    return Ok(ProbeVerdict::Forbidden(
+                        rule.parse().map_err(|_| unknown())?,
+                    ));
+                }
+                if let Some(kind) = s
+                    .strip_prefix("probe_failure(")
+                    .and_then(|rest| rest.strip_suffix(')'))
+                {
+                    let why = ProbeFailure::ALL
+                        .into_iter()
+                        .find(|f| f.as_str() == kind)
+                        .ok_or_else(unknown)?;
+                    return Ok(ProbeVerdict::ProbeFailure(why));
+                }
+                let codes = s
+                    .strip_prefix("compile_error(")
+                    .and_then(|rest| rest.strip_suffix(')'))
+                    .ok_or_else(unknown)?;
+                ProbeVerdict::CompileError {
+                    codes: codes.split(',').map(str::to_owned).collect(),
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_round_trip_through_their_strings() {
+        let mut all = vec![
+            ProbeVerdict::Compiled,
+            ProbeVerdict::CompileError { codes: vec![] },
+            ProbeVerdict::CompileError {
+                codes: vec!["E0308".into()],
+            },
+            ProbeVerdict::CompileError {
+                codes: vec!["E0308".into(), "E0425".into()],
+            },
+            ProbeVerdict::DependencyFailure,
+            ProbeVerdict::CompileTimeout,
+            ProbeVerdict::CompileOutOfMemory,
+        ];
+        all.extend(ProbeFailure::ALL.map(ProbeVerdict::ProbeFailure));
+        all.extend(Rule::ALL.map(ProbeVerdict::Forbidden));
+        for v in all {
+            assert_eq!(v.to_string().parse::<ProbeVerdict>().unwrap(), v);
+        }
+        assert_eq!(
+            ProbeVerdict::CompileError {
+                codes: vec!["E0308".into(), "E0425".into()]
+            }
+            .to_string(),
+            "compile_error(E0308,E0425)"
+        );
+        assert_eq!(
+            ProbeVerdict::ProbeFailure(ProbeFailure::DiskFull).to_string(),
+            "probe_failure(disk_full)"
+        );
+        assert_eq!(
+            "probe_failure".parse::<ProbeVerdict>().unwrap(),
+            ProbeVerdict::ProbeFailure(ProbeFailure::CargoFailed)
+        );
+        assert_eq!(
+            ProbeVerdict::Forbidden(Rule::UnsafeCode).to_string(),
+            "forbidden(unsafe_code)"
+        );
+        assert!("forbidden(goto)".parse::<ProbeVerdict>().is_err());
+        assert!("compiles".parse::<ProbeVerdict>().is_err());
+        assert!("probe_failure(gremlins)".parse::<ProbeVerdict>().is_err());
+    }
+
+    #[test]
+    fn modes_round_trip_through_their_strings() {
+        for m in ProbeMode::ALL {
+            assert_eq!(m.as_str().parse::<ProbeMode>().unwrap(), m);
+        }
+        assert!("narrow".parse::<ProbeMode>().is_err());
+    }
+
+    #[test]
+    fn only_failures_that_can_be_transient_are_retried() {
+        let spurious: Vec<&str> = ProbeFailure::ALL
+            .into_iter()
+            .filter(ProbeFailure::is_spurious)
+            .map(|f| f.as_str())
+            .collect();
+        assert_eq!(spurious, ["killed", "cargo_failed"]);
+    }
+
+    #[test]
+    fn retries_round_trip_through_json() {
+        let retries = vec![ProbeRetry {
+            idx: 3,
+            after: ProbeFailure::Killed,
+            attempt: 1,
+        }];
+        let text = serde_json::to_string(&retries).unwrap();
+        assert_eq!(text, r#"[{"idx":3,"after":"killed","attempt":1}]"#);
+        assert_eq!(
+            serde_json::from_str::<Vec<ProbeRetry>>(&text).unwrap(),
+            retries
+        );
+        assert!(
+            serde_json::from_str::<ProbeRetry>(r#"{"idx":3,"after":"gremlins","attempt":1}"#)
+                .is_err()
+        );
+    }
+}

@@ -1,0 +1,15 @@
+//! The loop and its entry points: a batch of a task ([`batch`]), a suite
+//! ([`suite`]), their resume and interruption, the replay of stored
+//! batches, concurrent sweeps, promotion, and the command-level glue that
+//! resolves outputs and stores and maps outcomes to exit codes.
+
+pub mod batch;
+pub mod command_store;
+pub mod exit;
+pub mod interrupt;
+pub mod outputs;
+pub mod promote;
+pub mod replay;
+pub mod resume;
+pub mod suite;
+pub mod sweep;

@@ -1,0 +1,497 @@
+//! A suite's repair rounds (issue 28): after round r is built and run,
+//! each failing completion's program goes back to the pools (the suite's
+//! own, or `--repair-pool`) with what went wrong, and round r + 1's
+//! completions go down the same stream as round 0's: the same builds, the
+//! same runs, the same store.
+//!
+//! ```text
+//! round 0: draw --> programs --> (waves, builds, runs: `stream`) --> settled
+//! round r: plan (parents, prompts; stored) --> draw asking --> programs --> settled
+//! ```
+//!
+//! A problem stops being repaired once one of its completions passes. Each
+//! failing completion of the last round that gave a program is a parent
+//! and gets one child, so every completion descends from one of round 0's:
+//! a chain, and pass@1 after round r is the share of chains that passed by
+//! then (`repair::suite_rounds`). A completion that gave no program (a
+//! failed request, a reply without code) ends its chain.
+//!
+//! A round's plan is stored before any of its requests is sent (the
+//! suite's `suite_rounds` row, each problem's `repair_rounds` and
+//! `repair_parents`), so a resume goes on in the round it stopped in, asks
+//! the same prompts, and draws only the completions the store lacks.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::Result;
+
+use super::draw::{Ask, SuiteDraw};
+use super::ProblemDraw;
+use crate::draw::{DrawOptions, Plan};
+use crate::repair::setup::RepairRefused;
+use crate::repair::{solution_of, suite_repair_prompt, ProgramState};
+use crate::spec::{Feedback, PoolChoice};
+use crate::store::{
+    BatchId, PlannedParent, ProblemRound, Store, SuiteCompletionRow, SuiteId, SuitePart,
+    SuiteProblemRow,
+};
+use crate::suite::Status;
+use crate::support::progress::Progress;
+use crate::text::extract::Extraction;
+
+/// What `suite run` was asked of repair, as given (clap checked only the
+/// types): [`RepairFlags::check`] refuses what cannot be honoured before
+/// anything is written, [`RepairFlags::resolve`] makes the settings.
+#[derive(Debug, Clone, Default)]
+pub struct RepairFlags {
+    /// `--rounds`: repair rounds after the first draw.
+    pub rounds: Option<u64>,
+    /// `--feedback`: what a repair prompt carries (`full`, `errors-only`).
+    pub feedback: Option<Feedback>,
+    /// `--repair-pool`: the pools the repair rounds draw from.
+    pub pools: Vec<PoolChoice>,
+    /// `--max-tokens`: no draw starts once the suite's replies have spent
+    /// this many output tokens.
+    pub max_tokens: Option<u64>,
+}
+
+/// What else the command was asked, that repair depends on.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunShape {
+    /// `--pool`: completions drawn live.
+    pub live_draw: bool,
+    /// `--completions`: completions read from a file.
+    pub completions: bool,
+    pub queue: bool,
+    pub resume: bool,
+}
+
+pub use crate::repair::SuiteRepair;
+
+/// A live draw's repair: the settings of a new suite (`None` on a resume,
+/// whose stored settings hold, and when nothing was asked), and the pools
+/// repair rounds draw from when not the draw's own.
+#[derive(Debug, Clone, Default)]
+pub struct Repairing {
+    pub settings: Option<SuiteRepair>,
+    pub plan: Option<Plan>,
+}
+
+/// Why no round follows the last one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stopped {
+    /// Every problem has a passing completion.
+    AllPass,
+    /// Every round asked for has run.
+    RoundsDone,
+    /// No failing completion with a program is left to repair.
+    NoParents,
+    /// The output-token budget is spent.
+    Budget,
+}
+
+impl Stopped {
+    fn as_str(self) -> &'static str {
+        match self {
+            Stopped::AllPass => "all_pass",
+            Stopped::RoundsDone => "rounds_done",
+            Stopped::NoParents => "no_parents",
+            Stopped::Budget => "budget",
+        }
+    }
+}
+
+/// Where a suite's rounds go on from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Resume {
+    /// Round 0, the first draw (what of it is stored is not drawn again).
+    First,
+    /// Repair round r, as its stored plan says.
+    Repair(u32),
+    /// After round r, which ended: decide what follows.
+    After(u32),
+    /// The rounds stopped: nothing more is drawn.
+    Stopped,
+}
+
+impl RepairFlags {
+    /// Refuses, with one line, what the rest of the command cannot
+    /// honour; checked before anything is read or written.
+    pub fn check(&self, shape: RunShape) -> Result<(), RepairRefused> {
+        let refuse = |m: &str| Err(RepairRefused::Flags(m.to_owned()));
+        let budgeted = self.rounds.is_some() || self.max_tokens.is_some();
+        if shape.resume {
+            if budgeted || self.feedback.is_some() {
+                return refuse(
+                    "suite run --resume: --rounds, --feedback and --max-tokens are the suite's \
+                     own; a resume goes on with what it stored",
+                );
+            }
+            return Ok(());
+        }
+        if self.rounds.is_none() {
+            if self.feedback.is_some() {
+                return refuse("--feedback: says what repair prompts carry; only with --rounds");
+            }
+            if !self.pools.is_empty() {
+                return refuse("--repair-pool: draws the repair rounds; only with --rounds");
+            }
+        }
+        if budgeted && shape.completions {
+            return refuse(
+                "--rounds, --max-tokens: a completions file cannot answer a repair prompt; \
+                 draw the completions from model pools (--pool NAME -n K)",
+            );
+        }
+        if budgeted && shape.queue {
+            return refuse(
+                "--rounds, --max-tokens: a suite's repair rounds and budget span all its \
+                 problems (one plan, one stop, one budget per round), which the parts that \
+                 lanes run apart cannot share; run it here, without --queue",
+            );
+        }
+        if budgeted && !shape.live_draw {
+            return refuse(
+                "--rounds, --max-tokens: repair rounds draw from model pools; name the pool \
+                 that answers them (--pool NAME -n K)",
+            );
+        }
+        Ok(())
+    }
+
+    /// The settings of the flags, and the repair pools' plan (from the
+    /// pools file the draw uses, each server asked for a connection when
+    /// `reach`).
+    pub async fn resolve(
+        &self,
+        pools_file: &Path,
+        opts: &DrawOptions,
+        reach: bool,
+    ) -> Result<Repairing> {
+        let usage = |flag: &str, e: String| RepairRefused::Flags(format!("{flag}: {e}"));
+        let rounds = self
+            .rounds
+            .map(crate::spec::check_rounds)
+            .transpose()
+            .map_err(|e| usage("--rounds", e))?;
+        let max_tokens = self
+            .max_tokens
+            .map(crate::spec::check_token_budget)
+            .transpose()
+            .map_err(|e| usage("--max-tokens", e))?;
+        let plan = if self.pools.is_empty() {
+            None
+        } else {
+            let (plan, warnings) = Plan::for_suite(pools_file, &self.pools, opts)?;
+            for w in warnings {
+                tracing::warn!("{w}");
+            }
+            if !plan.can_repair() {
+                return Err(usage(
+                    "--repair-pool",
+                    "a replay corpus cannot answer a repair prompt".into(),
+                )
+                .into());
+            }
+            if reach {
+                plan.check_reachable().await?;
+            }
+            Some(plan)
+        };
+        let rounds = rounds.unwrap_or(0);
+        let settings = (rounds > 0 || max_tokens.is_some()).then(|| SuiteRepair {
+            rounds,
+            feedback: self.feedback.unwrap_or_default().as_str().to_owned(),
+            pools: self.pools.iter().map(ToString::to_string).collect(),
+            max_tokens,
+        });
+        Ok(Repairing { settings, plan })
+    }
+}
+
+/// Where a suite that repairs goes on from, by its stored rounds.
+pub(super) async fn resume_point(store: &Store, suite: SuiteId) -> Result<Resume> {
+    let rounds = store.suite_rounds(suite).await?;
+    Ok(match rounds.last() {
+        None => Resume::First,
+        Some(r) if r.wall_s.is_none() && r.round == 0 => Resume::First,
+        Some(r) if r.wall_s.is_none() => Resume::Repair(r.round),
+        Some(r) if r.stopped.is_some() => Resume::Stopped,
+        Some(r) => Resume::After(r.round),
+    })
+}
+
+/// A suite's rounds: its draw, and what it needs to plan a round.
+pub(super) struct Rounds<'a> {
+    pub suite: SuiteId,
+    pub settings: &'a SuiteRepair,
+    pub draw: &'a SuiteDraw<'a>,
+    pub store: &'a Store,
+    pub progress: &'a Progress,
+}
+
+impl Rounds<'_> {
+    /// Runs the rounds from `at` until they stop: each round drawn, every
+    /// program it gave built, run and stored, then the next one planned.
+    /// Records each round's draw phase itself.
+    pub async fn run(&self, jobs: &mut [ProblemDraw], mut at: Resume) -> Result<()> {
+        loop {
+            let done = match at {
+                Resume::Stopped => return Ok(()),
+                Resume::After(done) => done,
+                Resume::First => {
+                    self.round(jobs, &Ask::First, 0).await?;
+                    0
+                }
+                Resume::Repair(round) => {
+                    let plans: HashMap<BatchId, Vec<PlannedParent>> = self
+                        .store
+                        .suite_round_plans(self.suite, round)
+                        .await?
+                        .into_iter()
+                        .map(|p| (p.batch, p.parents))
+                        .collect();
+                    let ask = Ask::Repair {
+                        round,
+                        plans: &plans,
+                    };
+                    self.round(jobs, &ask, round).await?;
+                    round
+                }
+            };
+            at = match next_round(self.store, self.suite, self.settings, done).await? {
+                Next::Round { round, parents } => {
+                    self.progress.note(&format!(
+                        "repair round {round}: {parents} failing completions sent back"
+                    ));
+                    Resume::Repair(round)
+                }
+                Next::Stop(why) => {
+                    self.store
+                        .stop_suite_rounds(self.suite, done, why.as_str())
+                        .await?;
+                    Resume::Stopped
+                }
+            };
+        }
+    }
+
+    /// One round: its draw, then every program added so far settled, then
+    /// its end stored.
+    async fn round(&self, jobs: &mut [ProblemDraw], ask: &Ask<'_>, round: u32) -> Result<()> {
+        let started = Instant::now();
+        let guard = self.draw.run(jobs, ask).await?;
+        self.store
+            .record_suite_phase(self.suite, &SuitePart::all(), &guard.finish())
+            .await?;
+        self.draw.programs.settled().await;
+        self.store
+            .end_suite_round(self.suite, round, started.elapsed().as_secs_f64())
+            .await?;
+        crate::support::testpoint::reached("suite.round").await;
+        Ok(())
+    }
+}
+
+/// What follows a round.
+enum Next {
+    /// Round `round` is planned and stored, with `parents` in all.
+    Round {
+        round: u32,
+        parents: usize,
+    },
+    Stop(Stopped),
+}
+
+/// Decides what follows round `done` (every completion of it has its
+/// outcome) and, when it is a round, stores its plan before returning.
+async fn next_round(
+    store: &Store,
+    suite: SuiteId,
+    settings: &SuiteRepair,
+    done: u32,
+) -> Result<Next> {
+    let problems = store.suite_problems(suite).await?;
+    let completions = store.suite_completions(suite).await?;
+    if let Some(max) = settings.max_tokens {
+        let spent: u64 = completions
+            .iter()
+            .filter_map(|c| c.drawn.reply.completion_tokens)
+            .sum();
+        if spent >= max {
+            return Ok(Next::Stop(Stopped::Budget));
+        }
+    }
+    if done >= settings.rounds {
+        return Ok(Next::Stop(Stopped::RoundsDone));
+    }
+    let plans = plan_round(&problems, &completions, done, settings.feedback_mode());
+    if plans.is_empty() {
+        let unsolved = problems.iter().any(|p| {
+            !completions
+                .iter()
+                .any(|c| c.batch_id == p.batch_id && passed(c))
+        });
+        return Ok(Next::Stop(if unsolved {
+            Stopped::NoParents
+        } else {
+            Stopped::AllPass
+        }));
+    }
+    let round = done + 1;
+    store.begin_suite_round(suite, round, &plans).await?;
+    Ok(Next::Round {
+        round,
+        parents: plans.iter().map(|p| p.parents.len()).sum(),
+    })
+}
+
+/// Each unsolved problem's parents (its failing completions of round
+/// `done` that gave a program), each with one child numbered on from the
+/// problem's last completion, and the prompt it is asked.
+fn plan_round(
+    problems: &[SuiteProblemRow],
+    completions: &[SuiteCompletionRow],
+    done: u32,
+    mode: Feedback,
+) -> Vec<ProblemRound> {
+    let mut plans = Vec::new();
+    for p in problems {
+        let of: Vec<&SuiteCompletionRow> = completions
+            .iter()
+            .filter(|c| c.batch_id == p.batch_id)
+            .collect();
+        if of.iter().any(|c| passed(c)) {
+            continue;
+        }
+        let mut next = of.iter().map(|c| c.idx + 1).max().unwrap_or(0);
+        let mut parents = Vec::new();
+        for c in of.iter().filter(|c| c.round == done) {
+            let Some(prompt) = repair_prompt(p, c, mode) else {
+                continue;
+            };
+            parents.push(PlannedParent {
+                parent: c.idx,
+                first_idx: next,
+                children: 1,
+                prompt,
+            });
+            next += 1;
+        }
+        if !parents.is_empty() {
+            plans.push(ProblemRound {
+                batch: p.batch_id,
+                parents,
+            });
+        }
+    }
+    plans
+}
+
+fn passed(c: &SuiteCompletionRow) -> bool {
+    c.outcome
+        .as_ref()
+        .is_some_and(|o| o.outcome.status() == Status::Ok)
+}
+
+/// The prompt that asks for a repair of completion `c`; `None` when it
+/// gave no program or has nothing to repair.
+fn repair_prompt(p: &SuiteProblemRow, c: &SuiteCompletionRow, mode: Feedback) -> Option<String> {
+    let Some(Extraction::Source(program)) = &c.extraction else {
+        return None;
+    };
+    let outcome = c.outcome.as_ref()?;
+    let diagnostics = outcome
+        .error_file
+        .as_deref()
+        .map(diagnostics_of)
+        .unwrap_or_default();
+    let state = ProgramState::of_outcome(
+        &p.problem,
+        &outcome.outcome,
+        &diagnostics,
+        &outcome.messages,
+    )?;
+    let solution = solution_of(&p.problem, program)?;
+    Some(suite_repair_prompt(&p.problem, solution, &state, mode))
+}
+
+/// What rustc said of a program, from its error file (`stream` writes a
+/// header line, a blank line, then rustc's words). A file that is gone
+/// says nothing.
+fn diagnostics_of(file: &str) -> String {
+    match std::fs::read_to_string(file) {
+        Ok(text) => text
+            .split_once("\n\n")
+            .map_or(String::new(), |(_, d)| d.to_owned()),
+        Err(e) => {
+            tracing::warn!("cannot read the error file {file}: {e}");
+            String::new()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(rounds: Option<u64>, feedback: bool, pool: bool, tokens: Option<u64>) -> RepairFlags {
+        RepairFlags {
+            rounds,
+            feedback: feedback.then_some(Feedback::ErrorsOnly),
+            pools: if pool {
+                vec!["fixer".parse().unwrap()]
+            } else {
+                Vec::new()
+            },
+            max_tokens: tokens,
+        }
+    }
+
+    #[test]
+    fn repair_flags_are_refused_where_they_cannot_be_honoured() {
+        let live = RunShape {
+            live_draw: true,
+            ..RunShape::default()
+        };
+        let file = RunShape {
+            completions: true,
+            ..RunShape::default()
+        };
+        let queued = RunShape {
+            queue: true,
+            ..live
+        };
+        let resume = RunShape {
+            resume: true,
+            ..RunShape::default()
+        };
+        let refused = |f: RepairFlags, shape: RunShape| f.check(shape).unwrap_err().to_string();
+        assert!(flags(Some(2), true, true, Some(10)).check(live).is_ok());
+        assert!(flags(None, false, false, Some(10)).check(live).is_ok());
+        assert!(flags(None, false, true, None).check(resume).is_ok());
+        assert!(refused(flags(None, true, false, None), live).starts_with("--feedback:"));
+        assert!(refused(flags(None, false, true, None), live).starts_with("--repair-pool:"));
+        assert!(refused(flags(Some(1), false, false, None), file).contains("completions file"));
+        assert!(refused(flags(Some(1), false, false, None), queued).contains("lanes"));
+        assert!(
+            refused(flags(Some(1), false, false, None), RunShape::default())
+                .contains("--pool NAME")
+        );
+        assert!(refused(flags(Some(1), false, false, None), resume).contains("--resume"));
+    }
+
+    #[test]
+    fn settings_round_trip_through_json() {
+        let s = SuiteRepair {
+            rounds: 2,
+            feedback: "errors_only".into(),
+            pools: vec!["fixer".into()],
+            max_tokens: Some(100),
+        };
+        assert_eq!(SuiteRepair::from_json(&s.to_json()), Some(s.clone()));
+        assert_eq!(s.feedback_mode(), Feedback::ErrorsOnly);
+    }
+}

@@ -23,7 +23,8 @@ use crate::build::package::{ModuleKey, Package};
 use crate::build::probe::stream::{StreamCandidate, Waves};
 use crate::build::probe::{self, ProbeMode, ProbeStats, Probed};
 use crate::draw::{DrawEvent, DrawOptions, Drawn, Plan};
-use crate::engine::interrupt::{Interrupt, Interrupted};
+use crate::engine::drive::drive;
+use crate::engine::interrupt::{Interrupt, Run};
 use crate::engine::resume::ResumePlan;
 use crate::repair::planner::{self, Next, RepairSettings, RoundPlan};
 use crate::sandbox::Sandbox;
@@ -117,7 +118,7 @@ pub fn prepare(cfg: &RunConfig, draw: &DrawOptions) -> Result<(Plan, Vec<String>
 /// Runs one batch to the end and returns its id. On failure after the batch
 /// was created, the batch is marked failed with the reason, and everything
 /// stored so far stays. When `interrupt` fires, outstanding work is dropped,
-/// the batch is marked interrupted and the error is [`Interrupted`].
+/// the batch is marked interrupted and the error is [`crate::engine::interrupt::Interrupted`].
 pub async fn run(
     cfg: &RunConfig,
     plan: Plan,
@@ -159,7 +160,8 @@ pub async fn run(
         ResumePlan::fresh(),
         checked.0,
     );
-    drive(store, interrupt, batch, rounds).await
+    drive(store, interrupt, Run::Batch(batch), rounds).await?;
+    Ok(batch)
 }
 
 /// Proof that the task was checked ([`check_task`]), with what the check
@@ -246,48 +248,8 @@ pub async fn resume(
     stored.attempt = store.record_resume(batch, &stored.kept()).await?;
     tracing::info!(batch, attempt = stored.attempt, kept = ?stored.kept(), "batch resumed");
     let rounds = run_rounds(cfg, &plan, store, progress, batch, stored, checked.0);
-    drive(store, interrupt, batch, rounds).await
-}
-
-/// Runs the stages of an owned batch (`rounds`) until they end or a
-/// signal comes, and records how it ended.
-async fn drive(
-    store: &Store,
-    interrupt: &Interrupt,
-    batch: BatchId,
-    rounds: impl std::future::Future<Output = Result<()>>,
-) -> Result<BatchId> {
-    // Dropping the batch's future cancels everything it has outstanding: the
-    // draw task is aborted, cargo and scoring children are killed on drop.
-    // Every result stored so far is committed; nothing is half-written,
-    // because each write is one statement or one transaction.
-    let ended = tokio::select! {
-        // A batch that has just finished is finished, whatever came in
-        // at the same moment.
-        biased;
-        done = rounds => Ok(done),
-        signal = interrupt.fired() => Err(signal),
-    };
-    match ended {
-        Ok(Ok(())) => Ok(batch),
-        Ok(Err(e)) => {
-            let reason = format!("{e:#}");
-            store
-                .finish_batch(batch, BatchStatus::Failed, Some(&reason))
-                .await?;
-            Err(e.context(format!("batch {batch} failed")))
-        }
-        Err(signal) => {
-            store
-                .finish_batch(
-                    batch,
-                    BatchStatus::Interrupted,
-                    Some(&format!("interrupted by {signal}")),
-                )
-                .await?;
-            Err(Interrupted { batch, signal }.into())
-        }
-    }
+    drive(store, interrupt, Run::Batch(batch), rounds).await?;
+    Ok(batch)
 }
 
 /// The batch's output folder: a resumed batch keeps its own when it writes

@@ -110,7 +110,6 @@ pub fn opened_for<T>(work_item: Option<i64>, opened: anyhow::Result<T>) -> anyho
 fn is_stop(cause: &(dyn std::error::Error + 'static)) -> bool {
     cause.is::<crate::engine::interrupt::Interrupted>()
         || cause.is::<crate::engine::interrupt::Stopped>()
-        || cause.is::<crate::engine::suite::SuiteInterrupted>()
 }
 
 fn is_bad_input(cause: &(dyn std::error::Error + 'static)) -> bool {
@@ -189,7 +188,7 @@ mod tests {
             ExitClass::BadInput
         );
         let stopped = anyhow::Error::new(crate::engine::interrupt::Interrupted {
-            batch: 1,
+            run: crate::engine::interrupt::Run::Batch(1),
             signal: "SIGINT",
         });
         assert_eq!(ExitClass::of(&stopped).code(), 130);

@@ -8,8 +8,11 @@
 //! reach them); whatever is stored stays, and the next `assay` to open the
 //! database marks the batch interrupted because its owner is gone.
 
+use std::fmt;
+
 use tokio::sync::watch;
 
+use crate::store::{BatchId, SuiteId};
 use crate::support::hint::{CommandLine, Reach};
 
 /// A request to stop, shared by whoever needs to notice it.
@@ -20,12 +23,29 @@ pub struct Interrupt {
     _tx: Option<std::sync::Arc<watch::Sender<Option<&'static str>>>>,
 }
 
-/// The batch was stopped by a signal; what it had is stored. The command
-/// that finishes it needs the caller's flags: [`Stopped`] names it.
+/// What a drive runs, named by the record its end is written to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Run {
+    Batch(BatchId),
+    Suite(SuiteId),
+}
+
+impl fmt::Display for Run {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Run::Batch(id) => write!(f, "batch {id}"),
+            Run::Suite(id) => write!(f, "suite {id}"),
+        }
+    }
+}
+
+/// The run was stopped by a signal; what it had is stored. The command
+/// that finishes it needs the caller's flags:
+/// [`Stopped`] names it.
 #[derive(Debug, thiserror::Error)]
-#[error("batch {batch} interrupted by {signal}; what it had is kept")]
+#[error("{run} interrupted by {signal}; what it had is kept")]
 pub struct Interrupted {
-    pub batch: i64,
+    pub run: Run,
     pub signal: &'static str,
 }
 
@@ -41,6 +61,14 @@ pub struct Stopped {
 }
 
 impl Stopped {
+    /// The command that finishes an interrupted run.
+    pub fn of(interrupted: &Interrupted, reach: &Reach) -> Stopped {
+        match interrupted.run {
+            Run::Batch(batch) => Stopped::batch(batch, interrupted.signal, reach),
+            Run::Suite(suite) => Stopped::suite(suite, interrupted.signal, reach),
+        }
+    }
+
     pub fn batch(batch: i64, signal: &'static str, reach: &Reach) -> Stopped {
         Stopped {
             what: format!("batch {batch}"),

@@ -5,6 +5,7 @@
 
 pub mod batch;
 pub mod command_store;
+pub mod drive;
 pub mod exit;
 pub mod interrupt;
 pub mod outputs;

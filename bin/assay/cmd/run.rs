@@ -21,7 +21,7 @@ use crate::args::RunArgs;
 /// the flags that reach its store.
 fn with_resume_hint(e: anyhow::Error, reach: &Reach) -> anyhow::Error {
     match e.downcast_ref::<Interrupted>() {
-        Some(i) => Stopped::batch(i.batch, i.signal, reach).into(),
+        Some(i) => Stopped::of(i, reach).into(),
         None => e,
     }
 }

@@ -42,7 +42,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::draw::{Drawn, Outcome, Reply};
-use crate::engine::interrupt::Interrupt;
+use crate::engine::interrupt::{Interrupt, Run};
 use crate::spec::WavePolicy;
 use crate::store::{
     BatchId, BatchStatus, Claim, NewCompletion, NewProblem, NewSuite, Store, StoreError, SuiteId,
@@ -131,14 +131,6 @@ pub struct SuiteInput {
     pub mode: ProgramMode,
     /// Each problem's completions, in input order.
     pub completions: Vec<Vec<String>>,
-}
-
-/// The suite was stopped by a signal; what it had is stored.
-#[derive(Debug, thiserror::Error)]
-#[error("suite {suite} interrupted by {signal}; what it had is kept; finish it with `assay suite run --resume {suite}`")]
-pub struct SuiteInterrupted {
-    pub suite: SuiteId,
-    pub signal: &'static str,
 }
 
 /// The pool name of completions read from a file.
@@ -710,7 +702,8 @@ fn duplicates(keys: &[Key]) -> Vec<Option<usize>> {
         .collect()
 }
 
-/// Runs the suite's stream and records how it ended.
+/// Runs the suite's stream until every program has its outcome and marks
+/// the suite finished; a failure or a signal is written by the one drive.
 #[allow(clippy::too_many_arguments)]
 async fn drive(
     cfg: &SuiteConfig,
@@ -731,40 +724,14 @@ async fn drive(
         suite,
         part,
     };
-    // Dropping the run's future kills cargo and every program's process
-    // group, and cancels the draw; each outcome stored so far is whole (one
-    // transaction each).
-    let ended = tokio::select! {
-        biased;
-        done = stream.execute(programs, rx, producer, prepare) => Ok(done),
-        signal = interrupt.fired() => Err(signal),
+    let work = async {
+        stream.execute(programs, rx, producer, prepare).await?;
+        store
+            .finish_suite(suite, &Owner::current(), BatchStatus::Finished, None)
+            .await?;
+        Ok(suite)
     };
-    match ended {
-        Ok(Ok(())) => {
-            store
-                .finish_suite(suite, &Owner::current(), BatchStatus::Finished, None)
-                .await?;
-            Ok(suite)
-        }
-        Ok(Err(e)) => {
-            let reason = format!("{e:#}");
-            store
-                .finish_suite(suite, &Owner::current(), BatchStatus::Failed, Some(&reason))
-                .await?;
-            Err(e.context(format!("suite {suite} failed")))
-        }
-        Err(signal) => {
-            store
-                .finish_suite(
-                    suite,
-                    &Owner::current(),
-                    BatchStatus::Interrupted,
-                    Some(&format!("interrupted by {signal}")),
-                )
-                .await?;
-            Err(SuiteInterrupted { suite, signal }.into())
-        }
-    }
+    crate::engine::drive::drive(store, interrupt, Run::Suite(suite), work).await
 }
 
 #[cfg(test)]

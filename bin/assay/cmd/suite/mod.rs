@@ -6,8 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use assay::engine::interrupt::Stopped;
-use assay::engine::suite::SuiteInterrupted;
+use assay::engine::interrupt::{Interrupted, Stopped};
 use assay::support::hint::Reach;
 
 use crate::args::SuiteCommand;
@@ -24,8 +23,8 @@ pub async fn dispatch(command: SuiteCommand) -> Result<ExitCode> {
             let reach = Reach::new(&args.db.raw, args.output.out.as_deref());
             run::run(args)
                 .await
-                .map_err(|e| match e.downcast_ref::<SuiteInterrupted>() {
-                    Some(i) => Stopped::suite(i.suite, i.signal, &reach).into(),
+                .map_err(|e| match e.downcast_ref::<Interrupted>() {
+                    Some(i) => Stopped::of(i, &reach).into(),
                     None => e,
                 })
         }

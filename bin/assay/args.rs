@@ -563,8 +563,9 @@ pub struct SuiteRunArgs {
     /// Repair rounds after the first draw: each failing completion's
     /// program goes back with the compiler's errors or its failed asserts
     /// (docs/repair.md, Suites).
-    #[arg(long, value_name = "R", allow_negative_numbers = true)]
-    pub rounds: Option<u64>,
+    #[arg(long, value_name = "R", allow_negative_numbers = true,
+          value_parser = bounded(value_parser!(u64), bounds::check_rounds))]
+    pub rounds: Option<u32>,
     /// What a repair prompt carries: `full` (compiler errors, the failed
     /// asserts and their panics) or `errors-only` (no test text at all).
     #[arg(long, value_name = "full|errors-only",
@@ -576,15 +577,16 @@ pub struct SuiteRunArgs {
     pub repair_pool: Vec<assay::spec::PoolChoice>,
     /// Start no draw once the suite's replies have spent this many output
     /// tokens (the servers' counts).
-    #[arg(long, value_name = "TOKENS", allow_negative_numbers = true)]
+    #[arg(long, value_name = "TOKENS", allow_negative_numbers = true,
+          value_parser = bounded(value_parser!(u64), bounds::check_token_budget))]
     pub max_tokens: Option<u64>,
 }
 
 impl SuiteRunArgs {
     /// What the run's flags ask for, as the repair flags are checked
     /// against it.
-    pub fn run_shape(&self) -> assay::engine::suite::RunShape {
-        assay::engine::suite::RunShape {
+    pub fn run_shape(&self) -> assay::repair::setup::RunShape {
+        assay::repair::setup::RunShape {
             live_draw: !self.draw.pool.is_empty(),
             completions: self.completions.is_some(),
             queue: self.queue,
@@ -593,8 +595,8 @@ impl SuiteRunArgs {
     }
 
     /// The repair flags, checked and resolved by the library.
-    pub fn repair_flags(&self) -> assay::engine::suite::RepairFlags {
-        assay::engine::suite::RepairFlags {
+    pub fn repair_flags(&self) -> assay::repair::RepairFlags {
+        assay::repair::RepairFlags {
             rounds: self.rounds,
             feedback: self.feedback,
             pools: self.repair_pool.clone(),

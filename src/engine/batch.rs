@@ -24,9 +24,12 @@ use crate::build::probe::stream::{StreamCandidate, Waves};
 use crate::build::probe::{self, ProbeMode, ProbeStats, Probed};
 use crate::draw::{DrawEvent, DrawOptions, Drawn, Plan};
 use crate::engine::drive::drive;
+use crate::engine::errors;
 use crate::engine::interrupt::{Interrupt, Run};
 use crate::engine::resume::ResumePlan;
-use crate::repair::planner::{self, Next, RepairSettings, RoundPlan};
+use crate::repair::planner::{self, Next, RoundPlan};
+use crate::repair::setup::Repairing;
+use crate::repair::RepairSettings;
 use crate::sandbox::Sandbox;
 use crate::score::admit;
 use crate::score::{self, RunLimits, ScoreVerdict, Scored};
@@ -59,17 +62,8 @@ pub struct RunConfig {
     /// over resumes it.
     pub work_item: Option<i64>,
     /// Repair rounds after the first draw, or an output-token budget
-    /// (issue 28); `None`: one round, as ever.
-    pub repair: Option<Repairing>,
-}
-
-/// What a batch's repair rounds need: their settings, stored with the
-/// batch so a resume goes on with them, and the pools they draw from when
-/// not the batch's own (`--repair-pool`).
-#[derive(Debug, Clone)]
-pub struct Repairing {
-    pub settings: RepairSettings,
-    pub plan: Option<Plan>,
+    /// (issue 28); no settings: one round, as ever.
+    pub repair: Repairing,
 }
 
 /// The probe's mode, its streaming waves and each build's time limit.
@@ -142,9 +136,9 @@ pub async fn run(
     // The repair settings before the queue item learns of the batch: a
     // lane that takes the item over resumes the batch with the settings it
     // stored, so they are there once the item names it.
-    if let Some(repair) = &cfg.repair {
+    if let Some(settings) = &cfg.repair.settings {
         store
-            .set_repair_settings(batch, &repair.settings.to_json())
+            .set_repair_settings(batch, &settings.to_json())
             .await?;
     }
     if let Some(item) = cfg.work_item {
@@ -322,11 +316,7 @@ async fn run_rounds(
         .await?;
         return finish(store, batch).await;
     };
-    let repair_plan = cfg
-        .repair
-        .as_ref()
-        .and_then(|r| r.plan.as_ref())
-        .unwrap_or(plan);
+    let repair_plan = cfg.repair.plan.as_ref().unwrap_or(plan);
     let rounds = store.repair_rounds(batch).await?;
     let (mut current, mut done) = match rounds.last() {
         None => {
@@ -558,7 +548,7 @@ async fn run_batch(
         progress,
         batch,
         // Only a batch with repair rounds shows a model its wrong answers.
-        keep_answers: cfg.repair.as_ref().is_some_and(|r| r.settings.rounds > 0),
+        keep_answers: cfg.repair.settings.as_ref().is_some_and(|s| s.rounds > 0),
         toolchain: toolchain.as_ref(),
     };
     scoring
@@ -983,11 +973,14 @@ async fn store_probe(
         let error_file = if p.verdict.compiled() {
             None
         } else {
-            let path = errors_dir.join(format!("c{}.txt", p.idx));
-            let text = format!("candidate {}: {}\n\n{}", p.idx, p.verdict, p.diagnostics);
-            std::fs::write(&path, text)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            Some(path)
+            let (file, unit) = (format!("c{}.txt", p.idx), format!("candidate {}", p.idx));
+            Some(errors::write(
+                errors_dir,
+                &file,
+                &unit,
+                &p.verdict,
+                &p.diagnostics,
+            )?)
         };
         rows.push((p, error_file));
     }

@@ -6,6 +6,7 @@
 pub mod batch;
 pub mod command_store;
 pub mod drive;
+pub mod errors;
 pub mod exit;
 pub mod interrupt;
 pub mod outputs;

@@ -51,7 +51,7 @@ pub fn run_config(
         out_dir: outputs.out.clone(),
         spec,
         work_item: None,
-        repair: None,
+        repair: Default::default(),
     }
 }
 

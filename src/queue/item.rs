@@ -20,7 +20,7 @@ use crate::build::exec::BuildMode;
 use crate::build::probe::ProbeMode;
 use crate::draw::pools::PoolsFile;
 use crate::draw::DrawOptions;
-use crate::repair::setup::RepairFlags;
+use crate::repair::RepairFlags;
 use crate::spec::{PoolChoice, Spec, SplitMode, WavePolicy};
 use crate::store::{BatchId, SuiteId, SuitePart, WorkKind};
 use crate::suite::CaseRuns;

@@ -1,9 +1,12 @@
 //! Repair rounds (issue 28): a round's failures go back to the pools as
 //! the next round's prompts.
 //!
-//! Pure, no IO: what the store holds of a round comes in (its rows, read by
-//! the caller) and is seen as [`Attempt`]s; prompts and figures go out. The wiring (which rows, which pools, when to
-//! stop) is the pipeline's.
+//! One repair for both kinds: the settings and the one stop rule
+//! (`settings.rs`), a task's next round planned from what the store holds
+//! (`planner.rs`), the flags resolved before a run starts (`setup.rs`).
+//! The rest is pure, no IO: what the store holds of a round comes in (its
+//! rows, read by the caller) and is seen as [`Attempt`]s; prompts and
+//! figures go out.
 //!
 //! - `parents.rs`: which failing candidates are repaired next, and how a
 //!   round's candidates are spread over them.
@@ -31,6 +34,7 @@ mod parents;
 pub mod planner;
 mod prompt;
 mod rounds;
+pub mod settings;
 pub mod setup;
 mod suite;
 mod suite_rounds;
@@ -46,12 +50,11 @@ pub use feedback::{compiler_errors, Feedback};
 pub use parents::{choose_parents, spread, Parent};
 pub use prompt::{fill, repair_prompt, PromptContext};
 pub use rounds::{attempts, RoundFigures, RoundsTable};
+pub use settings::{stop_rule, RepairFlags, RepairSettings, Stopped};
 pub use suite::{
     panic_message, solution_of, suite_repair_prompt, FailedAssert, ProgramState, KEPT_MESSAGE_CHARS,
 };
-pub use suite_rounds::{
-    pass_at_1_after, suite_round_figures, SuiteRepair, SuiteRoundFigures, SuiteRounds,
-};
+pub use suite_rounds::{pass_at_1_after, suite_round_figures, SuiteRoundFigures, SuiteRounds};
 
 /// One stored candidate of a batch as repair sees it: a representative of
 /// its dedup group, with code.

@@ -7,86 +7,10 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use serde::{Deserialize, Serialize};
-
+use crate::repair::settings::{stop_rule, RepairSettings, Stopped};
 use crate::repair::{self, Attempt, PromptContext, ShownCase};
-use crate::spec::{Feedback, Spec, StopWhen};
+use crate::spec::{Spec, StopWhen};
 use crate::store::{BatchId, PlannedParent, Store, StoreError};
-
-/// What a run asked of repair, stored with the batch (`batches.repair`) so
-/// that a resume goes on with the same.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RepairSettings {
-    /// Repair rounds after the first draw.
-    pub rounds: u32,
-    /// Candidates drawn per repair round.
-    pub candidates: usize,
-    pub stop: String,
-    pub feedback: String,
-    /// The pools repair rounds draw from (`--repair-pool`); empty: the
-    /// batch's own.
-    #[serde(default)]
-    pub pools: Vec<String>,
-    /// Output tokens after which nothing more is drawn (`--max-tokens`).
-    #[serde(default)]
-    pub max_tokens: Option<u64>,
-}
-
-impl RepairSettings {
-    /// The spec's `[repair]` table with the flags' overrides.
-    pub fn new(spec: &Spec, rounds: Option<u32>, n: usize) -> RepairSettings {
-        RepairSettings {
-            rounds: rounds.unwrap_or(spec.repair.rounds),
-            candidates: spec.repair.candidates.unwrap_or(n),
-            stop: spec.repair.stop.as_str().to_owned(),
-            feedback: spec.repair.feedback.as_str().to_owned(),
-            pools: Vec::new(),
-            max_tokens: None,
-        }
-    }
-
-    fn stop_when(&self) -> StopWhen {
-        self.stop.parse().unwrap_or_default()
-    }
-
-    fn feedback_mode(&self) -> Feedback {
-        match self.feedback.as_str() {
-            "errors_only" => Feedback::ErrorsOnly,
-            _ => Feedback::Full,
-        }
-    }
-
-    /// Stored as JSON.
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("plain data serialises")
-    }
-
-    pub fn from_json(json: &str) -> Option<RepairSettings> {
-        serde_json::from_str(json).ok()
-    }
-}
-
-/// Why no round follows the last one (stored as the snake_case name).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
-#[strum(serialize_all = "snake_case")]
-pub enum Stopped {
-    /// A candidate passes every case.
-    AllPass,
-    /// A candidate passes more cases than the committed one.
-    BeatsCommitted,
-    /// Every round asked for has run.
-    RoundsDone,
-    /// No failing candidate is left to repair.
-    NoParents,
-    /// The output-token budget is spent.
-    Budget,
-}
-
-impl Stopped {
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-}
 
 /// A repair round as planned: its replies are `first_idx ..
 /// first_idx + n`, each parent's children a run of them.
@@ -147,22 +71,18 @@ pub async fn next_round(
     let diagnostics = diagnostics(store, batch).await?;
     let outputs = store.case_outputs(batch).await?;
     let attempts = repair::attempts(&candidates, &lineage, &diagnostics, &outputs);
-    if let Some(stopped) = stop_rule(store, batch, settings.stop_when(), &attempts).await? {
-        return Ok(Next::Stop(stopped));
-    }
-    if let Some(max) = settings.max_tokens {
-        let spent: u64 = store
+    let solved = solved(store, batch, settings.stop_when(), &attempts).await?;
+    let spent = match settings.max_tokens {
+        Some(_) => store
             .draw_replies(batch)
             .await?
             .iter()
             .filter_map(|d| d.reply.completion_tokens)
-            .sum();
-        if spent >= max {
-            return Ok(Next::Stop(Stopped::Budget));
-        }
-    }
-    if done >= settings.rounds {
-        return Ok(Next::Stop(Stopped::RoundsDone));
+            .sum(),
+        None => 0,
+    };
+    if let Some(stopped) = stop_rule(settings, done, solved, spent) {
+        return Ok(Next::Stop(stopped));
     }
     let rounds = store.repair_rounds(batch).await?;
     let repaired: BTreeSet<usize> = rounds
@@ -170,7 +90,10 @@ pub async fn next_round(
         .flat_map(|r| r.parents.iter().map(|p| p.parent))
         .collect();
     let chosen = repair::choose_parents(&attempts, &repaired, spec.repair.parents);
-    let spread = repair::spread(&chosen, settings.candidates);
+    // Settings a task stored always say how many; one child per parent
+    // otherwise, as a suite's round asks.
+    let candidates = settings.candidates.unwrap_or(chosen.len());
+    let spread = repair::spread(&chosen, candidates);
     if spread.is_empty() {
         return Ok(Next::Stop(Stopped::NoParents));
     }
@@ -225,8 +148,8 @@ pub async fn unfinished_round(
         }))
 }
 
-/// Whether the stop rule holds on what the rounds so far came to.
-async fn stop_rule(
+/// Whether the spec's stop rule holds on what the rounds so far came to.
+async fn solved(
     store: &Store,
     batch: BatchId,
     when: StopWhen,
@@ -305,8 +228,8 @@ mod tests {
     fn settings_round_trip_through_json() {
         let settings = RepairSettings {
             rounds: 2,
-            candidates: 8,
-            stop: "all_pass".into(),
+            candidates: Some(8),
+            stop: Some("all_pass".into()),
             feedback: "full".into(),
             pools: vec!["fixer".into()],
             max_tokens: Some(4000),

@@ -10,42 +10,11 @@
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::build::probe::ProbeVerdict;
-use crate::spec::Feedback;
 use crate::store::{SuiteCompletionRow, SuiteProblemRow, SuiteRoundRow};
 use crate::suite::Status;
-
-/// A suite's repair settings, stored with it (`suites.repair`, JSON) so a
-/// resume goes on with the same.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SuiteRepair {
-    /// Repair rounds after the first draw.
-    pub rounds: u32,
-    /// `full` or `errors_only`.
-    pub feedback: String,
-    /// The pools repair rounds draw from; empty: the suite's own.
-    #[serde(default)]
-    pub pools: Vec<String>,
-    /// Output tokens after which no draw starts.
-    #[serde(default)]
-    pub max_tokens: Option<u64>,
-}
-
-impl SuiteRepair {
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("plain data serialises")
-    }
-
-    pub fn from_json(json: &str) -> Option<SuiteRepair> {
-        serde_json::from_str(json).ok()
-    }
-
-    pub fn feedback_mode(&self) -> Feedback {
-        self.feedback.parse().unwrap_or_default()
-    }
-}
 
 /// A suite's repair rounds. The problems' table and pass@k above are the
 /// first draw's (round 0): every later completion repairs one of them.
@@ -66,7 +35,7 @@ pub struct SuiteRounds {
 impl SuiteRounds {
     /// The rounds of a suite that stored repair settings.
     pub fn new(
-        settings: &SuiteRepair,
+        settings: &crate::repair::RepairSettings,
         problems: &[SuiteProblemRow],
         completions: &[SuiteCompletionRow],
         rounds: &[SuiteRoundRow],
@@ -246,6 +215,7 @@ mod tests {
                     ProbeVerdict::CompileError { codes: vec![] }
                 }),
                 error_file: None,
+                diagnostics: None,
                 outcome,
                 run_wall: Duration::ZERO,
                 run_cpu: Duration::ZERO,

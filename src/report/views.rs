@@ -316,7 +316,7 @@ pub async fn suite_summary(
     if let Some(settings) = store
         .suite_repair(suite)
         .await?
-        .and_then(|json| crate::repair::SuiteRepair::from_json(&json))
+        .and_then(|json| crate::repair::RepairSettings::from_json(&json))
     {
         let rounds = store.suite_rounds(suite).await?;
         summary.rounds = Some(crate::repair::SuiteRounds::new(

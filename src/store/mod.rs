@@ -827,6 +827,8 @@ mod tests {
         let outcome = SuiteOutcomeRow {
             probe: Some(ProbeVerdict::Compiled),
             error_file: None,
+            // Kept in the store whichever machine built it (issue 36).
+            diagnostics: Some("error[E0308]: mismatched types".into()),
             outcome: crate::suite::CompletionOutcome::CompileError,
             run_wall: Duration::ZERO,
             run_cpu: Duration::ZERO,

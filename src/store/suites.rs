@@ -132,6 +132,8 @@ pub struct SuiteOutcomeRow {
     /// failed request, a chat reply without code).
     pub probe: Option<ProbeVerdict>,
     pub error_file: Option<String>,
+    /// What rustc said of a program that did not build.
+    pub diagnostics: Option<String>,
     pub outcome: CompletionOutcome,
     pub run_wall: Duration,
     pub run_cpu: Duration,
@@ -192,6 +194,7 @@ struct SuiteCompletionRecord {
     dup_of: Option<i64>,
     probe: Option<String>,
     error_file: Option<String>,
+    diagnostics: Option<String>,
     program_outcome: Option<String>,
     whole: Option<String>,
     cases: Option<String>,
@@ -383,8 +386,8 @@ impl Store {
             sqlx::query(
                 "INSERT INTO suite_outcomes (batch_id, idx, probe, error_file, outcome, whole,
                                              cases, status, multiple_status, run_wall_ms,
-                                             run_cpu_ms, refused, messages)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                                             run_cpu_ms, refused, messages, diagnostics)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
             )
             .bind(batch)
             .bind(*idx as i64)
@@ -399,6 +402,7 @@ impl Store {
             .bind(row.run_cpu.as_secs_f64() * 1e3)
             .bind(row.outcome.refused().map(|r| r.as_str()))
             .bind(messages.as_deref())
+            .bind(row.diagnostics.as_deref())
             .execute(&mut *tx)
             .await
             .map_err(self.sql())?;
@@ -520,7 +524,7 @@ impl Store {
         let rows: Vec<SuiteCompletionRecord> = sqlx::query_as(&format!(
             "SELECT r.batch_id, {REPLY_COLUMNS},
                     c.extract, c.extract_detail, c.source, c.dup_of,
-                    o.probe, o.error_file, o.outcome AS program_outcome, o.whole, o.cases,
+                    o.probe, o.error_file, o.diagnostics, o.outcome AS program_outcome, o.whole, o.cases,
                     o.refused, o.run_wall_ms, o.run_cpu_ms, o.messages, r.round, r.parent
              FROM suite_problems p
              JOIN replies r ON r.batch_id = p.batch_id
@@ -602,6 +606,7 @@ impl SuiteCompletionRecord {
             Some(kind) => Some(SuiteOutcomeRow {
                 probe: store.parse_stored(batch, idx, "probe verdict", self.probe)?,
                 error_file: self.error_file,
+                diagnostics: self.diagnostics,
                 outcome: CompletionOutcome::from_stored(
                     &kind,
                     self.whole.as_deref(),

@@ -8,7 +8,8 @@ use assay::engine::batch::{self, RunConfig};
 use assay::engine::command_store::{self, reading};
 use assay::engine::exit::UsageError;
 use assay::engine::interrupt::{Interrupt, Interrupted, Stopped};
-use assay::repair::setup::{self, RepairFlags};
+use assay::repair::setup;
+use assay::repair::RepairFlags;
 use assay::report::views;
 use assay::store::Db;
 use assay::support::hint::{CommandLine, Reach};
@@ -85,10 +86,12 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
     let draw = draw_options(args.draw.flags())?;
     let flags = RepairFlags {
         rounds: args.rounds,
+        // A task's spec says what its prompts carry (`[repair] feedback`).
+        feedback: None,
         pools: args.repair_pool,
         max_tokens: args.max_tokens,
     };
-    flags.check(&spec)?;
+    flags.check_task(&spec)?;
     if args.queue {
         setup::check_queued(&spec, &draw, &flags)?;
         let item = assay::queue::item::BatchRun::resolved(
@@ -114,7 +117,7 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
         out_dir: outputs.out.clone(),
         spec,
         work_item: args.work_item,
-        repair: None,
+        repair: Default::default(),
     };
     let (plan, warnings) = batch::prepare(&cfg, &draw)?;
     for w in warnings {
@@ -122,12 +125,8 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
     }
     plan.check_reachable().await?;
     let warn = |w: &str| eprintln!("warning: {w}");
-    let repair =
+    cfg.repair =
         setup::resolve(&cfg.spec, cfg.n, &plan, &draw, flags, resumed_repair, &warn).await?;
-    cfg.repair = repair.map(|r| batch::Repairing {
-        settings: r.settings,
-        plan: r.plan,
-    });
     // Every path is checked, and an existing database opened, before
     // anything is written; the work directory is made before the task's
     // check builds there, the output folder and a new database once the

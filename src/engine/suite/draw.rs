@@ -44,7 +44,7 @@ pub struct DrawSettings {
     pub n: usize,
     pub mode: ProgramMode,
     /// Repair rounds and an output-token budget (issue 28).
-    pub repair: super::rounds::Repairing,
+    pub repair: crate::repair::setup::Repairing,
 }
 
 /// What a draw asks each problem for.
@@ -421,6 +421,7 @@ pub(super) async fn store_no_program(store: &Store, batch: BatchId, idx: usize) 
     let row = SuiteOutcomeRow {
         probe: None,
         error_file: None,
+        diagnostics: None,
         outcome: CompletionOutcome::CompileError,
         run_wall: Duration::ZERO,
         run_cpu: Duration::ZERO,

@@ -43,6 +43,7 @@ use anyhow::Result;
 
 use crate::draw::{Drawn, Outcome, Reply};
 use crate::engine::interrupt::{Interrupt, Run};
+use crate::repair::RepairSettings;
 use crate::spec::WavePolicy;
 use crate::store::{
     BatchId, BatchStatus, Claim, NewCompletion, NewProblem, NewSuite, Store, StoreError, SuiteId,
@@ -58,7 +59,7 @@ use crate::text::extract::Extraction;
 
 pub use draw::DrawSettings;
 use draw::{Ask, ProblemDraw, SuiteDraw};
-pub use rounds::{RepairFlags, Repairing, RunShape, SuiteRepair};
+pub use rounds::resolve as resolve_repair;
 use rounds::{Resume, Rounds};
 use stream::{Programs, Stream, Work};
 
@@ -505,7 +506,7 @@ pub async fn resume(
         .into());
     }
     let repair = match store.suite_repair(suite).await? {
-        Some(json) => Some(SuiteRepair::from_json(&json).ok_or_else(|| {
+        Some(json) => Some(RepairSettings::from_json(&json).ok_or_else(|| {
             not_resumable(format!("has repair settings assay cannot read: {json}"))
         })?),
         None => None,

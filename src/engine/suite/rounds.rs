@@ -30,9 +30,10 @@ use anyhow::Result;
 use super::draw::{Ask, SuiteDraw};
 use super::ProblemDraw;
 use crate::draw::{DrawOptions, Plan};
-use crate::repair::setup::RepairRefused;
+use crate::repair::setup::{RepairRefused, Repairing};
 use crate::repair::{solution_of, suite_repair_prompt, ProgramState};
-use crate::spec::{Feedback, PoolChoice};
+use crate::repair::{stop_rule, RepairFlags, RepairSettings, Stopped};
+use crate::spec::Feedback;
 use crate::store::{
     BatchId, PlannedParent, ProblemRound, Store, SuiteCompletionRow, SuiteId, SuitePart,
     SuiteProblemRow,
@@ -40,68 +41,6 @@ use crate::store::{
 use crate::suite::Status;
 use crate::support::progress::Progress;
 use crate::text::extract::Extraction;
-
-/// What `suite run` was asked of repair, as given (clap checked only the
-/// types): [`RepairFlags::check`] refuses what cannot be honoured before
-/// anything is written, [`RepairFlags::resolve`] makes the settings.
-#[derive(Debug, Clone, Default)]
-pub struct RepairFlags {
-    /// `--rounds`: repair rounds after the first draw.
-    pub rounds: Option<u64>,
-    /// `--feedback`: what a repair prompt carries (`full`, `errors-only`).
-    pub feedback: Option<Feedback>,
-    /// `--repair-pool`: the pools the repair rounds draw from.
-    pub pools: Vec<PoolChoice>,
-    /// `--max-tokens`: no draw starts once the suite's replies have spent
-    /// this many output tokens.
-    pub max_tokens: Option<u64>,
-}
-
-/// What else the command was asked, that repair depends on.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RunShape {
-    /// `--pool`: completions drawn live.
-    pub live_draw: bool,
-    /// `--completions`: completions read from a file.
-    pub completions: bool,
-    pub queue: bool,
-    pub resume: bool,
-}
-
-pub use crate::repair::SuiteRepair;
-
-/// A live draw's repair: the settings of a new suite (`None` on a resume,
-/// whose stored settings hold, and when nothing was asked), and the pools
-/// repair rounds draw from when not the draw's own.
-#[derive(Debug, Clone, Default)]
-pub struct Repairing {
-    pub settings: Option<SuiteRepair>,
-    pub plan: Option<Plan>,
-}
-
-/// Why no round follows the last one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stopped {
-    /// Every problem has a passing completion.
-    AllPass,
-    /// Every round asked for has run.
-    RoundsDone,
-    /// No failing completion with a program is left to repair.
-    NoParents,
-    /// The output-token budget is spent.
-    Budget,
-}
-
-impl Stopped {
-    fn as_str(self) -> &'static str {
-        match self {
-            Stopped::AllPass => "all_pass",
-            Stopped::RoundsDone => "rounds_done",
-            Stopped::NoParents => "no_parents",
-            Stopped::Budget => "budget",
-        }
-    }
-}
 
 /// Where a suite's rounds go on from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,99 +55,38 @@ pub(super) enum Resume {
     Stopped,
 }
 
-impl RepairFlags {
-    /// Refuses, with one line, what the rest of the command cannot
-    /// honour; checked before anything is read or written.
-    pub fn check(&self, shape: RunShape) -> Result<(), RepairRefused> {
-        let refuse = |m: &str| Err(RepairRefused::Flags(m.to_owned()));
-        let budgeted = self.rounds.is_some() || self.max_tokens.is_some();
-        if shape.resume {
-            if budgeted || self.feedback.is_some() {
-                return refuse(
-                    "suite run --resume: --rounds, --feedback and --max-tokens are the suite's \
-                     own; a resume goes on with what it stored",
-                );
-            }
-            return Ok(());
+/// The settings of `flags`, and the repair pools' plan (from the pools
+/// file the draw uses, each server asked for a connection when `reach`).
+pub async fn resolve(
+    flags: &RepairFlags,
+    pools_file: &Path,
+    opts: &DrawOptions,
+    reach: bool,
+) -> Result<Repairing> {
+    let usage = |flag: &str, e: String| RepairRefused::Flags(format!("{flag}: {e}"));
+    let plan = if flags.pools.is_empty() {
+        None
+    } else {
+        let (plan, warnings) = Plan::for_suite(pools_file, &flags.pools, opts)?;
+        for w in warnings {
+            tracing::warn!("{w}");
         }
-        if self.rounds.is_none() {
-            if self.feedback.is_some() {
-                return refuse("--feedback: says what repair prompts carry; only with --rounds");
-            }
-            if !self.pools.is_empty() {
-                return refuse("--repair-pool: draws the repair rounds; only with --rounds");
-            }
+        if !plan.can_repair() {
+            return Err(usage(
+                "--repair-pool",
+                "a replay corpus cannot answer a repair prompt".into(),
+            )
+            .into());
         }
-        if budgeted && shape.completions {
-            return refuse(
-                "--rounds, --max-tokens: a completions file cannot answer a repair prompt; \
-                 draw the completions from model pools (--pool NAME -n K)",
-            );
+        if reach {
+            plan.check_reachable().await?;
         }
-        if budgeted && shape.queue {
-            return refuse(
-                "--rounds, --max-tokens: a suite's repair rounds and budget span all its \
-                 problems (one plan, one stop, one budget per round), which the parts that \
-                 lanes run apart cannot share; run it here, without --queue",
-            );
-        }
-        if budgeted && !shape.live_draw {
-            return refuse(
-                "--rounds, --max-tokens: repair rounds draw from model pools; name the pool \
-                 that answers them (--pool NAME -n K)",
-            );
-        }
-        Ok(())
-    }
-
-    /// The settings of the flags, and the repair pools' plan (from the
-    /// pools file the draw uses, each server asked for a connection when
-    /// `reach`).
-    pub async fn resolve(
-        &self,
-        pools_file: &Path,
-        opts: &DrawOptions,
-        reach: bool,
-    ) -> Result<Repairing> {
-        let usage = |flag: &str, e: String| RepairRefused::Flags(format!("{flag}: {e}"));
-        let rounds = self
-            .rounds
-            .map(crate::spec::check_rounds)
-            .transpose()
-            .map_err(|e| usage("--rounds", e))?;
-        let max_tokens = self
-            .max_tokens
-            .map(crate::spec::check_token_budget)
-            .transpose()
-            .map_err(|e| usage("--max-tokens", e))?;
-        let plan = if self.pools.is_empty() {
-            None
-        } else {
-            let (plan, warnings) = Plan::for_suite(pools_file, &self.pools, opts)?;
-            for w in warnings {
-                tracing::warn!("{w}");
-            }
-            if !plan.can_repair() {
-                return Err(usage(
-                    "--repair-pool",
-                    "a replay corpus cannot answer a repair prompt".into(),
-                )
-                .into());
-            }
-            if reach {
-                plan.check_reachable().await?;
-            }
-            Some(plan)
-        };
-        let rounds = rounds.unwrap_or(0);
-        let settings = (rounds > 0 || max_tokens.is_some()).then(|| SuiteRepair {
-            rounds,
-            feedback: self.feedback.unwrap_or_default().as_str().to_owned(),
-            pools: self.pools.iter().map(ToString::to_string).collect(),
-            max_tokens,
-        });
-        Ok(Repairing { settings, plan })
-    }
+        Some(plan)
+    };
+    Ok(Repairing {
+        settings: RepairSettings::for_suite(flags),
+        plan,
+    })
 }
 
 /// Where a suite that repairs goes on from, by its stored rounds.
@@ -226,7 +104,7 @@ pub(super) async fn resume_point(store: &Store, suite: SuiteId) -> Result<Resume
 /// A suite's rounds: its draw, and what it needs to plan a round.
 pub(super) struct Rounds<'a> {
     pub suite: SuiteId,
-    pub settings: &'a SuiteRepair,
+    pub settings: &'a RepairSettings,
     pub draw: &'a SuiteDraw<'a>,
     pub store: &'a Store,
     pub progress: &'a Progress,
@@ -310,35 +188,29 @@ enum Next {
 async fn next_round(
     store: &Store,
     suite: SuiteId,
-    settings: &SuiteRepair,
+    settings: &RepairSettings,
     done: u32,
 ) -> Result<Next> {
     let problems = store.suite_problems(suite).await?;
     let completions = store.suite_completions(suite).await?;
-    if let Some(max) = settings.max_tokens {
-        let spent: u64 = completions
-            .iter()
-            .filter_map(|c| c.drawn.reply.completion_tokens)
-            .sum();
-        if spent >= max {
-            return Ok(Next::Stop(Stopped::Budget));
-        }
-    }
-    if done >= settings.rounds {
-        return Ok(Next::Stop(Stopped::RoundsDone));
+    let solved = problems
+        .iter()
+        .all(|p| {
+            completions
+                .iter()
+                .any(|c| c.batch_id == p.batch_id && passed(c))
+        })
+        .then_some(Stopped::AllPass);
+    let spent = completions
+        .iter()
+        .filter_map(|c| c.drawn.reply.completion_tokens)
+        .sum();
+    if let Some(stopped) = stop_rule(settings, done, solved, spent) {
+        return Ok(Next::Stop(stopped));
     }
     let plans = plan_round(&problems, &completions, done, settings.feedback_mode());
     if plans.is_empty() {
-        let unsolved = problems.iter().any(|p| {
-            !completions
-                .iter()
-                .any(|c| c.batch_id == p.batch_id && passed(c))
-        });
-        return Ok(Next::Stop(if unsolved {
-            Stopped::NoParents
-        } else {
-            Stopped::AllPass
-        }));
+        return Ok(Next::Stop(Stopped::NoParents));
     }
     let round = done + 1;
     store.begin_suite_round(suite, round, &plans).await?;
@@ -403,11 +275,7 @@ fn repair_prompt(p: &SuiteProblemRow, c: &SuiteCompletionRow, mode: Feedback) ->
         return None;
     };
     let outcome = c.outcome.as_ref()?;
-    let diagnostics = outcome
-        .error_file
-        .as_deref()
-        .map(diagnostics_of)
-        .unwrap_or_default();
+    let diagnostics = outcome.diagnostics.clone().unwrap_or_default();
     let state = ProgramState::of_outcome(
         &p.problem,
         &outcome.outcome,
@@ -416,82 +284,4 @@ fn repair_prompt(p: &SuiteProblemRow, c: &SuiteCompletionRow, mode: Feedback) ->
     )?;
     let solution = solution_of(&p.problem, program)?;
     Some(suite_repair_prompt(&p.problem, solution, &state, mode))
-}
-
-/// What rustc said of a program, from its error file (`stream` writes a
-/// header line, a blank line, then rustc's words). A file that is gone
-/// says nothing.
-fn diagnostics_of(file: &str) -> String {
-    match std::fs::read_to_string(file) {
-        Ok(text) => text
-            .split_once("\n\n")
-            .map_or(String::new(), |(_, d)| d.to_owned()),
-        Err(e) => {
-            tracing::warn!("cannot read the error file {file}: {e}");
-            String::new()
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn flags(rounds: Option<u64>, feedback: bool, pool: bool, tokens: Option<u64>) -> RepairFlags {
-        RepairFlags {
-            rounds,
-            feedback: feedback.then_some(Feedback::ErrorsOnly),
-            pools: if pool {
-                vec!["fixer".parse().unwrap()]
-            } else {
-                Vec::new()
-            },
-            max_tokens: tokens,
-        }
-    }
-
-    #[test]
-    fn repair_flags_are_refused_where_they_cannot_be_honoured() {
-        let live = RunShape {
-            live_draw: true,
-            ..RunShape::default()
-        };
-        let file = RunShape {
-            completions: true,
-            ..RunShape::default()
-        };
-        let queued = RunShape {
-            queue: true,
-            ..live
-        };
-        let resume = RunShape {
-            resume: true,
-            ..RunShape::default()
-        };
-        let refused = |f: RepairFlags, shape: RunShape| f.check(shape).unwrap_err().to_string();
-        assert!(flags(Some(2), true, true, Some(10)).check(live).is_ok());
-        assert!(flags(None, false, false, Some(10)).check(live).is_ok());
-        assert!(flags(None, false, true, None).check(resume).is_ok());
-        assert!(refused(flags(None, true, false, None), live).starts_with("--feedback:"));
-        assert!(refused(flags(None, false, true, None), live).starts_with("--repair-pool:"));
-        assert!(refused(flags(Some(1), false, false, None), file).contains("completions file"));
-        assert!(refused(flags(Some(1), false, false, None), queued).contains("lanes"));
-        assert!(
-            refused(flags(Some(1), false, false, None), RunShape::default())
-                .contains("--pool NAME")
-        );
-        assert!(refused(flags(Some(1), false, false, None), resume).contains("--resume"));
-    }
-
-    #[test]
-    fn settings_round_trip_through_json() {
-        let s = SuiteRepair {
-            rounds: 2,
-            feedback: "errors_only".into(),
-            pools: vec!["fixer".into()],
-            max_tokens: Some(100),
-        };
-        assert_eq!(SuiteRepair::from_json(&s.to_json()), Some(s.clone()));
-        assert_eq!(s.feedback_mode(), Feedback::ErrorsOnly);
-    }
 }

@@ -10,7 +10,8 @@ use anyhow::Result;
 use crate::draw::pools::PoolsFile;
 use crate::draw::{DrawError, DrawFlags, Plan};
 use crate::engine::exit::UsageError;
-use crate::engine::suite::{DrawSettings, RepairFlags};
+use crate::engine::suite::{resolve_repair, DrawSettings};
+use crate::repair::RepairFlags;
 use crate::store::{Store, SuiteId};
 use crate::suite::ProgramMode;
 
@@ -64,7 +65,7 @@ pub async fn draw_settings(
     if !queued {
         plan.check_reachable().await?;
     }
-    let repair = repair.resolve(&pools_file, &opts, !queued).await?;
+    let repair = resolve_repair(repair, &pools_file, &opts, !queued).await?;
     Ok(DrawSettings {
         plan,
         n,

@@ -26,6 +26,7 @@ use crate::build::exec::{BuildMode, Layout, Settled, SharedBuild};
 use crate::build::package::{ModuleKey, Package, Profile};
 use crate::build::probe::stream::{StreamCandidate, Waves};
 use crate::build::probe::{ProbeFailure, ProbeStats, ProbeVerdict, Probed};
+use crate::engine::errors;
 use crate::sandbox::Sandbox;
 use crate::score::{run_program, ProgramRun, RunLimits};
 use crate::spec::CompileLimits;
@@ -368,18 +369,18 @@ impl Stream<'_> {
                                 reading: Box::new(outcome),
                             };
                         }
-                        let file = errors_dir.join(error_file_name(&w));
-                        std::fs::write(
-                            &file,
-                            format!(
-                                "{} #{}: {}\n\n{}",
-                                w.problem.name, w.idx, probed.verdict, probed.diagnostics
-                            ),
-                        )
-                        .with_context(|| format!("cannot write {}", file.display()))?;
+                        let unit = format!("{} #{}", w.problem.name, w.idx);
+                        let file = errors::write(
+                            &errors_dir,
+                            &error_file_name(&w),
+                            &unit,
+                            &probed.verdict,
+                            &probed.diagnostics,
+                        )?;
                         let row = SuiteOutcomeRow {
                             probe: Some(probed.verdict),
                             error_file: Some(file.display().to_string()),
+                            diagnostics: Some(probed.diagnostics),
                             outcome,
                             run_wall: Duration::ZERO,
                             run_cpu: Duration::ZERO,
@@ -643,6 +644,7 @@ async fn run_cases(
         SuiteOutcomeRow {
             probe: Some(ProbeVerdict::Compiled),
             error_file: None,
+            diagnostics: None,
             outcome,
             run_wall: runs.iter().map(|r| r.wall).sum(),
             run_cpu: runs.iter().map(|r| r.cpu).sum(),
@@ -755,6 +757,7 @@ mod tests {
         let row = SuiteOutcomeRow {
             probe: None,
             error_file: None,
+            diagnostics: None,
             outcome: CompletionOutcome::CompileError,
             run_wall: Duration::ZERO,
             run_cpu: Duration::ZERO,

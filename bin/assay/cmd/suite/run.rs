@@ -83,7 +83,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let run_wall = args.run_timeout.unwrap_or(SuiteLimits::default().run_wall);
     let build_timeout = args.build_timeout.unwrap_or(BUILD_TIMEOUT);
     let repair = args.repair_flags();
-    repair.check(args.run_shape())?;
+    repair.check_suite(args.run_shape())?;
     let source = Source::of(&args)?;
     let db = args.db.db()?;
     if let Source::Resume { .. } = source {

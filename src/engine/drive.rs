@@ -8,7 +8,7 @@ use std::future::Future;
 use anyhow::Result;
 
 use crate::engine::interrupt::{Interrupt, Interrupted, Run};
-use crate::store::{BatchId, BatchStatus, Store, SuiteId};
+use crate::store::{BatchStatus, Store};
 use crate::support::owner::Owner;
 
 /// Runs `work` until it ends or `interrupt` fires. Dropping the work's

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use serde_with::{serde_as, DisplayFromStr};
 
 use crate::build::exec::BuildMode;
 use crate::build::probe::ProbeMode;
@@ -59,13 +60,14 @@ pub enum WorkItem {
 }
 
 /// A batch as `assay run` would have run it where it was queued.
+#[serde_as]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BatchRun {
     /// The spec, absolute: a lane runs in another folder.
     pub spec: PathBuf,
     pub n: usize,
-    #[serde(with = "text")]
+    #[serde_as(as = "DisplayFromStr")]
     pub probe: ProbeMode,
     pub wave_size: usize,
     #[serde(with = "seconds")]
@@ -89,32 +91,35 @@ pub struct BatchRun {
 /// draw from (`--repair-pool`, names in the item's pools file) and the
 /// output-token budget (`--max-tokens`). A lane's run repairs with exactly
 /// these, as `run` would have here.
+#[serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RepairChoice {
     /// `None`: no rounds asked, and the spec asks none either.
     #[serde(default)]
     pub rounds: Option<u32>,
-    #[serde(default, with = "texts")]
+    #[serde(default)]
+    #[serde_as(as = "Vec<DisplayFromStr>")]
     pub pools: Vec<PoolChoice>,
     #[serde(default)]
     pub max_tokens: Option<u64>,
 }
 
 /// A part of a stored suite, with the limits of its runs and builds.
+#[serde_as]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SuitePartRun {
     pub suite: SuiteId,
-    #[serde(with = "text")]
+    #[serde_as(as = "DisplayFromStr")]
     pub part: SuitePart,
     #[serde(with = "seconds")]
     pub run_timeout: Duration,
     #[serde(with = "seconds")]
     pub build_timeout: Duration,
-    #[serde(with = "text")]
+    #[serde_as(as = "DisplayFromStr")]
     pub build: BuildMode,
-    #[serde(with = "text")]
+    #[serde_as(as = "DisplayFromStr")]
     pub cases: CaseRuns,
 }
 
@@ -131,12 +136,15 @@ pub struct LiveSuitePart {
 /// The draw flags as resolved: the pools chosen (empty: the spec's), the
 /// split (`None`: the spec's, else fixed) and the overrides of the pools
 /// file (`None`: the file's own). Never a key.
+#[serde_as]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DrawChoice {
-    #[serde(with = "texts")]
+    #[serde_as(as = "Vec<DisplayFromStr>")]
     pub pools: Vec<PoolChoice>,
-    #[serde(with = "text_option")]
+    /// Always written, `null` for none; an item without it is refused
+    /// (`no_default`: `serde_as` would read a missing one as `None`).
+    #[serde_as(as = "Option<DisplayFromStr>", no_default)]
     pub split: Option<SplitMode>,
     pub max_in_flight: Option<usize>,
     pub max_completion_tokens: Option<u64>,
@@ -520,79 +528,11 @@ displayed_arg!(
     &CaseRuns
 );
 
-/// A value as its stable string (`Display` / `FromStr`).
-mod text {
-    use std::fmt::Display;
-    use std::str::FromStr;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<T: Display, S: Serializer>(value: &T, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(value)
-    }
-
-    pub fn deserialize<'de, T, D>(d: D) -> Result<T, D::Error>
-    where
-        T: FromStr<Err = String>,
-        D: Deserializer<'de>,
-    {
-        let text = String::deserialize(d)?;
-        text.parse().map_err(serde::de::Error::custom)
-    }
-}
-
-/// An optional value as its stable string, or null.
-mod text_option {
-    use std::fmt::Display;
-    use std::str::FromStr;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<T: Display, S: Serializer>(
-        value: &Option<T>,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        match value {
-            Some(v) => s.collect_str(v),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, T, D>(d: D) -> Result<Option<T>, D::Error>
-    where
-        T: FromStr<Err = String>,
-        D: Deserializer<'de>,
-    {
-        Option::<String>::deserialize(d)?
-            .map(|text| text.parse().map_err(serde::de::Error::custom))
-            .transpose()
-    }
-}
-
-/// A list of values as their stable strings.
-mod texts {
-    use std::fmt::Display;
-    use std::str::FromStr;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<T: Display, S: Serializer>(values: &[T], s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(values.iter().map(ToString::to_string))
-    }
-
-    pub fn deserialize<'de, T, D>(d: D) -> Result<Vec<T>, D::Error>
-    where
-        T: FromStr<Err = String>,
-        D: Deserializer<'de>,
-    {
-        Vec::<String>::deserialize(d)?
-            .iter()
-            .map(|text| text.parse().map_err(serde::de::Error::custom))
-            .collect()
-    }
-}
-
-/// A duration as seconds, as the flags take it.
+/// A duration as seconds, as the flags take it. Not `serde_with`'s
+/// `DurationSecondsWithFrac<f64>`: it reads seconds back by truncating
+/// `secs * 1e9`, so 1.001 s (stored as 1.001) would come back as
+/// 1.000999999 s and a lane would run `--wave-wait 1.000999999`;
+/// `Duration::try_from_secs_f64` gives back the duration that was stored.
 mod seconds {
     use std::time::Duration;
 
@@ -867,6 +807,21 @@ mod tests {
                 max_tokens: Some(100),
             }
         );
+    }
+
+    /// A duration reads back as the one stored, to the nanosecond: a lane
+    /// runs the flags it was queued with, not one a rounding step away.
+    #[test]
+    fn durations_read_back_exactly() {
+        for ms in [1, 300, 1001, 1500, 2001, 999_999] {
+            let wait = Duration::from_millis(ms);
+            let item = WorkItem::Batch(BatchRun {
+                wave_wait: wait,
+                ..batch()
+            });
+            let back = WorkItem::from_json(&item.to_json().unwrap()).unwrap();
+            assert_eq!(back, item, "{wait:?}");
+        }
     }
 
     /// A setting this assay does not know is refused, not dropped: an item

@@ -19,6 +19,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use rustix::process::Signal;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 use tokio::task::JoinSet;
 
@@ -307,13 +308,12 @@ fn command(
     for var in FLAG_VARIABLES {
         cmd.env_remove(var);
     }
-    // SAFETY: prctl is async-signal-safe; it only asks the kernel to kill
+    // SAFETY: the closure runs between fork and exec and makes one
+    // async-signal-safe system call (prctl), which asks the kernel to kill
     // the run when this lane's thread that spawned it dies.
     unsafe {
         cmd.as_std_mut().pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
             Ok(())
         });
     }

@@ -10,6 +10,8 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::support::table::{Column, Table};
+
 /// An output-token budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
@@ -195,36 +197,37 @@ impl BudgetTable {
 impl fmt::Display for BudgetTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let pct = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{:.1}%", v * 100.0));
-        let at = format!("at {} tok", self.common_tokens);
-        writeln!(
-            f,
-            "{:<12} {:<18} {:>8} {:>12} {:>12} {:>14}",
-            "run", "kind", "points", "output tok", self.figure, at
-        )?;
+        let mut table = Table::new(vec![
+            Column::left("run").min_width(12),
+            Column::left("kind").min_width(18).gap(" "),
+            Column::right("points").min_width(8).gap(" "),
+            Column::right("output tok").min_width(12).gap(" "),
+            Column::right(self.figure.as_str()).min_width(12).gap(" "),
+            Column::right(format!("at {} tok", self.common_tokens))
+                .min_width(14)
+                .gap(" "),
+        ]);
         for r in &self.runs {
             let tokens = if r.unknown > 0 {
                 format!("{}*", r.tokens)
             } else {
                 r.tokens.to_string()
             };
-            writeln!(
-                f,
-                "{:<12} {:<18} {:>8} {:>12} {:>12} {:>14}",
-                r.label,
-                r.kind,
-                r.replies,
+            table.row([
+                r.label.clone(),
+                r.kind.clone(),
+                r.replies.to_string(),
                 tokens,
                 pct(r.best),
-                pct(r.at_common)
-            )?;
+                pct(r.at_common),
+            ]);
         }
         if self.runs.iter().any(|r| r.unknown > 0) {
-            writeln!(
-                f,
-                "* some replies came without usage: each counted as the request's cap, or 0 without one"
-            )?;
+            table.text(
+                "* some replies came without usage: each counted as the request's cap, or 0 without one",
+            );
         }
-        Ok(())
+        f.write_str(&table.render())
     }
 }
 
@@ -312,6 +315,46 @@ mod tests {
         let text = table.to_string();
         assert!(text.contains("at 200 tok"), "{text}");
         assert!(text.lines().nth(2).unwrap().contains("100.0%"), "{text}");
+    }
+
+    /// The table as docs/repair.md shows it, and the note a reply without
+    /// usage adds under it.
+    #[test]
+    fn the_table_reads_as_the_docs_show_it() {
+        let run = |label: &str, kind: &str, scores: [f64; 4], tokens: [Option<u64>; 4]| RunCurve {
+            label: label.into(),
+            kind: kind.into(),
+            curve: Curve::of_replies(tokens.into_iter().zip(scores.map(Some)), Some(29)),
+        };
+        let known = [Some(29); 4];
+        let table = BudgetTable::new(
+            "best score",
+            &[
+                run("batch 1", "repair, 1 round", [0.0, 0.1, 1.0, 1.0], known),
+                run("batch 2", "resample", [0.1, 0.0, 0.0, 0.0], known),
+            ],
+        );
+        assert_eq!(
+            table.to_string(),
+            "run          kind                 points   output tok   best score     at 116 tok\n\
+             batch 1      repair, 1 round           4          116       100.0%         100.0%\n\
+             batch 2      resample                  4          116        10.0%          10.0%\n"
+        );
+        let table = BudgetTable::new(
+            "best score",
+            &[run(
+                "batch 3",
+                "resample",
+                [0.1; 4],
+                [Some(29), None, Some(29), Some(29)],
+            )],
+        );
+        assert_eq!(
+            table.to_string(),
+            "run          kind                 points   output tok   best score     at 116 tok\n\
+             batch 3      resample                  4         116*        10.0%          10.0%\n\
+             * some replies came without usage: each counted as the request's cap, or 0 without one\n"
+        );
     }
 
     #[test]

@@ -17,6 +17,7 @@ use crate::suite::report::{CompareError, ProblemReport, REPORTED_K};
 use crate::suite::{CompletionOutcome, SuiteComparison, SuiteReport};
 use crate::support::account::{Phase, PhaseFigures};
 use crate::support::hint::{CommandLine, Reach};
+use crate::support::table::{Column, Table};
 use crate::text::extract::Extraction;
 
 /// How many resamples the comparison's bootstrap draws, and its seed (the
@@ -278,31 +279,25 @@ impl SuiteSummary {
             }
         }
         let _ = writeln!(out, "{}", pass_at_line(&self.report));
-        let width = self
-            .report
-            .problems
-            .iter()
-            .map(|p| p.name.chars().count())
-            .max()
-            .unwrap_or(7)
-            .clamp(7, 40);
-        let _ = writeln!(
-            out,
-            "\n{:<width$} {:>4} {:>8} {:>6} {:>6}  {STATUSES_HEADER}",
-            "problem", "n", "compiled", "passed", "pass@1"
-        );
+        let mut problems = Table::new(vec![
+            Column::left("problem"),
+            Column::right("n").min_width(4).gap(" "),
+            Column::right("compiled").gap(" "),
+            Column::right("passed").gap(" "),
+            Column::right("pass@1").gap(" "),
+            Column::left(STATUSES_HEADER),
+        ]);
         for p in &self.report.problems {
-            let _ = writeln!(
-                out,
-                "{:<width$} {:>4} {:>8} {:>6} {:>6}  {}",
-                p.name,
-                p.n,
-                p.compiled,
-                p.passed,
+            problems.row([
+                p.name.clone(),
+                p.n.to_string(),
+                p.compiled.to_string(),
+                p.passed.to_string(),
                 fmt_rate(p.pass_at(1)),
-                completion_cells(p)
-            );
+                completion_cells(p),
+            ]);
         }
+        let _ = write!(out, "\n{}", problems.render());
         let differs: Vec<String> = self
             .report
             .problems
@@ -340,18 +335,23 @@ impl SuiteSummary {
             rounds.render(&mut out);
         }
         if !self.phases.is_empty() {
-            let _ = writeln!(out, "\nphase        wall (s)   CPU-s  avg busy  peak busy");
+            let mut phases = Table::new(vec![
+                Column::left("phase").min_width(12),
+                Column::right("wall (s)").gap(" "),
+                Column::right("CPU-s").min_width(7).gap(" "),
+                Column::right("avg busy").min_width(9).gap(" "),
+                Column::right("peak busy").min_width(10).gap(" "),
+            ]);
             for f in &self.phases {
-                let _ = writeln!(
-                    out,
-                    "{:<12} {:>8.2} {:>7.2} {:>9.2} {:>10.2}",
-                    f.phase.as_str(),
-                    f.wall_s,
-                    f.cpu_s,
-                    f.avg_busy,
-                    f.peak_busy
-                );
+                phases.row([
+                    f.phase.as_str().to_owned(),
+                    format!("{:.2}", f.wall_s),
+                    format!("{:.2}", f.cpu_s),
+                    format!("{:.2}", f.avg_busy),
+                    format!("{:.2}", f.peak_busy),
+                ]);
             }
+            let _ = write!(out, "\n{}", phases.render());
         }
         out
     }
@@ -371,25 +371,34 @@ impl crate::repair::SuiteRounds {
             self.stopped.as_deref().unwrap_or("-"),
         );
         let _ = writeln!(out, "pass@1 after each round: {}", after.join(" -> "));
-        let _ = writeln!(
-            out,
-            "round  completions  compiled  passing  pass@1  tokens in  tokens out  wall (s)"
+        let mut table = Table::new(
+            [
+                "round",
+                "completions",
+                "compiled",
+                "passing",
+                "pass@1",
+                "tokens in",
+                "tokens out",
+                "wall (s)",
+            ]
+            .map(Column::right)
+            .into(),
         );
         let tokens = |t: Option<u64>| t.map_or("-".to_owned(), |t| t.to_string());
         for r in &self.rounds {
-            let _ = writeln!(
-                out,
-                "{:>5}  {:>11}  {:>8}  {:>7}  {:>6}  {:>9}  {:>10}  {:>8}",
-                r.round,
-                r.completions,
-                r.compiled,
-                r.passing,
+            table.row([
+                r.round.to_string(),
+                r.completions.to_string(),
+                r.compiled.to_string(),
+                r.passing.to_string(),
                 fmt_rate(r.pass_at_1),
                 tokens(r.input_tokens),
                 tokens(r.output_tokens),
                 r.wall_s.map_or("-".to_owned(), |w| format!("{w:.2}")),
-            );
+            ]);
         }
+        out.push_str(&table.render());
     }
 }
 
@@ -504,56 +513,45 @@ impl SuiteCompare {
         } else {
             let _ = writeln!(out, "differ most: {}", self.differ_most.join(", "));
         }
-        let width = c
-            .problems
-            .iter()
-            .map(|p| p.0.chars().count())
-            .max()
-            .unwrap_or(7)
-            .clamp(7, 40);
-        let _ = writeln!(
-            out,
-            "\n{:<width$} {:>9} {:>9} {:>7}",
-            "problem",
-            format!("suite {a}"),
-            format!("suite {b}"),
-            "diff"
-        );
+        let mut problems = Table::new(vec![
+            Column::left("problem"),
+            Column::right(format!("suite {a}")).min_width(9).gap(" "),
+            Column::right(format!("suite {b}")).min_width(9).gap(" "),
+            Column::right("diff").min_width(7).gap(" "),
+        ]);
         for (name, x, y) in &c.problems {
-            let _ = writeln!(out, "{name:<width$} {x:>9.3} {y:>9.3} {:>+7.3}", y - x);
+            problems.row([
+                name.clone(),
+                format!("{x:.3}"),
+                format!("{y:.3}"),
+                format!("{:+.3}", y - x),
+            ]);
         }
-        let _ = writeln!(
-            out,
-            "\n{:<28} {:>12} {:>12}",
-            "draw",
-            format!("suite {a}"),
-            format!("suite {b}")
-        );
-        let row = |out: &mut String, name: &str, f: &dyn Fn(&DrawFigures) -> String| {
-            let _ = writeln!(
-                out,
-                "{name:<28} {:>12} {:>12}",
-                f(&self.a.draw),
-                f(&self.b.draw)
-            );
+        let _ = write!(out, "\n{}", problems.render());
+        let mut draw = Table::new(vec![
+            Column::left("draw").min_width(28),
+            Column::right(format!("suite {a}")).min_width(12).gap(" "),
+            Column::right(format!("suite {b}")).min_width(12).gap(" "),
+        ]);
+        let mut row = |name: &str, f: &dyn Fn(&DrawFigures) -> String| {
+            draw.row([name.to_owned(), f(&self.a.draw), f(&self.b.draw)]);
         };
-        row(&mut out, "output tokens", &|d| {
+        row("output tokens", &|d| {
             d.output_tokens.map_or("-".into(), |t| t.to_string())
         });
-        row(&mut out, "mean TTFT (ms)", &|d| {
+        row("mean TTFT (ms)", &|d| {
             d.mean_ttft_ms.map_or("-".into(), |t| format!("{t:.0}"))
         });
-        row(&mut out, "completions/s", &|d| {
+        row("completions/s", &|d| {
             d.completions_per_s
                 .map_or("-".into(), |r| format!("{r:.2}"))
         });
-        row(&mut out, "solved problems", &|d| {
-            d.solved_problems.to_string()
-        });
-        row(&mut out, "tokens per solved problem", &|d| {
+        row("solved problems", &|d| d.solved_problems.to_string());
+        row("tokens per solved problem", &|d| {
             d.tokens_per_solved_problem
                 .map_or("-".into(), |t| format!("{t:.0}"))
         });
+        let _ = write!(out, "\n{}", draw.render());
         out
     }
 }
@@ -629,22 +627,25 @@ pub fn export_csv(rows: &[FullExportRow]) -> Result<String> {
 
 /// The one-line list `suite list` prints.
 pub fn suite_table(rows: &[SuiteRow]) -> String {
-    let mut out = String::from(
-        "suite  status       problems  mode        started                   source\n",
-    );
+    let mut table = Table::new(vec![
+        Column::left("suite").min_width(6),
+        Column::left("status").min_width(12).gap(" "),
+        Column::right("problems").gap(" "),
+        Column::left("mode").min_width(11),
+        Column::left("started").min_width(25).gap(" "),
+        Column::left("source").gap(" "),
+    ]);
     for r in rows {
-        let _ = writeln!(
-            out,
-            "{:<6} {:<12} {:>8}  {:<11} {:<25} {}",
-            r.id,
-            r.status.as_str(),
-            r.problems,
-            r.mode.as_str(),
-            r.started_at,
-            r.source
-        );
+        table.row([
+            r.id.to_string(),
+            r.status.as_str().to_owned(),
+            r.problems.to_string(),
+            r.mode.as_str().to_owned(),
+            r.started_at.clone(),
+            r.source.clone(),
+        ]);
     }
-    out
+    table.render()
 }
 
 /// The suite's means on one line: `pass@1: 0.525`, each larger k that every
@@ -734,6 +735,147 @@ mod tests {
         assert_eq!(
             completion_cells(&report.problems[0]),
             "OK 3/3, Exception 1/3, SyntaxError"
+        );
+    }
+
+    /// The tables of `suite show` as docs/suites.md shows them: each
+    /// column as wide as its widest cell or its heading, whichever is more.
+    #[test]
+    fn the_tables_read_as_the_docs_show_them() {
+        let add_two = [ran(&[true, true, true]), ran(&[false, false, true])];
+        let reverse = [CompletionOutcome::CompileError, ran(&[true, true, true])];
+        let report = SuiteReport::new([
+            ("fx_add_two", &add_two[..]),
+            ("fx_reverse_words", &reverse[..]),
+        ]);
+        let round = |round, completions, compiled, passing, pass_at_1, tokens: Option<u64>| {
+            crate::repair::SuiteRoundFigures {
+                round,
+                completions,
+                compiled,
+                passing,
+                pass_at_1: Some(pass_at_1),
+                input_tokens: tokens,
+                output_tokens: tokens.map(|t| 2 * t),
+                wall_s: tokens.map(|_| 1.5),
+            }
+        };
+        let summary = SuiteSummary {
+            suite_id: 1,
+            status: "finished".into(),
+            failure: None,
+            problems_path: "/p/problems.jsonl".into(),
+            origin: SuiteOrigin::Completions,
+            source: "/p/completions.jsonl".into(),
+            mode: "completion".into(),
+            completions: 4,
+            programs: 4,
+            pending: 0,
+            sandbox: None,
+            sandbox_warnings: None,
+            started_at: "2026-12-04T10:00:00Z".into(),
+            finished_at: None,
+            report,
+            rounds: Some(crate::repair::SuiteRounds {
+                asked: 1,
+                feedback: "full".into(),
+                max_tokens: None,
+                stopped: Some("all_pass".into()),
+                pass_at_1: vec![Some(0.5), Some(0.75)],
+                rounds: vec![
+                    round(0, 4, 3, 2, 0.5, Some(100)),
+                    round(1, 2, 2, 1, 0.75, None),
+                ],
+            }),
+            draw: DrawFigures::new(SuiteOrigin::Completions, &[], &[]),
+            phases: vec![PhaseFigures {
+                phase: Phase::ScoreBuild,
+                wall_s: 12.5,
+                cpu_s: 20.25,
+                avg_busy: 1.5,
+                peak_busy: 2.0,
+            }],
+            lanes: Vec::new(),
+            reach: Reach::default(),
+        };
+        let text = summary.render();
+        let lines: Vec<&str> = text.lines().collect();
+        let after = |heading: &str, n: usize| {
+            let at = lines.iter().position(|l| l.starts_with(heading));
+            let at = at.unwrap_or_else(|| panic!("no {heading:?} in\n{text}"));
+            lines[at..at + n].to_vec()
+        };
+        assert_eq!(
+            after("problem ", 3),
+            [
+                "problem             n compiled passed pass@1  each completion: status, cases passed/cases",
+                "fx_add_two          2        2      1  0.500  OK 3/3, Exception 1/3",
+                "fx_reverse_words    2        1      1  0.500  SyntaxError, OK 3/3",
+            ],
+            "{text}"
+        );
+        assert_eq!(
+            after("round ", 3),
+            [
+                "round  completions  compiled  passing  pass@1  tokens in  tokens out  wall (s)",
+                "    0            4         3        2   0.500        100         200      1.50",
+                "    1            2         2        1   0.750          -           -         -",
+            ],
+            "{text}"
+        );
+        assert_eq!(
+            after("phase ", 2),
+            [
+                "phase        wall (s)   CPU-s  avg busy  peak busy",
+                "score build     12.50   20.25      1.50       2.00",
+            ],
+            "{text}"
+        );
+        assert!(text.ends_with("       2.00\n"), "{text}");
+    }
+
+    #[test]
+    fn the_suite_list_lines_up() {
+        let row = |id, status, problems, mode, started: &str, source: &str| SuiteRow {
+            id,
+            problems_path: "/p/problems.jsonl".into(),
+            problems_digest: String::new(),
+            origin: SuiteOrigin::Completions,
+            source: source.into(),
+            mode,
+            problems,
+            status,
+            failure: None,
+            started_at: started.into(),
+            finished_at: None,
+            sandbox: None,
+            sandbox_warnings: None,
+        };
+        use crate::store::BatchStatus;
+        use crate::suite::ProgramMode;
+        let rows = [
+            row(
+                1,
+                BatchStatus::Finished,
+                20,
+                ProgramMode::Completion,
+                "2026-12-04T10:00:00Z",
+                "/p/completions.jsonl",
+            ),
+            row(
+                12,
+                BatchStatus::Interrupted,
+                3,
+                ProgramMode::Chat,
+                "2026-12-04T11:00:00Z",
+                "pool fast",
+            ),
+        ];
+        assert_eq!(
+            suite_table(&rows),
+            "suite  status       problems  mode        started                   source\n\
+             1      finished           20  completion  2026-12-04T10:00:00Z      /p/completions.jsonl\n\
+             12     interrupted         3  chat        2026-12-04T11:00:00Z      pool fast\n"
         );
     }
 

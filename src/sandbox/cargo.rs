@@ -11,7 +11,7 @@
 //! only where the spec's `[policy]` relaxes the rule) gets a compile error
 //! that says "Permission denied", and not a byte of the file.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd as _, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -99,10 +99,11 @@ pub fn confine_cargo(cmd: &mut tokio::process::Command, paths: &BuildPaths) -> R
     cmd.env("CARGO_NET_OFFLINE", "true");
     cmd.env("CARGO_CACHE_AUTO_CLEAN_FREQUENCY", "never");
     let fd = build_ruleset(&build_reads(paths), &build_writes(paths))?;
-    // SAFETY: the closure only makes async-signal-safe system calls; it owns
-    // the ruleset fd, which stays open until the command is dropped.
+    // SAFETY: the closure runs between fork and exec and makes only
+    // async-signal-safe system calls (prctl, landlock_restrict_self); it
+    // owns the ruleset fd, which stays open until the command is dropped.
     unsafe {
-        cmd.pre_exec(move || restrict_self(Some(fd.as_raw_fd())));
+        cmd.pre_exec(move || restrict_self(Some(fd.as_fd())));
     }
     Ok(())
 }

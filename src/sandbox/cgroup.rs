@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result};
+use rustix::process::{Pid, Signal};
 
 /// A controller assay puts each run under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -327,7 +328,11 @@ impl RunCgroup {
             let Ok(text) = std::fs::read_to_string(&procs) else {
                 return true;
             };
-            let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+            let pids: Vec<Pid> = text
+                .lines()
+                .filter_map(|l| l.trim().parse().ok().filter(|p| *p > 0))
+                .filter_map(Pid::from_raw)
+                .collect();
             if pids.is_empty() {
                 return true;
             }
@@ -335,8 +340,8 @@ impl RunCgroup {
                 return false;
             }
             for pid in pids {
-                // SAFETY: kill only sends a signal.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
+                // One already gone is ESRCH: nothing left to kill.
+                let _ = rustix::process::kill_process(pid, Signal::KILL);
             }
             std::thread::sleep(pause);
             pause = (pause * 2).min(std::time::Duration::from_millis(5));

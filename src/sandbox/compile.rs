@@ -37,6 +37,7 @@ use landlock::{
     path_beneath_rules, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr,
     RulesetCreatedAttr,
 };
+use rustix::process::{Resource, Rlimit};
 
 use super::cargo::{build_reads, BuildPaths};
 use super::landlock::TARGET_ABI;
@@ -182,12 +183,14 @@ fn wrapper(settings_json: &str) -> Result<i32> {
     cmd.args(&args)
         .env_remove(WRAPPER_VAR)
         .stderr(Stdio::piped());
-    // SAFETY: setrlimit only, between fork and exec.
+    // SAFETY: the closure runs between fork and exec and makes only
+    // setrlimit calls (rustix's raw system calls: async-signal-safe, no
+    // allocation).
     unsafe {
         cmd.pre_exec(move || {
-            set_rlimit(libc::RLIMIT_CPU, limits.cpu_secs, limits.cpu_secs + 5)?;
-            set_rlimit(libc::RLIMIT_AS, limits.memory_bytes, limits.memory_bytes)?;
-            set_rlimit(libc::RLIMIT_CORE, 0, 0)
+            set_rlimit(Resource::Cpu, limits.cpu_secs, limits.cpu_secs + 5)?;
+            set_rlimit(Resource::As, limits.memory_bytes, limits.memory_bytes)?;
+            set_rlimit(Resource::Core, 0, 0)
         });
     }
     let mut child = cmd
@@ -289,16 +292,12 @@ fn confine_to_own_files(settings: &WrapperSettings, own: &[String]) -> Result<()
     Ok(())
 }
 
-fn set_rlimit(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> std::io::Result<()> {
-    let limit = libc::rlimit {
-        rlim_cur: soft,
-        rlim_max: hard,
+fn set_rlimit(resource: Resource, soft: u64, hard: u64) -> std::io::Result<()> {
+    let limit = Rlimit {
+        current: Some(soft),
+        maximum: Some(hard),
     };
-    // SAFETY: setrlimit reads a valid struct.
-    if unsafe { libc::setrlimit(resource, &limit) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
+    Ok(rustix::process::setrlimit(resource, limit)?)
 }
 
 #[cfg(test)]

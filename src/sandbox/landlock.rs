@@ -1,7 +1,7 @@
 //! Landlock: the ABI the kernel offers, a scoring run's ruleset, and
 //! restricting the calling process (async-signal-safe, for `pre_exec`).
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd as _, BorrowedFd, OwnedFd};
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -17,14 +17,15 @@ pub(super) const TARGET_ABI: ABI = ABI::V6;
 
 /// Applies no_new_privs and, given a ruleset, Landlock to the calling
 /// process. Async-signal-safe.
-pub(super) fn restrict_self(landlock_fd: Option<i32>) -> std::io::Result<()> {
-    // SAFETY: prctl with constant arguments.
-    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+pub(super) fn restrict_self(landlock_fd: Option<BorrowedFd<'_>>) -> std::io::Result<()> {
+    rustix::thread::set_no_new_privs(true)?;
     if let Some(fd) = landlock_fd {
-        // SAFETY: landlock_restrict_self takes a ruleset fd and flags.
-        if unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) } != 0 {
+        // SAFETY: landlock_restrict_self takes a ruleset descriptor, open
+        // while it is borrowed, and flags; it writes no memory. Neither
+        // rustix nor the landlock crate has an async-signal-safe wrapper
+        // (the crate's consumes its ruleset, which a `pre_exec` closure
+        // called again could not).
+        if unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) } != 0 {
             return Err(std::io::Error::last_os_error());
         }
     }

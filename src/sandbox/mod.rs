@@ -48,6 +48,7 @@
 mod cargo;
 mod cgroup;
 pub mod compile;
+mod fork;
 mod landlock;
 mod netns;
 mod place;
@@ -55,13 +56,15 @@ pub mod scratch;
 mod user;
 
 use std::fs::File;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd as _, OwnedFd};
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
+use rustix::io::Errno;
+use rustix::process::{Resource, Rlimit};
 
 pub use cargo::{confine_cargo, BuildPaths};
 pub use landlock::landlock_abi;
@@ -70,12 +73,8 @@ pub use user::RUN_AS_VARIABLE;
 
 use cgroup::{swap_exists, CgroupRoot, Controller, RunCgroup};
 use landlock::{restrict_self, run_ruleset, TARGET_ABI};
-use netns::try_unshare_net;
+use netns::{new_network_namespace, try_unshare_net};
 use user::{drop_privileges, run_as_from_env, try_drop_to, unreachable_part, user_tasks, RunAs};
-
-/// At most this many cgroups per run: one per hierarchy holding a
-/// controller assay uses (a v1 `pids` and a v1 `memory`, or one v2 group).
-const MAX_RUN_CGROUPS: usize = 2;
 
 /// What the machine offers, found once per batch.
 #[derive(Debug)]
@@ -102,13 +101,26 @@ pub struct Sandbox {
 /// whatever is left of the run and removes its cgroups.
 #[derive(Debug)]
 pub struct RunConfinement {
-    landlock: Option<OwnedFd>,
+    /// What the child uses between fork and exec; shared with its
+    /// [`ChildSteps`], let go of once the child runs.
+    fds: Option<Arc<ChildFds>>,
     cgroups: Vec<RunCgroup>,
-    /// `cgroup.procs` of each of the run's cgroups, opened for the child to join.
-    cgroup_procs: Vec<File>,
     netns: bool,
     run_as: Option<RunAs>,
     nproc: Option<u64>,
+}
+
+/// The descriptors a run's child uses between fork and exec. Shared (an
+/// `Arc`) by the parent's [`RunConfinement`] and the child's
+/// [`ChildSteps`], so they stay open as long as either may need them.
+#[derive(Debug)]
+struct ChildFds {
+    /// The run's Landlock ruleset.
+    landlock: Option<OwnedFd>,
+    /// `cgroup.procs` of each of the run's cgroups (one per hierarchy
+    /// holding a controller assay uses: a v1 `pids` and a v1 `memory`, or
+    /// one v2 group), opened for the child to join.
+    cgroup_procs: Vec<File>,
 }
 
 /// Scoring binaries copied to a directory the run's user can traverse.
@@ -190,8 +202,7 @@ impl Sandbox {
                     .to_owned(),
             );
         }
-        // SAFETY: geteuid has no preconditions.
-        let root = unsafe { libc::geteuid() } == 0;
+        let root = rustix::process::geteuid().is_root();
         let run_as = if root {
             match run_as_from_env().and_then(|who| try_drop_to(who).map(|()| who)) {
                 Ok(who) => Some(who),
@@ -225,8 +236,7 @@ impl Sandbox {
                 None
             }
             (false, _, _) => {
-                // SAFETY: geteuid has no preconditions.
-                let uid = unsafe { libc::geteuid() };
+                let uid = rustix::process::geteuid().as_raw();
                 Some(user_tasks(uid).unwrap_or(0) + processes * 4)
             }
         };
@@ -418,9 +428,11 @@ impl Sandbox {
             cgroup_procs.push(procs);
         }
         Ok(RunConfinement {
-            landlock,
+            fds: Some(Arc::new(ChildFds {
+                landlock,
+                cgroup_procs,
+            })),
             cgroups,
-            cgroup_procs,
             netns: self.netns,
             run_as: self.run_as,
             nproc: self.nproc,
@@ -429,16 +441,12 @@ impl Sandbox {
 }
 
 impl RunConfinement {
-    /// The raw descriptors and flags the child needs; the parent keeps the
-    /// owning values alive until the child has been spawned.
+    /// The descriptors and flags the child needs. It shares the
+    /// descriptors, so they stay open until both it and this confinement
+    /// have let go of them ([`RunConfinement::spawned`]).
     pub fn child_steps(&self) -> ChildSteps {
-        let mut cgroup_procs_fds = [-1; MAX_RUN_CGROUPS];
-        for (slot, file) in cgroup_procs_fds.iter_mut().zip(&self.cgroup_procs) {
-            *slot = file.as_raw_fd();
-        }
         ChildSteps {
-            landlock_fd: self.landlock.as_ref().map(|f| f.as_raw_fd()),
-            cgroup_procs_fds,
+            fds: self.fds.clone(),
             netns: self.netns,
             run_as: self.run_as,
             nproc: self.nproc,
@@ -451,17 +459,16 @@ impl RunConfinement {
     /// once it runs.
     pub fn confine(&self, cmd: &mut tokio::process::Command) {
         let steps = self.child_steps();
-        // SAFETY: setrlimit and `ChildSteps::apply` make async-signal-safe
-        // system calls only.
+        let none = Rlimit {
+            current: Some(0),
+            maximum: Some(0),
+        };
+        // SAFETY: the closure runs between fork and exec and makes only
+        // async-signal-safe system calls (setrlimit, then
+        // `ChildSteps::apply`'s); it allocates nothing.
         unsafe {
             cmd.pre_exec(move || {
-                let none = libc::rlimit {
-                    rlim_cur: 0,
-                    rlim_max: 0,
-                };
-                if libc::setrlimit(libc::RLIMIT_CORE, &none) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
+                rustix::process::setrlimit(Resource::Core, none)?;
                 steps.apply()
             });
         }
@@ -469,8 +476,7 @@ impl RunConfinement {
 
     /// Closes what the child needed once it runs (the parent has no use for it).
     pub fn spawned(&mut self) {
-        self.landlock = None;
-        self.cgroup_procs.clear();
+        self.fds = None;
     }
 
     /// The most processes the run held at once, when a cgroup counted them
@@ -515,13 +521,13 @@ impl Drop for RunConfinement {
     }
 }
 
-/// What the child does between fork and exec. Copy, no allocation: only
+/// What the child does between fork and exec. Made and cloned in the
+/// parent; the child only reads it (no allocation, no drop): only
 /// async-signal-safe system calls happen in [`ChildSteps::apply`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ChildSteps {
-    landlock_fd: Option<i32>,
-    /// -1 where unused.
-    cgroup_procs_fds: [i32; MAX_RUN_CGROUPS],
+    /// `None` once the confinement let go of them: the child is running.
+    fds: Option<Arc<ChildFds>>,
     netns: bool,
     run_as: Option<RunAs>,
     nproc: Option<u64>,
@@ -538,33 +544,27 @@ impl ChildSteps {
     /// Dropping privileges clears the parent-death signal (the kernel resets
     /// it on any change of credentials): the caller sets it after this.
     pub fn apply(&self) -> std::io::Result<()> {
-        for fd in self.cgroup_procs_fds.into_iter().filter(|fd| *fd >= 0) {
+        // Steps taken after the confinement let go of its descriptors
+        // would run unconfined: refused (an errno, which allocates nothing).
+        let fds = self.fds.as_deref().ok_or(Errno::BADF)?;
+        for procs in &fds.cgroup_procs {
             // "0" is the writing process, in cgroup v1 and v2 alike.
-            // SAFETY: writes two bytes from a static buffer to an open fd.
-            if unsafe { libc::write(fd, b"0\n".as_ptr().cast(), 2) } < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            rustix::io::write(procs, b"0\n")?;
         }
         if let Some(n) = self.nproc {
-            let limit = libc::rlimit {
-                rlim_cur: n,
-                rlim_max: n,
+            let limit = Rlimit {
+                current: Some(n),
+                maximum: Some(n),
             };
-            // SAFETY: setrlimit reads a valid struct.
-            if unsafe { libc::setrlimit(libc::RLIMIT_NPROC, &limit) } != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            rustix::process::setrlimit(Resource::Nproc, limit)?;
         }
         if self.netns {
-            // SAFETY: unshare takes a flag word.
-            if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            new_network_namespace()?;
         }
         if let Some(who) = self.run_as {
             drop_privileges(who)?;
         }
-        restrict_self(self.landlock_fd)
+        restrict_self(fds.landlock.as_ref().map(|fd| fd.as_fd()))
     }
 }
 
@@ -601,8 +601,7 @@ mod tests {
                 .iter()
                 .any(|w| w.contains("memory cgroup")));
         }
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } == 0 && sandbox.run_uid().is_none() {
+        if rustix::process::geteuid().is_root() && sandbox.run_uid().is_none() {
             assert!(sandbox.warnings().iter().any(|w| w.contains("keep root")));
         }
         if let Some(uid) = sandbox.run_uid() {
@@ -618,6 +617,20 @@ mod tests {
         }
     }
 
+    /// Steps whose descriptors are gone (taken after `spawned`) would run
+    /// without Landlock or cgroups: refused before any system call.
+    #[test]
+    fn steps_without_their_descriptors_are_refused() {
+        let steps = ChildSteps {
+            fds: None,
+            netns: false,
+            run_as: None,
+            nproc: None,
+        };
+        let err = steps.apply().unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EBADF), "{err}");
+    }
+
     const EXPECT_DEGRADED: &str = "ASSAY_TEST_EXPECT_DEGRADED_SANDBOX";
 
     /// Root has every part of the sandbox, so the test above never reaches
@@ -627,8 +640,7 @@ mod tests {
     #[test]
     fn an_unprivileged_user_is_told_each_part_it_lacks() {
         use std::os::unix::process::CommandExt;
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
+        if !rustix::process::geteuid().is_root() {
             return;
         }
         let out = std::process::Command::new(std::env::current_exe().unwrap())

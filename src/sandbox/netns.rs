@@ -1,28 +1,31 @@
 //! Network namespaces: whether `unshare(CLONE_NEWNET)` works here.
 
+use rustix::thread::UnshareFlags;
+
+use super::fork::in_child;
+
 /// Forks a child that tries `unshare(CLONE_NEWNET)` and reports back.
 pub(super) fn try_unshare_net() -> std::io::Result<()> {
-    // SAFETY: the child only calls unshare and _exit, both async-signal-safe.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(std::io::Error::last_os_error());
+    // SAFETY: the child makes one system call (unshare), async-signal-safe.
+    let status = unsafe {
+        in_child(|| match new_network_namespace() {
+            Ok(()) => 0,
+            Err(e) => e.raw_os_error(),
+        })
+    }?;
+    match status.exit_status() {
+        Some(0) => Ok(()),
+        code => Err(std::io::Error::from_raw_os_error(
+            code.unwrap_or(libc::EPERM),
+        )),
     }
-    if pid == 0 {
-        // SAFETY: as above.
-        unsafe {
-            let code = if libc::unshare(libc::CLONE_NEWNET) == 0 {
-                0
-            } else {
-                *libc::__errno_location()
-            };
-            libc::_exit(code);
-        }
-    }
-    let mut status = 0;
-    // SAFETY: waits for the child forked above.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
-    match libc::WEXITSTATUS(status) {
-        0 if libc::WIFEXITED(status) => Ok(()),
-        errno => Err(std::io::Error::from_raw_os_error(errno)),
-    }
+}
+
+/// Moves the calling thread (in a child between fork and exec, the whole
+/// process) into a new network namespace. Async-signal-safe.
+pub(super) fn new_network_namespace() -> rustix::io::Result<()> {
+    // SAFETY: rustix marks unshare unsafe for `CLONE_FILES`, which leaves
+    // other threads' descriptors unusable here; `CLONE_NEWNET` alone
+    // shares no descriptor table.
+    unsafe { rustix::thread::unshare_unsafe(UnshareFlags::NEWNET) }
 }

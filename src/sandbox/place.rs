@@ -22,15 +22,19 @@
 
 use std::ffi::{CStr, CString};
 use std::fs::File;
-use std::os::fd::{AsRawFd as _, RawFd};
+use std::os::fd::{AsFd as _, BorrowedFd, IntoRawFd as _, OwnedFd};
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result};
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+
+use super::fork::in_child;
 
 /// A placed executable's mode: anyone may read and run it, nobody write it.
-const MODE: libc::mode_t = 0o555;
+const MODE: Mode = Mode::from_raw_mode(0o555);
 
 /// The most bytes one `copy_file_range` call is asked for.
 const KERNEL_CHUNK: usize = 1 << 30;
@@ -81,69 +85,39 @@ fn part_path(to: &Path) -> Result<PathBuf> {
 /// Forks a child that creates `dest` and copies `source` (`len` bytes)
 /// into it, then waits for it.
 fn copy_in_child(source: &File, len: u64, dest: &CStr) -> std::io::Result<()> {
-    let source = source.as_raw_fd();
-    // SAFETY: between fork and _exit the child makes only async-signal-safe
-    // system calls (open, copy_file_range, pread, write, fchmod, close), on
-    // memory prepared before the fork, as the child of a multi-threaded
-    // process must.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    if pid == 0 {
-        let code = match write_copy(source, len, dest) {
+    let source = source.as_fd();
+    // SAFETY: the child makes only async-signal-safe system calls (open,
+    // copy_file_range, pread, write, fchmod, close: rustix's raw system
+    // calls) on memory prepared before the fork: `source`, `dest`, and a
+    // buffer on its stack.
+    let status = unsafe {
+        in_child(|| match write_copy(source, len, dest) {
             Ok(()) => 0,
-            Err(errno) => errno,
-        };
-        // SAFETY: as above.
-        unsafe { libc::_exit(code) };
-    }
-    let status = reap(pid)?;
-    if !libc::WIFEXITED(status) {
-        return Err(std::io::Error::other(format!(
+            Err(errno) => errno.raw_os_error(),
+        })
+    }?;
+    match status.exit_status() {
+        Some(0) => Ok(()),
+        Some(errno) => Err(std::io::Error::from_raw_os_error(errno)),
+        None => Err(std::io::Error::other(format!(
             "the copying process died of signal {}",
-            libc::WTERMSIG(status)
-        )));
-    }
-    match libc::WEXITSTATUS(status) {
-        0 => Ok(()),
-        errno => Err(std::io::Error::from_raw_os_error(errno)),
-    }
-}
-
-/// Waits for the child `pid`; its wait status.
-fn reap(pid: libc::pid_t) -> std::io::Result<i32> {
-    let mut status = 0;
-    loop {
-        // SAFETY: waits for our own child, writing into a valid local.
-        if unsafe { libc::waitpid(pid, &mut status, 0) } == pid {
-            return Ok(status);
-        }
-        let err = std::io::Error::last_os_error();
-        if err.kind() != std::io::ErrorKind::Interrupted {
-            return Err(err);
-        }
+            status.terminating_signal().unwrap_or(0)
+        ))),
     }
 }
 
 /// The child's work: creates `dest` (never an existing file), copies
 /// `source` into it from its start, sets mode 0555 (whatever the umask)
 /// and closes it, reporting a failed close too (where a network
-/// filesystem reports a failed write). Async-signal-safe; errors are
-/// errno values.
-fn write_copy(source: RawFd, len: u64, dest: &CStr) -> Result<(), i32> {
-    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC;
-    // SAFETY: `dest` is a valid C string; open takes the mode as a vararg.
-    let out = unsafe { libc::open(dest.as_ptr(), flags, libc::c_uint::from(MODE)) };
-    if out < 0 {
-        return Err(errno());
-    }
-    let copied = copy_all(source, len, out).and_then(|()| {
-        // SAFETY: fchmod on the descriptor opened above.
-        ok_or_errno(unsafe { libc::fchmod(out, MODE) })
-    });
-    // SAFETY: closes the descriptor opened above, once.
-    let closed = ok_or_errno(unsafe { libc::close(out) });
+/// filesystem reports a failed write). Async-signal-safe.
+fn write_copy(source: BorrowedFd<'_>, len: u64, dest: &CStr) -> Result<(), Errno> {
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
+    let out = rustix::fs::open(dest, flags, MODE)?;
+    let copied = copy_all(source, len, &out).and_then(|()| rustix::fs::fchmod(&out, MODE));
+    // SAFETY: the descriptor was opened above and `into_raw_fd` gave it
+    // up, so it is closed here once. An `OwnedFd`'s drop would close it
+    // too, but drops the error; no safe close reports one.
+    let closed = unsafe { rustix::io::try_close(out.into_raw_fd()) };
     copied.and(closed)
 }
 
@@ -152,77 +126,45 @@ fn write_copy(source: RawFd, len: u64, dest: &CStr) -> Result<(), i32> {
 /// process), else, from where that stopped, through a buffer on the stack.
 /// Reads at explicit offsets, so the descriptor the child shares with its
 /// parent keeps its position.
-fn copy_all(source: RawFd, len: u64, out: RawFd) -> Result<(), i32> {
-    let mut offset: libc::off64_t = 0;
-    while (offset as u64) < len {
-        // SAFETY: valid descriptors and offset; a null output offset
-        // means `out`'s own position.
-        let n = unsafe {
-            libc::copy_file_range(
-                source,
-                &mut offset,
-                out,
-                std::ptr::null_mut(),
-                KERNEL_CHUNK,
-                0,
-            )
-        };
-        match n {
-            1.. => continue,
+fn copy_all(source: BorrowedFd<'_>, len: u64, out: &OwnedFd) -> Result<(), Errno> {
+    let mut offset: u64 = 0;
+    while offset < len {
+        // `None` for the output offset: `out`'s own position.
+        match rustix::fs::copy_file_range(source, Some(&mut offset), out, None, KERNEL_CHUNK) {
+            Ok(1..) => continue,
             // Nothing where the file says there is more: a filesystem
             // whose kernel copy reads nothing; the buffer decides.
-            0 => break,
-            _ => match errno() {
-                libc::EINTR => continue,
-                // Across filesystems, or a filesystem without it.
-                libc::EXDEV | libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP => break,
-                e => return Err(e),
-            },
+            Ok(0) => break,
+            Err(Errno::INTR) => continue,
+            // Across filesystems, or a filesystem without it.
+            Err(Errno::XDEV | Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => break,
+            Err(e) => return Err(e),
         }
     }
     let mut buf = [0u8; BUFFER_BYTES];
     loop {
-        // SAFETY: reads into a buffer of this length.
-        let n = unsafe { libc::pread64(source, buf.as_mut_ptr().cast(), buf.len(), offset) };
-        match n {
-            0 => return Ok(()),
-            1.. => {
-                write_all(out, &buf[..n as usize])?;
-                offset += n as libc::off64_t;
+        match rustix::io::pread(source, &mut buf[..], offset) {
+            Ok(0) => return Ok(()),
+            Ok(n) => {
+                write_all(out, &buf[..n])?;
+                offset += n as u64;
             }
-            _ if errno() == libc::EINTR => {}
-            _ => return Err(errno()),
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e),
         }
     }
 }
 
-fn write_all(out: RawFd, mut bytes: &[u8]) -> Result<(), i32> {
+fn write_all(out: &OwnedFd, mut bytes: &[u8]) -> Result<(), Errno> {
     while !bytes.is_empty() {
-        // SAFETY: writes from a valid buffer of this length.
-        let n = unsafe { libc::write(out, bytes.as_ptr().cast(), bytes.len()) };
-        match n {
-            1.. => bytes = &bytes[n as usize..],
-            0 => return Err(libc::EIO),
-            _ if errno() == libc::EINTR => {}
-            _ => return Err(errno()),
+        match rustix::io::write(out, bytes) {
+            Ok(0) => return Err(Errno::IO),
+            Ok(n) => bytes = &bytes[n..],
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e),
         }
     }
     Ok(())
-}
-
-fn ok_or_errno(r: libc::c_int) -> Result<(), i32> {
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(errno())
-    }
-}
-
-/// The calling thread's errno; reads a thread-local, allocates nothing.
-fn errno() -> i32 {
-    std::io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
 }
 
 #[cfg(test)]

@@ -12,7 +12,6 @@
 //! shares the temporary directory.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -61,20 +60,13 @@ impl ScratchDir {
             .prefix(kind.prefix())
             .tempdir_in(std::env::temp_dir())?;
         let lock = File::open(dir.path())?;
-        if !try_lock(&lock) {
-            return Err(std::io::Error::last_os_error());
-        }
+        lock.try_lock().map_err(std::io::Error::from)?;
         Ok(ScratchDir { dir, _lock: lock })
     }
 
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
-}
-
-fn try_lock(file: &File) -> bool {
-    // SAFETY: flock on a descriptor this function borrows; no memory is shared.
-    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
 }
 
 /// Removes, from the temporary directory, the scratch directories of
@@ -112,7 +104,7 @@ fn sweep_in(parent: &Path, youngest: Duration) -> Vec<PathBuf> {
         let Ok(lock) = File::open(&path) else {
             continue;
         };
-        if try_lock(&lock) && std::fs::remove_dir_all(&path).is_ok() {
+        if lock.try_lock().is_ok() && std::fs::remove_dir_all(&path).is_ok() {
             removed.push(path);
         }
     }
@@ -132,7 +124,7 @@ mod tests {
         let live = parent.path().join("assay-scorer.live01");
         std::fs::create_dir(&live).unwrap();
         let held = File::open(&live).unwrap();
-        assert!(try_lock(&held));
+        held.try_lock().unwrap();
         // An older version's unlocked directory, and one not assay's at all.
         let old = parent.path().join("assay-run-old001");
         std::fs::create_dir(&old).unwrap();
@@ -168,7 +160,7 @@ mod tests {
             .unwrap()
             .starts_with("assay-run."));
         // Another open file description cannot take the lock: a sweep skips it.
-        assert!(!try_lock(&File::open(&path).unwrap()));
+        assert!(File::open(&path).unwrap().try_lock().is_err());
         drop(dir);
         assert!(!path.exists());
     }

@@ -6,6 +6,9 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use rustix::process::{Gid, Uid};
+
+use super::fork::in_child;
 
 /// The uid and gid scoring runs drop to when assay runs as root, unless
 /// `ASSAY_SANDBOX_UID` names others: `nobody` and `nogroup` on Debian and
@@ -29,17 +32,16 @@ pub(super) struct RunAs {
 /// Becomes `who`: no supplementary groups, its gid, then its uid (real,
 /// effective and saved, so there is no way back). Async-signal-safe
 /// system calls only.
+///
+/// rustix makes the system calls themselves, which change the calling
+/// thread's credentials only (libc's wrappers signal every other thread to
+/// do the same). Both callers run this in a child just forked, whose one
+/// thread is the whole process.
 pub(super) fn drop_privileges(who: RunAs) -> std::io::Result<()> {
-    // SAFETY: setgroups with an empty list reads nothing; setresgid and
-    // setresuid take plain ids.
-    unsafe {
-        if libc::setgroups(0, std::ptr::null()) != 0
-            || libc::setresgid(who.gid, who.gid, who.gid) != 0
-            || libc::setresuid(who.uid, who.uid, who.uid) != 0
-        {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
+    let (uid, gid) = (Uid::from_raw(who.uid), Gid::from_raw(who.gid));
+    rustix::thread::set_thread_groups(&[])?;
+    rustix::thread::set_thread_res_gid(gid, gid, gid)?;
+    rustix::thread::set_thread_res_uid(uid, uid, uid)?;
     Ok(())
 }
 
@@ -74,27 +76,20 @@ pub(super) fn parse_run_as(value: &str) -> Result<RunAs> {
 /// Forks a child that drops to `who` and reports back, so a uid the kernel
 /// refuses (unmapped in a user namespace, say) is found before any run.
 pub(super) fn try_drop_to(who: RunAs) -> Result<()> {
-    // SAFETY: the child only makes async-signal-safe calls, then _exit.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(std::io::Error::last_os_error()).context("cannot fork");
-    }
-    if pid == 0 {
-        let code = match drop_privileges(who) {
+    // SAFETY: the child makes rustix's raw system calls only.
+    let status = unsafe {
+        in_child(|| match drop_privileges(who) {
             Ok(()) => 0,
             Err(e) => e.raw_os_error().unwrap_or(libc::EPERM),
-        };
-        // SAFETY: as above.
-        unsafe { libc::_exit(code) };
+        })
     }
-    let mut status = 0;
-    // SAFETY: waits for the child forked above.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
-    match libc::WEXITSTATUS(status) {
-        0 if libc::WIFEXITED(status) => Ok(()),
-        errno => Err(std::io::Error::from_raw_os_error(errno))
-            .with_context(|| format!("cannot switch to uid {} gid {}", who.uid, who.gid)),
-    }
+    .context("cannot fork")?;
+    let switched = match (status.exit_status(), status.terminating_signal()) {
+        (Some(0), _) => return Ok(()),
+        (Some(errno), _) => anyhow::Error::from(std::io::Error::from_raw_os_error(errno)),
+        (None, signal) => anyhow::anyhow!("the trial died of signal {}", signal.unwrap_or(0)),
+    };
+    Err(switched).with_context(|| format!("cannot switch to uid {} gid {}", who.uid, who.gid))
 }
 
 /// The first part of `path` (a directory above it, or the file itself) that

@@ -4,12 +4,14 @@
 
 use std::collections::BTreeSet;
 use std::io::Write as _;
-use std::os::fd::AsRawFd as _;
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use rustix::io::Errno;
+use rustix::net::SendFlags;
+use rustix::process::{Pid, Resource, Rlimit, Signal};
 
 use super::RunLimits;
 
@@ -68,22 +70,11 @@ impl Drop for Feeder {
 
 fn send_all(stream: &UnixStream, mut bytes: &[u8]) {
     while !bytes.is_empty() {
-        // SAFETY: sends from a valid buffer on a socket we own.
-        let n = unsafe {
-            libc::send(
-                stream.as_raw_fd(),
-                bytes.as_ptr().cast(),
-                bytes.len(),
-                libc::MSG_NOSIGNAL,
-            )
-        };
-        if n < 0 {
-            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return;
+        match rustix::net::send(stream, bytes, SendFlags::NOSIGNAL) {
+            Ok(n) => bytes = &bytes[n..],
+            Err(Errno::INTR) => {}
+            Err(_) => return,
         }
-        bytes = &bytes[n as usize..];
     }
     let _ = (&*stream).flush();
 }
@@ -102,10 +93,12 @@ impl Drop for GroupKill {
 /// system, its own and that of the children it waited for).
 pub(crate) fn wait4(pid: i32) -> Result<(i32, Duration)> {
     let mut status = 0;
-    // SAFETY: rusage is plain data; wait4 fills it.
+    // SAFETY: rusage is plain data (integers), for which all zeroes is a
+    // value; wait4 fills it.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     loop {
         // SAFETY: waits for our own child, writing into valid locals.
+        // Neither rustix nor std waits with the child's resource usage.
         let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
         if r == pid {
             break;
@@ -119,42 +112,38 @@ pub(crate) fn wait4(pid: i32) -> Result<(i32, Duration)> {
     Ok((status, tv(usage.ru_utime) + tv(usage.ru_stime)))
 }
 
+/// Sets the run's rlimits, soft and hard alike. Async-signal-safe: for
+/// `pre_exec`.
 pub(crate) fn apply_rlimits(limits: &RunLimits) -> std::io::Result<()> {
     // Whole seconds; the wall-time limit is the precise one.
     let cpu_secs = limits.wall.max(limits.case_wall).as_secs() + 1;
-    set_rlimit(libc::RLIMIT_CPU, cpu_secs)?;
-    set_rlimit(libc::RLIMIT_AS, limits.address_space_bytes)?;
-    set_rlimit(libc::RLIMIT_FSIZE, limits.file_size_bytes)?;
-    set_rlimit(libc::RLIMIT_NOFILE, limits.open_files)?;
-    set_rlimit(libc::RLIMIT_CORE, 0)?;
+    set_rlimit(Resource::Cpu, cpu_secs)?;
+    set_rlimit(Resource::As, limits.address_space_bytes)?;
+    set_rlimit(Resource::Fsize, limits.file_size_bytes)?;
+    set_rlimit(Resource::Nofile, limits.open_files)?;
+    set_rlimit(Resource::Core, 0)?;
     Ok(())
 }
 
-fn set_rlimit(resource: libc::__rlimit_resource_t, value: u64) -> std::io::Result<()> {
-    let limit = libc::rlimit {
-        rlim_cur: value,
-        rlim_max: value,
+fn set_rlimit(resource: Resource, value: u64) -> std::io::Result<()> {
+    let limit = Rlimit {
+        current: Some(value),
+        maximum: Some(value),
     };
-    // SAFETY: setrlimit reads a valid rlimit struct and touches nothing else.
-    if unsafe { libc::setrlimit(resource, &limit) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
+    Ok(rustix::process::setrlimit(resource, limit)?)
 }
 
 /// Asks the kernel to SIGKILL the child when assay dies, however it dies (a
 /// SIGKILL to assay cannot be caught, and the child's own process group means
-/// a terminal's Ctrl-C does not reach it). Fails if the parent is already gone.
+/// a terminal's Ctrl-C does not reach it). Fails if the parent is already
+/// gone. Async-signal-safe: for `pre_exec`.
 pub(crate) fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
-    // SAFETY: prctl with PR_SET_PDEATHSIG takes a signal number and nothing else.
-    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: getppid cannot fail.
-    if unsafe { libc::getppid() } != parent {
-        return Err(std::io::Error::other(
-            "assay exited before the candidate started",
-        ));
+    rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+    if Pid::as_raw(rustix::process::getppid()) != parent {
+        // assay exited before the candidate started. An errno, which
+        // allocates nothing (a message would, and std hands the parent
+        // only an errno anyway: EINVAL for an error without one).
+        return Err(Errno::INVAL.into());
     }
     Ok(())
 }
@@ -199,9 +188,11 @@ pub fn kill_live_groups() {
 }
 
 pub(crate) fn kill_group(pgid: i32) {
-    // SAFETY: killpg only sends a signal; a group already gone is ESRCH.
-    unsafe {
-        libc::killpg(pgid, libc::SIGKILL);
+    // Never 0 or below: `kill` would read those as assay's own group, or
+    // every process it may signal.
+    if let Some(pgid) = (pgid > 0).then(|| Pid::from_raw(pgid)).flatten() {
+        // A group already gone is ESRCH: nothing left to kill.
+        let _ = rustix::process::kill_process_group(pgid, Signal::KILL);
     }
 }
 

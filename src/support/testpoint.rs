@@ -19,11 +19,28 @@
 //!
 //! Unset, a point costs one comparison against a value read once. The names
 //! are listed in docs/crash-safety.md; they are not part of the interface.
+//!
+//! Only a build with the feature `test-points` reads the variable: the
+//! tests' and benches' (`cargo test` builds the binary they run with it,
+//! through the package's dev-dependency on itself), never `cargo build`'s
+//! or `cargo run`'s, where every point is a no-op the optimiser removes.
+//! The code is compiled and type-checked either way.
+//!
+//! Why not the `fail` crate's fail points: its `pause` blocks the thread
+//! (this module's `stall`), while `pause` here awaits a future that never
+//! ends, so a Ctrl-C still cancels the batch cleanly; and `kill` and
+//! `hold` act on the next cargo build's process group, which no fail
+//! action does. Through `fail`, each point would be a `return(ACTION)`
+//! read back and acted on here, and `ASSAY_TEST_POINT` translated into its
+//! syntax (`K-1*off->1*return(pause)` for `#K`) and announced with its
+//! count: a wrapper as large as this module, plus a global registry.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
+
+use rustix::process::{Pid, Signal};
 
 /// The variable that arms a test point.
 pub const VAR: &str = "ASSAY_TEST_POINT";
@@ -51,6 +68,11 @@ struct Armed {
 }
 
 fn armed() -> Option<&'static Armed> {
+    // Without the feature nothing is ever armed, so every point below
+    // folds away.
+    if !cfg!(feature = "test-points") {
+        return None;
+    }
     static ARMED: OnceLock<Option<Armed>> = OnceLock::new();
     ARMED
         .get_or_init(|| parse(&std::env::var(VAR).ok()?))
@@ -116,7 +138,7 @@ pub async fn reached(name: &str) {
 /// Whether a `kill` point asked for the build about to start to be killed;
 /// asks only once.
 pub fn take_kill_next_build() -> bool {
-    KILL_NEXT_BUILD.swap(false, Ordering::SeqCst)
+    cfg!(feature = "test-points") && KILL_NEXT_BUILD.swap(false, Ordering::SeqCst)
 }
 
 /// Passes the point `name` in code that cannot wait (a callback): `pause`
@@ -135,9 +157,10 @@ pub fn reached_blocking(name: &str) {
 /// Holds the build just started (process group `pgid`) if a `hold` point
 /// asked for it: stops it and never returns. Asks only once.
 pub async fn hold_build(pgid: u32) {
-    if HOLD_NEXT_BUILD.swap(false, Ordering::SeqCst) {
-        // SAFETY: signalling a process group the caller created.
-        unsafe { libc::kill(-(pgid as i32), libc::SIGSTOP) };
+    if cfg!(feature = "test-points") && HOLD_NEXT_BUILD.swap(false, Ordering::SeqCst) {
+        if let Some(group) = i32::try_from(pgid).ok().and_then(Pid::from_raw) {
+            let _ = rustix::process::kill_process_group(group, Signal::STOP);
+        }
         eprintln!("assay-test: holding build {pgid}");
         std::future::pending::<()>().await;
     }

@@ -349,8 +349,8 @@ impl Drop for BuildGroup {
 
 /// Whether `pid` exists and has not exited (a zombie has).
 fn still_runs(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        let state = stat.rsplit(')').next().unwrap_or("").trim_start();
-        !(state.starts_with('Z') || state.starts_with('X'))
-    })
+    i32::try_from(pid)
+        .ok()
+        .and_then(|pid| procfs::process::Process::new(pid).ok()?.stat().ok())
+        .is_some_and(|stat| !matches!(stat.state, 'Z' | 'X'))
 }

@@ -216,13 +216,39 @@ fn every_fault_is_recorded_and_the_batch_completes() {
             )
             .model("null", m().fault(Fault::NullContent, always))
             .model("empty", m().fault(Fault::EmptyReply, always))
-            .model("cap", m().fault(Fault::RunToCap, always)),
+            .model("cap", m().fault(Fault::RunToCap, always))
+            .model("midstream", m().fault(mid_stream(LLAMA_FORMAT_ERROR), always))
+            .model(
+                "midstream400",
+                m().fault(
+                    mid_stream(r#"{"object":"error","message":"too long","type":"BadRequestError","param":null,"code":400}"#),
+                    always,
+                ),
+            )
+            .model(
+                "midonce",
+                m().fault(
+                    mid_stream(r#"{"error":{"message":"The server had an error","type":"server_error","code":"server_error"}}"#),
+                    1,
+                ),
+            ),
     )
     .unwrap();
     let s = Scratch::new();
     let key = "api_key_env = \"GW_KEY\"";
     let mut pools = String::new();
-    for name in ["ok", "r429", "r500", "reset", "malformed", "null", "empty"] {
+    for name in [
+        "ok",
+        "r429",
+        "r500",
+        "reset",
+        "malformed",
+        "null",
+        "empty",
+        "midstream",
+        "midstream400",
+        "midonce",
+    ] {
         pools += &pool(name, &gw, name, key);
     }
     pools += &pool(
@@ -250,6 +276,9 @@ fn every_fault_is_recorded_and_the_batch_completes() {
         ("null", 1),
         ("empty", 1),
         ("cap", 1),
+        ("midstream", 1),
+        ("midstream400", 1),
+        ("midonce", 1),
         ("badkey", 3),
         ("nomodel", 2),
     ];
@@ -349,6 +378,36 @@ fn every_fault_is_recorded_and_the_batch_completes() {
         .unwrap()
         .contains("unterminated"));
 
+    // An error inside the stream is the server's failure, with its own
+    // sentence and code, the text before it kept; retried as a 500 is.
+    let r = one("midstream");
+    assert_eq!(r.outcome, Outcome::StreamError { code: Some(500) }, "{r:?}");
+    assert_eq!(
+        sentence(&r).as_deref(),
+        Some("The model produced output that does not match the expected peg-native format")
+    );
+    assert!(r
+        .error
+        .as_ref()
+        .unwrap()
+        .body
+        .as_ref()
+        .unwrap()
+        .contains("server_error"));
+    assert_eq!(r.attempts.len(), 3, "retried as an error before the stream");
+    assert!(r.content.as_deref().is_some_and(|c| !c.is_empty()), "{r:?}");
+    let r = one("midstream400");
+    assert_eq!(r.outcome, Outcome::StreamError { code: Some(400) }, "{r:?}");
+    assert_eq!(sentence(&r).as_deref(), Some("too long"));
+    assert_eq!(r.attempts.len(), 1, "a 400 is not retried");
+    let r = one("midonce");
+    assert_eq!(r.outcome, Outcome::Ok, "the second attempt answered: {r:?}");
+    assert_eq!(r.attempts[0].outcome, Outcome::StreamError { code: None });
+    assert_eq!(
+        r.attempts[0].error.as_ref().unwrap().message,
+        "The server had an error"
+    );
+
     let r = one("null");
     assert_eq!((r.outcome, r.content.clone()), (Outcome::Ok, None));
     let r = one("empty");
@@ -394,10 +453,24 @@ fn every_fault_is_recorded_and_the_batch_completes() {
             m
         });
     assert_eq!(extract["r500"], ["draw_failed"]);
+    assert_eq!(extract["midstream"], ["draw_failed"]);
+    assert_eq!(extract["midstream400"], ["draw_failed"]);
     assert_eq!(extract["null"], ["null_content"]);
     assert_eq!(extract["empty"], ["empty_reply"]);
     assert_eq!(extract["cap"], ["hit_token_cap"]);
     assert_eq!(extract["badkey"], ["draw_failed"; 3]);
+}
+
+/// What llama.cpp's server sends inside a stream whose output fails its
+/// format (seen from a real server with `tool_choice: "required"`).
+const LLAMA_FORMAT_ERROR: &str = r#"{"error":{"code":500,"message":"The model produced output that does not match the expected peg-native format","type":"server_error"}}"#;
+
+/// A fault that sends `event` inside the stream after two tokens.
+fn mid_stream(event: &str) -> Fault {
+    Fault::StreamError {
+        after_tokens: 2,
+        event: event.into(),
+    }
 }
 
 /// No key reaches the database, the logs (at trace level), the error files,

@@ -586,3 +586,63 @@ fn a_two_round_repair_batch_stores_the_servers_tokens_per_round() {
     assert_eq!(predicted, output_tokens as f64, "/metrics against usage");
     assert_eq!(summary["rounds"][1]["output_tokens"], server_said[1].1);
 }
+
+/// A request llama-server fails inside its stream: with `tools` and
+/// `tool_choice: "required"`, the tiny model's output never parses as a
+/// tool call, and the server ends the stream with an error event after its
+/// first chunk. assay stores it as the server's failure, with the server's
+/// own sentence and code, on every attempt; the draw fails as a whole.
+#[test]
+fn a_real_servers_error_inside_the_stream_is_stored_as_its_failure() {
+    let server = llama::shared();
+    let proxy = Recorder::start_on_thread(&server.url()).unwrap();
+    let s = Scratch::new();
+    let tools = "extra_body = { tool_choice = \"required\", tools = [{ type = \"function\", \
+                 function = { name = \"double\", description = \"Doubles x.\", parameters = \
+                 { type = \"object\", properties = { x = { type = \"integer\" } }, required = [\"x\"] } } }] }";
+    let pools = format!(
+        "[pools.p]\nbase_url = \"{}\"\nmodel = \"tiny\"\nmax_in_flight = 2\nmax_attempts = 2\n\
+         max_completion_tokens = 32\nsampling = {{ temperature = 0.8, seed = {SEED} }}\n{tools}\n",
+        proxy.base_url()
+    );
+    let dir = task(&s, "pools = [\"p\"]", &pools);
+    let out = s.command(&["run", &dir, "-n", "2"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+
+    let exchanges = proxy.settled();
+    assert_eq!(exchanges.len(), 4, "two requests, two attempts each");
+    let errors: Vec<Value> = exchanges
+        .iter()
+        .map(|e| {
+            assert_eq!(e.status, 200, "the error came inside a stream");
+            e.events()
+                .into_iter()
+                .find(|v| v["error"].is_object())
+                .unwrap_or_else(|| panic!("no error event in {}", e.body))
+        })
+        .collect();
+    let sentence = errors[0]["error"]["message"].as_str().unwrap();
+    let code = errors[0]["error"]["code"].as_u64().unwrap() as u16;
+    assert!(stderr.contains(sentence), "{stderr}");
+    for d in s.draw_replies(1) {
+        let r = &d.reply;
+        assert_eq!(
+            r.outcome,
+            Outcome::StreamError { code: Some(code) },
+            "{r:?}"
+        );
+        assert_eq!(r.error.as_ref().unwrap().message, sentence);
+        assert_eq!(
+            r.attempts.len(),
+            2,
+            "retried as a {code} before the stream is"
+        );
+        assert!(r
+            .attempts
+            .iter()
+            .all(|a| a.outcome == Outcome::StreamError { code: Some(code) }));
+    }
+    let listed = s.json(&["batches", "--json"]);
+    assert_eq!(listed[0]["status"], "failed", "{listed}");
+}

@@ -883,3 +883,93 @@ fn a_live_draw_splits_retries_races_and_resumes_after_a_kill() {
     assert_eq!(resumed["problems"][0]["n"], 3);
     assert_eq!(resumed["problems"][1]["n"], 3);
 }
+
+/// A request the server fails inside its stream (llama.cpp's error event
+/// after a few tokens) is the server's failure: stored with its sentence,
+/// left out of each problem's n and of pass@k, never `SyntaxError`.
+#[test]
+fn a_servers_error_inside_the_stream_is_no_completion_of_the_model() {
+    use assay_gateway::{Config, Dialect, Fault, Gateway, Model, Recorded};
+    let reply = Recorded {
+        content: CHAT_INC.into(),
+        reasoning: None,
+    };
+    let broken = Fault::StreamError {
+        after_tokens: 2,
+        event: r#"{"error":{"code":500,"message":"The model produced output that does not match the expected peg-native format","type":"server_error"}}"#.into(),
+    };
+    let gw = Gateway::start_on_thread(
+        Config::new()
+            .model("fast", Model::new(Dialect::LlamaCpp, vec![reply.clone()]))
+            .model(
+                "broken",
+                Model::new(Dialect::LlamaCpp, vec![reply]).fault(broken, usize::MAX),
+            ),
+    )
+    .unwrap();
+    let s = Scratch::new();
+    let problems = s.path().join("problems.jsonl");
+    std::fs::write(&problems, llama::LIVE_PROBLEMS).unwrap();
+    let pools = s.path().join("pools.toml");
+    let pool = |name: &str| {
+        format!(
+            "[pools.{name}]\nbase_url = \"{}\"\nmodel = \"{name}\"\nmax_attempts = 2\n",
+            gw.base_url()
+        )
+    };
+    std::fs::write(&pools, pool("fast") + &pool("broken")).unwrap();
+    let run = s.json(&[
+        "suite",
+        "run",
+        &arg(problems),
+        "--pool",
+        "fast=1",
+        "--pool",
+        "broken=1",
+        "-n",
+        "2",
+        "--pools",
+        &arg(pools),
+        "--json",
+    ]);
+    assert_eq!(run["status"], "finished", "{run}");
+    assert_eq!(run["completions"], 4);
+    assert_eq!(run["server_errors"], 2, "{run}");
+    assert_eq!(run["pending"], 0, "{run}");
+    assert_eq!(json::statuses(&run), [["OK"], ["SyntaxError"]]);
+    assert_eq!(
+        (
+            run["problems"][0]["n"].as_u64(),
+            run["problems"][1]["n"].as_u64()
+        ),
+        (Some(1), Some(1))
+    );
+    assert_eq!(run["pass_at_1"].as_f64(), Some(0.5), "{run}");
+
+    let stored: Vec<(String, Option<String>)> = s.sql(async |db| {
+        sqlx::query_as(
+            "SELECT outcome, error_message FROM replies WHERE pool = 'broken' ORDER BY batch_id",
+        )
+        .fetch_all(db)
+        .await
+        .unwrap()
+    });
+    let format = "The model produced output that does not match the expected peg-native format";
+    assert_eq!(
+        stored,
+        vec![("stream_error(500)".to_owned(), Some(format.to_owned())); 2]
+    );
+    let outcomes: i64 = s.sql(async |db| {
+        sqlx::query_scalar("SELECT COUNT(*) FROM suite_outcomes")
+            .fetch_one(db)
+            .await
+            .unwrap()
+    });
+    assert_eq!(outcomes, 2, "the server's failures get no status");
+    let shown = s.assay(&["suite", "show", "1"]);
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        text.contains("server errors: 2 requests got no reply from the server"),
+        "{text}"
+    );
+}

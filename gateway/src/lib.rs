@@ -85,6 +85,10 @@ pub enum Fault {
     SlowFirstByte(Duration),
     /// After this many tokens, a chunk whose JSON is cut in half.
     MalformedChunk { after_tokens: usize },
+    /// After this many tokens, an error event inside the stream (`event`,
+    /// sent as one `data:` line as it is), then the stream ends without
+    /// `[DONE]`, as llama.cpp's server does when its output fails a format.
+    StreamError { after_tokens: usize, event: String },
     /// Deltas with `"content": null`, then `finish_reason: stop`.
     NullContent,
     /// One delta with `"content": ""`, then `finish_reason: stop`.
@@ -756,6 +760,14 @@ impl Stream {
                         b"data: {\"id\":\"chatcmpl-gateway\",\"choices\":[{\"delta\":{\"content\":\"unterminated\n\n",
                     ))
                     .await;
+                    alive = false;
+                    break;
+                }
+                Some(Fault::StreamError {
+                    after_tokens,
+                    event,
+                }) if sent_tokens >= *after_tokens => {
+                    let _ = send(Bytes::from(format!("data: {event}\n\n"))).await;
                     alive = false;
                     break;
                 }

@@ -75,6 +75,11 @@ pub enum Outcome {
     Timeout,
     /// A stream chunk that is not JSON.
     MalformedChunk,
+    /// The server sent an error inside the stream, after answering 200
+    /// (llama.cpp, vLLM and OpenAI-style gateways do): the reply failed on
+    /// the server's side, whatever text came before. `code` is the status
+    /// the error named, when it named a number.
+    StreamError { code: Option<u16> },
     /// Not sent: the pool had refused an earlier request (bad key, unknown
     /// model) and was stopped.
     PoolStopped,
@@ -156,7 +161,9 @@ impl Outcome {
     /// Worth another attempt: the server may answer next time.
     pub fn is_retryable(&self) -> bool {
         match self {
-            Outcome::HttpError { status } => matches!(status, 408 | 429 | 500 | 502 | 503 | 504),
+            Outcome::HttpError { status } => retryable_status(*status),
+            // Without a code, the server failed mid-answer: as a 500 would.
+            Outcome::StreamError { code } => code.is_none_or(retryable_status),
             Outcome::ConnectionError | Outcome::Timeout => true,
             Outcome::Ok | Outcome::MalformedChunk | Outcome::PoolStopped | Outcome::Cancelled => {
                 false
@@ -168,6 +175,7 @@ impl Outcome {
     /// 403), an unknown model (404), or a request the server will not take
     /// (400, 413, 422: a prompt over the context, a bad parameter). A
     /// pool's requests differ only in their seed, so what one gets, all get.
+    /// An error inside a stream never is: the server took the request.
     pub fn is_refusal(&self) -> bool {
         matches!(
             self,
@@ -189,6 +197,13 @@ impl Outcome {
     }
 }
 
+/// A status worth another attempt: the server may answer next time.
+fn retryable_status(status: u16) -> bool {
+    matches!(status, 408 | 429 | 500 | 502 | 503 | 504)
+}
+
+const STREAM_ERROR: &str = "stream_error";
+
 impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -197,6 +212,8 @@ impl fmt::Display for Outcome {
             Outcome::ConnectionError => f.write_str("connection_error"),
             Outcome::Timeout => f.write_str("timeout"),
             Outcome::MalformedChunk => f.write_str("malformed_chunk"),
+            Outcome::StreamError { code: None } => f.write_str(STREAM_ERROR),
+            Outcome::StreamError { code: Some(c) } => write!(f, "{STREAM_ERROR}({c})"),
             Outcome::PoolStopped => f.write_str("pool_stopped"),
             Outcome::Cancelled => f.write_str("cancelled"),
         }
@@ -211,15 +228,20 @@ impl FromStr for Outcome {
             "connection_error" => Outcome::ConnectionError,
             "timeout" => Outcome::Timeout,
             "malformed_chunk" => Outcome::MalformedChunk,
+            STREAM_ERROR => Outcome::StreamError { code: None },
             "pool_stopped" => Outcome::PoolStopped,
             "cancelled" => Outcome::Cancelled,
             _ => {
-                let status = s
-                    .strip_prefix("http_error(")
-                    .and_then(|r| r.strip_suffix(')'))
-                    .and_then(|d| d.parse().ok())
+                let (name, code) = s
+                    .strip_suffix(')')
+                    .and_then(|r| r.split_once('('))
                     .ok_or(())?;
-                Outcome::HttpError { status }
+                let code = code.parse().map_err(|_| ())?;
+                match name {
+                    "http_error" => Outcome::HttpError { status: code },
+                    STREAM_ERROR => Outcome::StreamError { code: Some(code) },
+                    _ => return Err(()),
+                }
             }
         })
     }
@@ -237,12 +259,19 @@ mod tests {
             Outcome::ConnectionError,
             Outcome::Timeout,
             Outcome::MalformedChunk,
+            Outcome::StreamError { code: None },
+            Outcome::StreamError { code: Some(500) },
             Outcome::PoolStopped,
             Outcome::Cancelled,
         ] {
             assert_eq!(o.to_string().parse::<Outcome>(), Ok(o));
         }
         assert!("http_error(x)".parse::<Outcome>().is_err());
+        assert!("timeout(3)".parse::<Outcome>().is_err());
+        assert_eq!(
+            Outcome::StreamError { code: Some(500) }.to_string(),
+            "stream_error(500)"
+        );
     }
 
     #[test]
@@ -255,6 +284,10 @@ mod tests {
         assert!(!http(500).is_refusal());
         assert!(Outcome::ConnectionError.is_retryable());
         assert!(!Outcome::MalformedChunk.is_retryable());
+        let mid = |code| Outcome::StreamError { code };
+        assert!(mid(None).is_retryable() && mid(Some(500)).is_retryable());
+        assert!(!mid(Some(400)).is_retryable());
+        assert!(!mid(Some(400)).is_refusal() && !mid(None).is_ok());
     }
 
     #[test]

@@ -10,3 +10,17 @@ pub mod ladder;
 pub mod plot;
 pub mod suite;
 pub mod views;
+
+/// Milliseconds to three decimals: the CPU time comes from `wait4` in
+/// microseconds, and the stored milliseconds read back through a
+/// `Duration` pick up float noise (`24.450785999999997`) that is no part of
+/// the figure. Wall times and TTFT get the same precision.
+pub(crate) fn to_the_microsecond<S: serde::Serializer>(
+    ms: &Option<f64>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match ms {
+        Some(ms) => s.serialize_some(&((ms * 1e3).round() / 1e3)),
+        None => s.serialize_none(),
+    }
+}

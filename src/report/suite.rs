@@ -18,7 +18,7 @@ use crate::suite::{CompletionOutcome, SuiteComparison, SuiteReport};
 use crate::support::account::{Phase, PhaseFigures};
 use crate::support::hint::{CommandLine, Reach};
 use crate::support::table::{Column, Table};
-use crate::text::extract::Extraction;
+use crate::text::extract::{Extraction, NoCode};
 
 /// How many resamples the comparison's bootstrap draws, and its seed (the
 /// issue's number): the same two runs give the same interval everywhere.
@@ -47,6 +47,10 @@ pub struct SuiteSummary {
     /// Completions without an outcome yet (an unfinished suite); the report
     /// counts only the others.
     pub pending: usize,
+    /// Requests the server failed (an HTTP error, an error inside the
+    /// stream, a broken connection): no completion of the model's, so left
+    /// out of every problem's n and of pass@k.
+    pub server_errors: usize,
     pub sandbox: Option<String>,
     pub sandbox_warnings: Option<String>,
     pub started_at: String,
@@ -68,6 +72,12 @@ pub struct SuiteSummary {
     /// unfinished suite; set by the caller, which knows the store.
     #[serde(skip)]
     pub reach: Reach,
+}
+
+/// A completion the server failed: its request got no reply. Suites stored
+/// before this rule gave it `SyntaxError`; that status is not read.
+fn server_failed(c: &SuiteCompletionRow) -> bool {
+    c.extraction == Some(Extraction::Failed(NoCode::DrawFailed))
 }
 
 /// A suite's draw figures.
@@ -94,7 +104,7 @@ pub struct ExportRow {
     pub pool: String,
     pub model: Option<String>,
     pub completion_tokens: Option<u64>,
-    #[serde(serialize_with = "to_the_microsecond")]
+    #[serde(serialize_with = "super::to_the_microsecond")]
     pub ttft_ms: Option<f64>,
     /// The completion whose program this one shares.
     pub dup_of: Option<usize>,
@@ -107,9 +117,9 @@ pub struct ExportRow {
     pub cases: Option<String>,
     pub cases_passed: Option<usize>,
     pub cases_total: Option<usize>,
-    #[serde(serialize_with = "to_the_microsecond")]
+    #[serde(serialize_with = "super::to_the_microsecond")]
     pub run_wall_ms: Option<f64>,
-    #[serde(serialize_with = "to_the_microsecond")]
+    #[serde(serialize_with = "super::to_the_microsecond")]
     pub run_cpu_ms: Option<f64>,
     pub error_file: Option<String>,
     /// The repair round the completion was drawn in (0: the first draw);
@@ -118,17 +128,6 @@ pub struct ExportRow {
     pub round: Option<u32>,
     /// The completion (same problem) it repairs; empty in round 0.
     pub parent: Option<usize>,
-}
-
-/// Milliseconds to three decimals: the CPU time comes from `wait4` in
-/// microseconds, and the stored milliseconds read back through a
-/// `Duration` pick up float noise (`24.450785999999997`) that is no part of
-/// the figure. Wall times and TTFT get the same precision.
-fn to_the_microsecond<S: serde::Serializer>(ms: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
-    match ms {
-        Some(ms) => s.serialize_some(&((ms * 1e3).round() / 1e3)),
-        None => s.serialize_none(),
-    }
 }
 
 /// An export row with the texts, for JSON.
@@ -186,6 +185,7 @@ impl SuiteSummary {
                     .iter()
                     // The first draw's; repairs are the rounds' figures.
                     .filter(|c| c.batch_id == p.batch_id && c.round == 0)
+                    .filter(|c| !server_failed(c))
                     .filter_map(|c| c.outcome.as_ref().map(|o| o.outcome.clone()))
                     .collect()
             })
@@ -212,7 +212,11 @@ impl SuiteSummary {
                     c.dup_of.is_none() && matches!(c.extraction, Some(Extraction::Source(_)))
                 })
                 .count(),
-            pending: completions.iter().filter(|c| c.outcome.is_none()).count(),
+            pending: completions
+                .iter()
+                .filter(|c| c.outcome.is_none() && !server_failed(c))
+                .count(),
+            server_errors: completions.iter().filter(|c| server_failed(c)).count(),
             sandbox: row.sandbox.clone(),
             sandbox_warnings: row.sandbox_warnings.clone(),
             started_at: row.started_at.clone(),
@@ -251,6 +255,13 @@ impl SuiteSummary {
                 out,
                 "pending: {} completions have no outcome yet (`{resume}`)",
                 self.pending
+            );
+        }
+        if self.server_errors > 0 {
+            let _ = writeln!(
+                out,
+                "server errors: {} requests got no reply from the server; left out of n and pass@k",
+                self.server_errors
             );
         }
         let _ = writeln!(out, "problems:    {}", self.problems_path);
@@ -771,6 +782,7 @@ mod tests {
             completions: 4,
             programs: 4,
             pending: 0,
+            server_errors: 0,
             sandbox: None,
             sandbox_warnings: None,
             started_at: "2026-12-04T10:00:00Z".into(),
@@ -942,11 +954,11 @@ mod tests {
         let mut writer = csv::Writer::from_writer(Vec::new());
         #[derive(Serialize)]
         struct Row {
-            #[serde(serialize_with = "to_the_microsecond")]
+            #[serde(serialize_with = "crate::report::to_the_microsecond")]
             a: Option<f64>,
-            #[serde(serialize_with = "to_the_microsecond")]
+            #[serde(serialize_with = "crate::report::to_the_microsecond")]
             b: Option<f64>,
-            #[serde(serialize_with = "to_the_microsecond")]
+            #[serde(serialize_with = "crate::report::to_the_microsecond")]
             c: Option<f64>,
         }
         writer

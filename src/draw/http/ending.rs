@@ -7,6 +7,7 @@ use async_openai::error::OpenAIError;
 use serde_json::Value;
 
 use super::transport::{truncate, HttpFailure};
+use super::wire::StreamFault;
 use crate::draw::pools::PoolConfig;
 use crate::draw::{ErrorText, Outcome};
 
@@ -37,6 +38,20 @@ impl End {
             error: Some(ErrorText {
                 message: format!("no complete reply within {} s", cfg.timeout_s),
                 body: None,
+            }),
+            retry_after: None,
+            prompt_tokens: None,
+        }
+    }
+
+    /// The server's error inside the stream: its sentence and code, the
+    /// error as sent beside them.
+    pub(super) fn stream_error(fault: StreamFault) -> End {
+        End {
+            outcome: Outcome::StreamError { code: fault.code },
+            error: Some(ErrorText {
+                message: fault.message,
+                body: Some(truncate(fault.body)),
             }),
             retry_after: None,
             prompt_tokens: None,

@@ -244,6 +244,10 @@ impl HttpPool {
                 Ok(None) => return End::ok(),
                 Ok(Some(Err(e))) => return End::from_error(e),
                 Ok(Some(Ok(chunk))) => {
+                    if let Some(fault) = chunk.fault() {
+                        // What came before stays in `acc`, beside the error.
+                        return End::stream_error(fault);
+                    }
                     if acc.add(chunk, ms(start.elapsed())) && acc.answer_settled() {
                         // Dropping the stream closes the connection; the
                         // engine stops generating for it.

@@ -383,6 +383,9 @@ impl SuiteDraw<'_> {
                         .await?;
                 }
             }
+            // The server's failure is no completion of the model's: it
+            // gets no status, and the report leaves it out of n.
+            (Extraction::Failed(NoCode::DrawFailed), _, _) => {}
             _ => store_no_program(self.store, job.batch, drawn.idx).await?,
         }
         crate::support::testpoint::reached("suite.reply").await;

@@ -55,7 +55,7 @@ use crate::support::account::{Phase, PhaseGuard};
 use crate::support::owner::Owner;
 use crate::support::progress::Progress;
 use crate::text::dedup;
-use crate::text::extract::Extraction;
+use crate::text::extract::{Extraction, NoCode};
 
 pub use draw::DrawSettings;
 use draw::{Ask, ProblemDraw, SuiteDraw};
@@ -574,7 +574,8 @@ pub async fn resume(
         for c in of_problem.iter().filter(|c| c.dup_of.is_none()) {
             job.stored.insert(c.idx);
             let Some(Extraction::Source(program)) = &c.extraction else {
-                if c.outcome.is_none() {
+                let server_failed = c.extraction == Some(Extraction::Failed(NoCode::DrawFailed));
+                if c.outcome.is_none() && !server_failed {
                     draw::store_no_program(store, p.batch_id, c.idx).await?;
                 }
                 continue;

@@ -283,6 +283,15 @@ fn an_unknown_batch_id() {
 }
 
 #[test]
+fn a_lane_on_a_missing_database() {
+    let scratch = Scratch::new();
+    for args in [&["lane", "--until-empty"][..], &["lane"]] {
+        refused(&scratch, args, &["assay.db: no such database"]);
+        nothing_written(&scratch);
+    }
+}
+
+#[test]
 fn n_zero() {
     let scratch = Scratch::new();
     refused(

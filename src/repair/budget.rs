@@ -224,7 +224,7 @@ impl fmt::Display for BudgetTable {
         }
         if self.runs.iter().any(|r| r.unknown > 0) {
             table.text(
-                "* some replies came without usage: each counted as the request's cap, or 0 without one",
+                "* some replies came without usage: each counted as 0 tokens, so the figure is a lower bound",
             );
         }
         f.write_str(&table.render())
@@ -353,7 +353,7 @@ mod tests {
             table.to_string(),
             "run          kind                 points   output tok   best score     at 116 tok\n\
              batch 3      resample                  4         116*        10.0%          10.0%\n\
-             * some replies came without usage: each counted as the request's cap, or 0 without one\n"
+             * some replies came without usage: each counted as 0 tokens, so the figure is a lower bound\n"
         );
     }
 

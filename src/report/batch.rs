@@ -37,6 +37,10 @@ pub struct Summary {
     pub committed: Option<Committed>,
     pub phases: Vec<PhaseFigures>,
     pub errors_dir: Option<String>,
+    /// Whether any candidate left an error file: the summary names the
+    /// folder only then (a batch that compiled everything left none).
+    #[serde(skip)]
+    pub any_errors: bool,
     pub failure: Option<String>,
     /// Each `--resume` of the batch: what it kept, and where its rows start
     /// in `phases` (`first_phase`). Empty for a batch that ran in one go.
@@ -136,6 +140,7 @@ pub struct CandidateLine {
     /// the duplicates that renaming locals reveals.
     pub alpha_dup_of: Option<usize>,
     /// CPU time of the scoring run, in milliseconds.
+    #[serde(serialize_with = "super::to_the_microsecond")]
     pub cpu_ms: Option<f64>,
     /// One letter per case: `p` passed, `f` failed, `x` panicked, `t` timed
     /// out, `c` crashed, `-` not run.
@@ -186,6 +191,7 @@ impl Summary {
             }),
             phases,
             errors_dir: batch.errors_dir.clone(),
+            any_errors: candidates.iter().any(|c| c.error_file.is_some()),
             failure: batch.failure.clone(),
             resumes: Vec::new(),
             dedup_by: batch.dedup_by.to_string(),
@@ -301,7 +307,7 @@ impl Summary {
                 p.candidate_id, p.passed, p.total, p.reference_passed, p.total, p.path
             );
         }
-        if let Some(dir) = &self.errors_dir {
+        if let Some(dir) = self.errors_dir.as_ref().filter(|_| self.any_errors) {
             let _ = writeln!(out, "compiler errors: {dir}/");
         }
         if let Some(failure) = &self.failure {

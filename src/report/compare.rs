@@ -292,6 +292,22 @@ pub struct Comparison {
 }
 
 impl Comparison {
+    /// A warning when the batches are of different tasks: their scores
+    /// count different cases, so they do not compare.
+    pub fn mixed_tasks(&self) -> Option<String> {
+        let mut tasks: Vec<&str> = self.pools.iter().map(|p| p.task.as_str()).collect();
+        tasks.dedup();
+        if tasks.len() < 2 {
+            return None;
+        }
+        tasks.sort_unstable();
+        tasks.dedup();
+        Some(format!(
+            "these batches are of different tasks ({}): their scores count different cases and do not compare",
+            tasks.join(", ")
+        ))
+    }
+
     pub fn render(&self) -> String {
         let cols = &self.pools;
         let rows: Vec<(&str, Vec<String>)> = vec![
@@ -670,6 +686,32 @@ mod tests {
         assert_eq!(f.admitted_per_1k_output_tokens, Some(2.0));
         assert_eq!(f.admitted_per_draw_minute, Some(30.0));
         assert_eq!(f.models, vec!["m".to_owned()]);
+    }
+
+    #[test]
+    fn batches_of_different_tasks_are_named_in_a_warning() {
+        let of = |task: &str| {
+            let mut b = batch();
+            b.task = task.into();
+            PoolFigures::new(BatchRows {
+                batch: &b,
+                replies: &[],
+                candidates: &[],
+                phases: &[],
+                batch_wall_s: None,
+            })
+        };
+        let same = Comparison {
+            pools: vec![of("absolute"), of("absolute")],
+        };
+        assert_eq!(same.mixed_tasks(), None);
+        let mixed = Comparison {
+            pools: vec![of("shellwords"), of("absolute"), of("shellwords")],
+        };
+        assert_eq!(
+            mixed.mixed_tasks().as_deref(),
+            Some("these batches are of different tasks (absolute, shellwords): their scores count different cases and do not compare")
+        );
     }
 
     #[test]

@@ -131,14 +131,17 @@ pub(super) async fn run_program(
 
 /// Takes a leading `line N:` off a harness's message, as docs/tasks.md asks
 /// `load_cases` to name the line.
-fn split_line(message: &str) -> (Option<usize>, &str) {
+fn split_line(message: &str) -> (Option<usize>, String) {
     let parsed = message.strip_prefix("line ").and_then(|rest| {
         let (n, rest) = rest.split_once(':')?;
         Some((n.trim().parse().ok()?, rest.trim_start()))
     });
     match parsed {
-        Some((n, rest)) => (Some(n), rest),
-        None => (None, message),
+        // The harness parsed the one line alone, so serde_json's own
+        // "at line 1 column N" would contradict the file's line: keep the
+        // column only.
+        Some((n, rest)) => (Some(n), rest.replace(" at line 1 column ", " at column ")),
+        None => (None, message.to_owned()),
     }
 }
 
@@ -150,9 +153,13 @@ mod tests {
     fn a_leading_line_number_is_taken_off() {
         assert_eq!(
             split_line("line 3: missing field `expected`"),
-            (Some(3), "missing field `expected`")
+            (Some(3), "missing field `expected`".into())
         );
-        assert_eq!(split_line("no cases"), (None, "no cases"));
-        assert_eq!(split_line("line x: y"), (None, "line x: y"));
+        assert_eq!(split_line("no cases"), (None, "no cases".into()));
+        assert_eq!(split_line("line x: y"), (None, "line x: y".into()));
+        assert_eq!(
+            split_line("line 3: trailing comma at line 1 column 61"),
+            (Some(3), "trailing comma at column 61".into())
+        );
     }
 }

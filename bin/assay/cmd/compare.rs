@@ -64,6 +64,9 @@ pub async fn compare(args: CompareArgs) -> Result<ExitCode> {
             views::refuse_suite_batch(store, batch, &args.db.reach()).await?;
         }
         let (comparison, samples) = views::comparison(store, &batches).await?;
+        if let Some(w) = comparison.mixed_tasks() {
+            eprintln!("warning: {w}");
+        }
         if let Some(path) = &args.svg {
             assay::engine::outputs::write_chart(path, &assay::report::plot::compare_svg(&samples)?)?;
         }

@@ -11,6 +11,9 @@ use crate::args::LaneArgs;
 
 pub async fn lane(args: LaneArgs) -> Result<ExitCode> {
     let db = args.db.db()?;
+    // A lane drains a queue someone filled: a mistyped `--db` must not
+    // answer with a new, empty store (and, waiting, wait forever).
+    command_store::must_exist(&db)?;
     let outputs = args.output.resolve(&db)?;
     let _work = outputs.prepare()?;
     let cfg = assay::queue::lane::LaneConfig {

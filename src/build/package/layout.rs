@@ -156,9 +156,27 @@ pub(super) fn lock_dir(dir: &Path) -> Result<(PathBuf, File)> {
     let lock_path = dir.join(".assay-lock");
     let lock = File::create(&lock_path)
         .with_context(|| format!("cannot create {}", lock_path.display()))?;
-    lock.lock()
-        .with_context(|| format!("cannot lock {}", lock_path.display()))?;
+    take_lock(&lock, &lock_path, |why| eprintln!("assay: {why}"))?;
     Ok((dir, lock))
+}
+
+/// Takes the exclusive lock on `lock` (the file `lock_path`); when another
+/// process holds it, tells `say` once what it waits for, then waits. The
+/// wait may last another batch's whole build.
+fn take_lock(lock: &File, lock_path: &Path, say: impl FnOnce(String)) -> Result<()> {
+    let failed = || format!("cannot lock {}", lock_path.display());
+    match lock.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            say(format!(
+                "waiting for another assay that holds {}; give this run its own \
+                 `--work-dir` to build side by side",
+                lock_path.display()
+            ));
+            lock.lock().with_context(failed)
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(e).with_context(failed),
+    }
 }
 
 /// Writes the runner every scoring image links (`score/runner_lib.rs`),
@@ -184,6 +202,37 @@ fn write(path: &Path, text: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wait_for_the_lock_is_said_once_then_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".assay-lock");
+        let held = File::create(&path).unwrap();
+        held.lock().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let lock = File::create(&path).unwrap();
+                take_lock(&lock, &path, |why| tx.send(why).unwrap()).unwrap();
+                lock
+            })
+        };
+        let said = rx.recv().unwrap();
+        assert!(
+            said.contains(&path.display().to_string()) && said.contains("--work-dir"),
+            "{said}"
+        );
+        drop(held);
+        let taken = waiter.join().unwrap();
+        assert!(
+            File::open(&path).unwrap().try_lock().is_err(),
+            "the waiter holds it"
+        );
+        drop(taken);
+        let free = File::create(&path).unwrap();
+        take_lock(&free, &path, |why| panic!("no wait, yet: {why}")).unwrap();
+    }
 
     /// Regression: on a fresh machine the confined cargo was denied creating
     /// the target directory beside itself, and every first batch failed.

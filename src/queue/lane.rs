@@ -2,7 +2,7 @@
 //!
 //! A lane claims an item (`Store::claim_work`), runs it exactly as a local
 //! `assay run` would, by running this binary with the arguments of the
-//! item (`work::WorkItem::args`: every setting it was queued with, none of
+//! item (`WorkItem::args`: every setting it was queued with, none of
 //! the lane's environment), and renews the item's lease while the run goes
 //! on. An item an earlier claim had begun (its lane died, so its lease ran
 //! out) is resumed, never begun again: `run --resume BATCH` keeps every
@@ -283,7 +283,7 @@ async fn end(
 
 /// The run of an item: this binary with the item's arguments, the lane's
 /// store and folders, and none of the lane's variables that a flag reads
-/// (`work::FLAG_VARIABLES`): the item's settings are the run's.
+/// (`item::FLAG_VARIABLES`): the item's settings are the run's.
 fn command(
     cfg: &LaneConfig,
     item: &WorkItem,

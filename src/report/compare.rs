@@ -280,7 +280,7 @@ impl PoolFigures {
     }
 }
 
-/// The replay pool's name (see `pipeline::prepare`).
+/// The replay pool's name (see `draw::Plan::replay`).
 pub fn is_replay(pool: &str) -> bool {
     pool == "replay"
 }

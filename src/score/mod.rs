@@ -1,7 +1,9 @@
 //! Score: run every compiled candidate over the oracle cases.
 //!
-//! Each candidate, the committed one included, gets its own scoring image
-//! (`build`): the harness, the runner and that one candidate, nothing else.
+//! Each candidate runs from the image the probe built it into
+//! (`build::probe`): under the default policy an image holds many
+//! candidates' modules, and a run selects its own by argument; the
+//! committed candidate's image and the judge are built here (`build`).
 //! The judge, built from the harness alone, holds the expected answers
 //! (`judge`). Each candidate then runs in its own child process (`run`) with
 //! a wall-time limit, resource limits, its own process group (killed whole),

@@ -1,7 +1,7 @@
 //! The `work_items` table: the queue lanes drain (migrations 0009, 0011).
 //!
 //! An item is kept as the JSON its queueing command made of it
-//! (`work::WorkItem`); the store files it under its kind and hands it back
+//! (`queue::item::WorkItem`); the store files it under its kind and hands it back
 //! as it was, reading nothing else in it.
 //!
 //! A claim is one statement: the oldest item that is queued, or running on
@@ -74,7 +74,7 @@ pub enum WorkState {
 pub struct Claimed {
     pub id: i64,
     pub kind: WorkKind,
-    /// The item, as `enqueue` stored it (`work::WorkItem::from_json`
+    /// The item, as `enqueue` stored it (`queue::item::WorkItem::from_json`
     /// reads it).
     pub item: serde_json::Value,
     pub claim: i64,
@@ -88,7 +88,7 @@ pub struct WorkItemRow {
     pub id: i64,
     pub kind: WorkKind,
     pub state: WorkState,
-    /// The item as stored: a `work::WorkItem`, or, for an item queued
+    /// The item as stored: a `queue::item::WorkItem`, or, for an item queued
     /// before migration 0011, the command line it was queued as.
     pub item: serde_json::Value,
     pub lane: Option<String>,
@@ -105,7 +105,7 @@ pub struct WorkItemRow {
 
 impl Store {
     /// Queues work for a lane; returns the item's id. `item` is what a
-    /// lane runs (`work::WorkItem::to_json`).
+    /// lane runs (`queue::item::WorkItem::to_json`).
     pub async fn enqueue(
         &self,
         kind: WorkKind,

@@ -46,8 +46,8 @@ pub struct RoundRow {
 }
 
 impl Store {
-    /// Records what the run asked of repair (JSON; see
-    /// `pipeline`'s repair settings), so that a resume goes on with it.
+    /// Records what the run asked of repair (JSON of
+    /// `repair::RepairSettings`), so that a resume goes on with it.
     pub async fn set_repair_settings(&self, batch: BatchId, json: &str) -> Result<(), StoreError> {
         sqlx::query("UPDATE batches SET repair = $1 WHERE id = $2")
             .bind(json)

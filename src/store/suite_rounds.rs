@@ -32,8 +32,8 @@ pub struct ProblemRound {
 const SUITE_BATCHES: &str = "SELECT batch_id FROM suite_problems WHERE suite_id = $1";
 
 impl Store {
-    /// Records what the run asked of repair (JSON, `suite_run`'s
-    /// `SuiteRepair`) and begins round 0, in one transaction.
+    /// Records what the run asked of repair (JSON of
+    /// `repair::RepairSettings`) and begins round 0, in one transaction.
     pub async fn begin_suite_repair(&self, suite: SuiteId, json: &str) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await.map_err(self.sql())?;
         sqlx::query("UPDATE suites SET repair = $1 WHERE id = $2")

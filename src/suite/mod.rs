@@ -11,7 +11,8 @@
 //! Invariants: this module does no IO except reading the problem and
 //! completion files ([`problem`], [`completions`]); it spawns nothing,
 //! talks to no server and runs no SQL. Building and running the programs
-//! belongs to `exec` (the builds), `score` (the runs) and `suite_run`. docs/suites.md has the rules.
+//! belongs to `build::exec` (the builds), `score` (the runs) and
+//! `engine::suite` (the loop). docs/suites.md has the rules.
 
 pub mod case_runs;
 pub mod cases;

@@ -3,7 +3,7 @@
 //! One question per candidate, answered exactly as a build of that candidate
 //! alone would answer it, and answered by the build that makes the image
 //! the candidate is scored from: a batch compiles each candidate once. A
-//! candidate's image is the task's scoring image (`score::image`): its
+//! candidate's image is the task's scoring image (`image`): its
 //! module, the harness and the runner, and a `main` that runs the entry of
 //! the candidate its first argument names, so the probe checks exactly
 //! what the run will execute, through code generation and the linker. Two

@@ -1,5 +1,5 @@
 //! Suite runs: a problem set's completions probed and scored as one wide
-//! scheme across every problem (issue 14).
+//! scheme across every problem.
 //!
 //! ```text
 //! problems + (completions file | live draw) --> programs, dedup per problem --> store
@@ -12,9 +12,11 @@
 //! completions are the batch's replies and its programs the batch's
 //! candidates, deduplicated within the problem by the exact fingerprint.
 //! Every representative program goes into one stream (`stream`): waves of
-//! programs are built in the suite's own package (`Package::open_suite`),
-//! one binary target per program (`probe::programs`), so a program's image
-//! holds its own code and nothing else; as each build ends, its programs'
+//! programs are built in the suite's own package (`Package::open_suite`)
+//! through the one executor (`build::exec`), each program laid out as a
+//! module (`suite::module`) of a shared image (`--build shared`, the
+//! default) or of an image of its own (`--build isolated`), each run
+//! selecting its own program by argument; as each build ends, its programs'
 //! runs start while the next build goes on. Each run (the whole `main`,
 //! then each case of the split, `suite::cases`) is a process of its own
 //! under the same limits and sandbox as a candidate's scoring run
@@ -27,7 +29,7 @@
 //! only the completions not stored, and builds and runs only the programs
 //! without an outcome.
 //!
-//! A live draw with repair rounds (`--rounds`, issue 28) has `rounds` as
+//! A live draw with repair rounds (`--rounds`) has `rounds` as
 //! its producer: each round's completions go down the same stream, and the
 //! next round is planned from what the last one's programs came to.
 

@@ -176,7 +176,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
 }
 
 /// `suite run --queue`: the new suite is stored, then one queue item per
-/// part of it (`work::SuiteQueue`), each with the run's limits as resolved
+/// part of it (`queue::item::SuiteQueue`), each with the run's limits as resolved
 /// (`limits`: a run's wall time, a build's) and a live draw's choices; the
 /// lane picks the store and the folders.
 async fn queue(

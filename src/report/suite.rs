@@ -18,7 +18,7 @@ use crate::suite::{CompletionOutcome, SuiteComparison, SuiteReport};
 use crate::support::account::{Phase, PhaseFigures};
 use crate::support::hint::{CommandLine, Reach};
 use crate::support::table::{Column, Table};
-use crate::text::extract::{Extraction, NoCode};
+use crate::text::extract::Extraction;
 
 /// How many resamples the comparison's bootstrap draws, and its seed (the
 /// issue's number): the same two runs give the same interval everywhere.
@@ -72,12 +72,6 @@ pub struct SuiteSummary {
     /// unfinished suite; set by the caller, which knows the store.
     #[serde(skip)]
     pub reach: Reach,
-}
-
-/// A completion the server failed: its request got no reply. Suites stored
-/// before this rule gave it `SyntaxError`; that status is not read.
-fn server_failed(c: &SuiteCompletionRow) -> bool {
-    c.extraction == Some(Extraction::Failed(NoCode::DrawFailed))
 }
 
 /// A suite's draw figures.
@@ -185,7 +179,7 @@ impl SuiteSummary {
                     .iter()
                     // The first draw's; repairs are the rounds' figures.
                     .filter(|c| c.batch_id == p.batch_id && c.round == 0)
-                    .filter(|c| !server_failed(c))
+                    .filter(|c| !c.server_failed())
                     .filter_map(|c| c.outcome.as_ref().map(|o| o.outcome.clone()))
                     .collect()
             })
@@ -214,9 +208,9 @@ impl SuiteSummary {
                 .count(),
             pending: completions
                 .iter()
-                .filter(|c| c.outcome.is_none() && !server_failed(c))
+                .filter(|c| c.outcome.is_none() && !c.server_failed())
                 .count(),
-            server_errors: completions.iter().filter(|c| server_failed(c)).count(),
+            server_errors: completions.iter().filter(|c| c.server_failed()).count(),
             sandbox: row.sandbox.clone(),
             sandbox_warnings: row.sandbox_warnings.clone(),
             started_at: row.started_at.clone(),

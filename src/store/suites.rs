@@ -19,7 +19,7 @@ use crate::build::probe::ProbeVerdict;
 use crate::draw::Drawn;
 use crate::suite::{CompletionOutcome, Problem, ProgramMode};
 use crate::support::owner::Owner;
-use crate::text::extract::Extraction;
+use crate::text::extract::{Extraction, NoCode};
 
 pub type SuiteId = i64;
 
@@ -123,6 +123,14 @@ pub struct SuiteCompletionRow {
     pub round: u32,
     /// The completion (same problem) whose repair this one is.
     pub parent: Option<usize>,
+}
+
+impl SuiteCompletionRow {
+    /// The server failed its request: no completion of the model's. Suites
+    /// stored before this rule gave it `SyntaxError`; that status is not read.
+    pub fn server_failed(&self) -> bool {
+        self.extraction == Some(Extraction::Failed(NoCode::DrawFailed))
+    }
 }
 
 /// What a program came to.

@@ -47,6 +47,8 @@ const MAY_RETRY_BUILDS: &[&str] = &[
     "src/build/exec/isolated.rs",
     "src/build/exec/shared.rs",
     "src/build/probe/mod.rs",
+    // Where the bound is defined.
+    "src/build/verdict/mod.rs",
 ];
 
 /// Where a tokio runtime may be built.
@@ -199,6 +201,15 @@ fn the_only_import_circles_are_the_known_ones() {
 }
 
 #[test]
+fn no_import_circle_inside_a_folder() {
+    let circles = folder_circles(&Sources::read());
+    assert!(
+        circles.is_empty(),
+        "import circles inside a folder (folder, then its entries): {circles:?}"
+    );
+}
+
+#[test]
 fn no_file_outgrows_the_line_budget() {
     let sources = Sources::read();
     let long: Vec<&str> = LONG_FILES.iter().map(|(p, _)| *p).collect();
@@ -254,6 +265,43 @@ fn planted_a_new_circle_is_found() {
     ]);
     let found = circles(&imports(&sources));
     assert!(found.contains(&vec!["compare".to_string(), "report".to_string()]));
+}
+
+#[test]
+fn planted_a_circle_inside_a_folder_is_found() {
+    // By `super::`, by a group under `crate::`, and by an included file.
+    let sources = Sources::planted(&[
+        ("src/suite/mod.rs", "mod cases; mod module;"),
+        ("src/suite/cases.rs", "use super::module::Wrap;"),
+        (
+            "src/suite/module.rs",
+            "use crate::suite::{self, cases::{DISPATCH, Other}};",
+        ),
+        (
+            "src/build/exec/mod.rs",
+            "const X: &str = include_str!(\"../probe/x.rs\");",
+        ),
+        ("src/build/probe/mod.rs", "use super::super::build::exec;"),
+        // A child naming its folder's root, and the root its children,
+        // make no circle.
+        ("src/draw/mod.rs", "use self::http::Pool;"),
+        ("src/draw/http/mod.rs", "use super::Reply;"),
+    ]);
+    let found = folder_circles(&sources);
+    let want: BTreeSet<Vec<String>> = [
+        vec!["suite", "cases", "module"],
+        vec!["build", "exec", "probe"],
+    ]
+    .iter()
+    .map(|c| c.iter().map(|s| s.to_string()).collect())
+    .collect();
+    assert_eq!(found, want);
+    // The include reaches the top-level graph too.
+    let sources = Sources::planted(&[(
+        "src/build/package/layout.rs",
+        "const LIB: &str = include_str!(\"../../score/runner_lib.rs\");",
+    )]);
+    assert!(imports(&sources)["build"].contains("score"));
 }
 
 #[test]
@@ -476,7 +524,13 @@ fn blank(text: &str) -> String {
                 j += if chars[j] == '\\' { 2 } else { 1 };
             }
             let end = (j + 1).min(chars.len());
-            keep_lines(&mut out, &chars[i..end]);
+            // The path of an `include_str!` is an import: kept.
+            let before = out.trim_end();
+            if INCLUDES.iter().any(|m| before.ends_with(&format!("{m}!("))) {
+                out.extend(&chars[i..end]);
+            } else {
+                keep_lines(&mut out, &chars[i..end]);
+            }
             i = end;
         } else if c == '\'' {
             // A char literal ('x', '\n', '\u{1F600}'), or a lifetime.
@@ -575,7 +629,8 @@ fn module_of(path: &str) -> Option<String> {
 }
 
 /// Which top-level modules each top-level module imports (`crate::x`,
-/// `crate::{x, y::z}`), itself left out.
+/// `crate::{x, y::z}`, `super::` from a top-level file, an `include_str!`
+/// of another module's file), itself left out.
 fn imports(sources: &Sources) -> BTreeMap<String, BTreeSet<String>> {
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (path, code) in &sources.files {
@@ -583,13 +638,181 @@ fn imports(sources: &Sources) -> BTreeMap<String, BTreeSet<String>> {
             continue;
         };
         let used = graph.entry(module.clone()).or_default();
-        for name in crate_paths(code) {
+        let resolved = named_paths(path, code)
+            .into_iter()
+            .filter_map(|p| p.first().cloned());
+        for name in crate_paths(code).into_iter().chain(resolved) {
             if name != module {
                 used.insert(name);
             }
         }
     }
     graph
+}
+
+/// The module path of a file of `src/`: `src/a/b.rs` and `src/a/b/mod.rs`
+/// are `[a, b]`, `src/lib.rs` is `[]`.
+fn module_path(path: &str) -> Option<Vec<String>> {
+    let rest = path.strip_prefix("src/")?.strip_suffix(".rs")?;
+    let mut parts: Vec<String> = rest.split('/').map(str::to_owned).collect();
+    if parts.last().is_some_and(|p| p == "mod") || parts == ["lib"] {
+        parts.pop();
+    }
+    Some(parts)
+}
+
+/// Macros whose string argument names a file of the crate.
+const INCLUDES: &[&str] = &["include_str", "include_bytes", "include"];
+
+/// Every module path the file at `path` names, resolved from the crate's
+/// root: `crate::a::b`, `super::b`, `self::b` (groups expanded), and the
+/// module of every file it includes.
+fn named_paths(path: &str, code: &str) -> Vec<Vec<String>> {
+    let Some(own) = module_path(path) else {
+        return Vec::new();
+    };
+    // A folder's root (`mod.rs`, `lib.rs`) is its own `self`; a file's
+    // `self` is itself too, and `super` its folder.
+    let mut found = Vec::new();
+    for start in ["crate::", "super::", "self::"] {
+        let mut from = 0;
+        while let Some(at) = code[from..].find(start) {
+            let at = from + at;
+            from = at + start.len();
+            let before = code[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':' || c == '$') {
+                continue;
+            }
+            let mut base = match start {
+                "crate::" => Vec::new(),
+                "self::" => own.clone(),
+                _ => own[..own.len().saturating_sub(1)].to_vec(),
+            };
+            let mut rest = &code[from..];
+            while let Some(r) = rest.trim_start().strip_prefix("super::") {
+                base.pop();
+                rest = r;
+            }
+            expand(base, rest, &mut found);
+        }
+    }
+    let dir = Path::new(path).parent().unwrap_or(Path::new(""));
+    for m in INCLUDES {
+        let open = format!("{m}!(");
+        for (at, _) in code.match_indices(&open) {
+            let before = code[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            let arg = code[at + open.len()..].trim_start();
+            let Some(lit) = arg.strip_prefix('"').and_then(|a| a.split('"').next()) else {
+                continue;
+            };
+            let file = normalize(&dir.join(lit));
+            if let Some(m) = module_path(&file) {
+                found.push(m);
+            }
+        }
+    }
+    found
+}
+
+/// `a/b/../c` as `a/c`.
+fn normalize(path: &Path) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for c in path.to_str().unwrap_or("").split('/') {
+        match c {
+            ".." => {
+                parts.pop();
+            }
+            "." | "" => {}
+            c => parts.push(c),
+        }
+    }
+    parts.join("/")
+}
+
+/// The paths `rest` names after `base` (`a::b`, `{a, b::{c, self}}`),
+/// pushed onto `out` as far as they name modules or items.
+fn expand(base: Vec<String>, rest: &str, out: &mut Vec<Vec<String>>) {
+    let mut path = base;
+    let mut rest = rest.trim_start();
+    loop {
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 0;
+            let mut item = 0;
+            for (k, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => {
+                        expand(path.clone(), &group[item..k], out);
+                        return;
+                    }
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        expand(path.clone(), &group[item..k], out);
+                        item = k + 1;
+                    }
+                    _ => {}
+                }
+            }
+            return;
+        }
+        let name = ident_at(rest);
+        if name.is_empty() {
+            break;
+        }
+        if name != "self" {
+            path.push(name.clone());
+        }
+        match rest[name.len()..].trim_start().strip_prefix("::") {
+            Some(r) => rest = r.trim_start(),
+            None => break,
+        }
+    }
+    out.push(path);
+}
+
+/// Circles between the entries of one folder: each folder's files and
+/// subfolders as nodes, an edge where one names the other (by any path
+/// [`named_paths`] reads), the folder's own root left out (it declares
+/// its children). Each circle is the folder's path, then its entries.
+fn folder_circles(sources: &Sources) -> BTreeSet<Vec<String>> {
+    let mut graphs: BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for (path, code) in &sources.files {
+        let Some(own) = module_path(path) else {
+            continue;
+        };
+        for named in named_paths(path, code) {
+            // Every folder holding both, below the crate's root (the
+            // top-level check has that one).
+            for depth in 1..own.len() {
+                let folder = &own[..depth];
+                if named.len() > depth && named[..depth] == *folder && named[depth] != own[depth] {
+                    graphs
+                        .entry(folder.to_vec())
+                        .or_default()
+                        .entry(own[depth].clone())
+                        .or_default()
+                        .insert(named[depth].clone());
+                }
+            }
+        }
+    }
+    let mut found = BTreeSet::new();
+    for (folder, mut graph) in graphs {
+        // An entry named but naming nothing is a node too.
+        let named: Vec<String> = graph.values().flatten().cloned().collect();
+        for n in named {
+            graph.entry(n).or_default();
+        }
+        for circle in circles(&graph) {
+            let mut line = vec![folder.join("/")];
+            line.extend(circle);
+            found.insert(line);
+        }
+    }
+    found
 }
 
 /// The first segment of every `crate::` path in `code`.

@@ -7,4 +7,5 @@
 pub mod exec;
 pub mod package;
 pub mod probe;
+pub mod verdict;
 pub mod work_dir;

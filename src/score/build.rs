@@ -1,6 +1,6 @@
 //! The score build: the judge, linking the harness alone (`judge_main.rs`),
 //! and the committed candidate's image. The runner is the package's
-//! `assay-runner` crate (`runner_lib.rs`), built once per task.
+//! `assay-runner` crate (`build/package/runner_lib.rs`), built once per task.
 //!
 //! The candidates' scoring images are the probe's (`exec`, laid out by
 //! [`crate::build::probe::TaskLayout`]): a shared image holds many candidates'

@@ -12,7 +12,7 @@
 //! memory cgroups, an unprivileged uid when assay is root), so a panic, a
 //! loop, an abort or an early exit costs that candidate its score and nothing
 //! else. The child gets the cases' inputs and reports outputs over a
-//! nonce-framed protocol on stdout (`protocol`, `runner_lib.rs`); the judge
+//! nonce-framed protocol on stdout (`protocol`, `build/package/runner_lib.rs`); the judge
 //! decides which are right. Each child is reaped with `wait4`, which gives its
 //! CPU time for ranking. Verdicts and their stored strings are in `verdict`;
 //! a harness that panics on a case is a [`HarnessFault`] (`fault`), an error

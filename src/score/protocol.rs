@@ -1,5 +1,5 @@
 //! The result channel: a candidate's run reports on stdout in lines that
-//! start with a nonce only assay and that run know (see `runner_lib.rs`).
+//! start with a nonce only assay and that run know (see `build/package/runner_lib.rs`).
 //! Text a candidate prints cannot pass for a result, and a run can report
 //! outputs only, never a verdict: the judge decides pass or fail.
 

@@ -13,6 +13,7 @@ use super::bounds::{
     MIN_COMPILE_MEMORY_MB,
 };
 use super::repair::{CaseFacts, RawRepair};
+use super::validator::{line_of, read, Validator};
 use super::{
     AdmitRule, Cases, Committed, CompileLimits, DedupBy, Draw, Harness, Isolation, Limits, Policy,
     PoolChoice, ProbeSpec, Rule, Spec, SpecError, WavePolicy,
@@ -104,13 +105,6 @@ struct RawLimits {
     case_wall_ms: Option<u64>,
     processes: Option<u64>,
     memory_mb: Option<u64>,
-}
-
-pub(super) struct Validator {
-    pub(super) file: PathBuf,
-    pub(super) dir: PathBuf,
-    /// The spec's text, for the lines of values found out of range.
-    pub(super) text: String,
 }
 
 impl Validator {
@@ -329,27 +323,6 @@ impl Validator {
         ))
     }
 
-    pub(super) fn file_at(&self, key: &'static str, rel: &Path) -> Result<PathBuf, SpecError> {
-        let path = self.dir.join(rel);
-        let problem = if rel.as_os_str().is_empty() {
-            "is empty"
-        } else {
-            match std::fs::metadata(&path) {
-                Ok(m) if m.is_file() => return Ok(path),
-                Ok(m) if m.is_dir() => "is a folder, not a file",
-                // A device, a pipe, a socket: it exists, but is no file.
-                Ok(_) => "is not a regular file",
-                Err(_) => "does not exist",
-            }
-        };
-        Err(SpecError::MissingFile {
-            file: self.file.clone(),
-            key,
-            path,
-            problem,
-        })
-    }
-
     /// The `[probe]` table, held to the same bounds as the flags.
     fn probe(&self, raw: &RawProbe) -> Result<ProbeSpec, SpecError> {
         let at = |key, value: &toml::Spanned<u64>, check: fn(f64) -> Result<Duration, String>| {
@@ -450,30 +423,6 @@ impl Validator {
         }
         Ok(Policy::allowing(allowed))
     }
-
-    /// An invalid value whose place in the file is known.
-    pub(super) fn invalid_at(
-        &self,
-        key: &'static str,
-        offset: usize,
-        message: String,
-    ) -> SpecError {
-        SpecError::Invalid {
-            file: self.file.clone(),
-            line: Some(line_of(&self.text, offset)),
-            key,
-            message,
-        }
-    }
-
-    fn invalid(&self, key: &'static str, message: impl Into<String>) -> SpecError {
-        SpecError::Invalid {
-            file: self.file.clone(),
-            line: None,
-            key,
-            message: message.into(),
-        }
-    }
 }
 
 /// The `name` field of each case (non-blank line), where it is a string.
@@ -541,16 +490,4 @@ fn count_cases(path: &Path, text: &str) -> Result<usize, SpecError> {
         });
     }
     Ok(count)
-}
-
-pub(super) fn read(path: &Path) -> Result<String, SpecError> {
-    crate::support::input::read_to_string(path).map_err(|source| SpecError::Read {
-        file: path.to_path_buf(),
-        source,
-    })
-}
-
-/// 1-based line of a byte offset.
-pub(crate) fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].matches('\n').count() + 1
 }

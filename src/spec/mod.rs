@@ -25,6 +25,7 @@ mod repair;
 mod settings;
 #[cfg(test)]
 pub(crate) mod tests;
+mod validator;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -36,7 +37,6 @@ pub use bounds::{
     MAX_PROCESSES, MAX_ROUNDS, MAX_TOKEN_BUDGET, MAX_WALL_MS, MAX_WAVE_SIZE, MAX_WAVE_WAIT,
     MIN_COMPILE_MEMORY_MB,
 };
-pub(crate) use load::line_of;
 pub use repair::{
     Feedback, FeedbackLimits, ParentChoice, Piece, Repair, Slot, StopWhen, Template, VisibleCases,
     DEFAULT_TEMPLATE,
@@ -45,8 +45,10 @@ pub use settings::{
     CompileLimits, DedupBy, Policy, PoolChoice, Rule, SplitMode, WavePolicy,
     DEFAULT_COMPILE_CPU_SECS, DEFAULT_COMPILE_MEMORY_BYTES,
 };
+pub(crate) use validator::line_of;
 
-use load::{read, RawSpec, Validator};
+use load::RawSpec;
+use validator::{read, Validator};
 
 /// A validated task.
 #[derive(Debug, Clone)]

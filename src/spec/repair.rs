@@ -13,7 +13,7 @@ use super::bounds::{
     check_candidates, check_rounds, in_range, MAX_CASE_CHARS, MAX_ERROR_CHARS, MAX_FEEDBACK_ITEMS,
     MAX_PARENTS,
 };
-use super::load::{read, Validator};
+use super::validator::{read, Validator};
 use super::SpecError;
 
 /// The template a task gets when its `[repair]` names none: short, exact,

@@ -26,6 +26,10 @@ use proc_macro2::LineColumn;
 use syn::spanned::Spanned;
 use syn::{Expr, Item, Pat, Stmt};
 
+/// The function of the tests' module that runs `whole` or case `i`;
+/// returns false for anything else.
+pub const DISPATCH_FN: &str = "__assay_dispatch";
+
 /// What the dispatch `main` prints after the case returns, then the nonce.
 pub const DONE_MARKER: &str = "assay-case-done ";
 
@@ -195,7 +199,7 @@ impl SplitProgram {
              \x20   }}\n\
              \x20   true\n\
              }}\n",
-            super::module::DISPATCH_FN
+            DISPATCH_FN
         ));
         out
     }

@@ -46,16 +46,12 @@ use proc_macro2::{TokenStream, TokenTree};
 use quote::ToTokens;
 use syn::{FnArg, Item, ReturnType, UseTree};
 
-use super::cases::{split_cases, Split, SplitProgram, WholeReason};
+use super::cases::{split_cases, Split, SplitProgram, WholeReason, DISPATCH_FN};
 use super::program::entry_name;
 use super::Problem;
 
 /// The tests' module inside a program's module.
 pub const TESTS_MODULE: &str = "__assay_tests";
-
-/// The function of the tests' module that runs `whole` or case `i`;
-/// returns false for anything else.
-pub const DISPATCH_FN: &str = "__assay_dispatch";
 
 /// A program laid out as a module.
 #[derive(Debug, Clone, PartialEq, Eq)]

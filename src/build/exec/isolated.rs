@@ -16,7 +16,7 @@ use anyhow::Result;
 
 use super::shared::{Image, Layout, Settled};
 use crate::build::package::{ModuleKey, Package};
-use crate::build::probe::{
+use crate::build::verdict::{
     verdict_of_target, ProbeFailure, ProbeRetry, ProbeStats, ProbeVerdict, MAX_RETRIES,
 };
 

@@ -37,7 +37,9 @@ use anyhow::{Context, Result};
 
 use super::oversize::Oversize;
 use crate::build::package::{BuildReport, CompilerDiag, DiagLevel, ModuleKey, Package, Profile};
-use crate::build::probe::{verdict_of_target, ProbeFailure, ProbeStats, ProbeVerdict, MAX_RETRIES};
+use crate::build::verdict::{
+    verdict_of_target, ProbeFailure, ProbeStats, ProbeVerdict, MAX_RETRIES,
+};
 use crate::spec::CompileLimits;
 
 /// How a kind of unit becomes a crate.
@@ -393,7 +395,7 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
             // would say so; the narrowing gets each there.
             return Judged::Narrow;
         }
-        let why = crate::build::probe::infrastructure_failure(report);
+        let why = crate::build::verdict::infrastructure_failure(report);
         if why.is_spurious() {
             Judged::Spurious(why)
         } else {
@@ -503,7 +505,7 @@ impl Group {
                     ModuleKey::Candidate(idx) => Some(*idx),
                     ModuleKey::Committed => None,
                 })
-                .map(|idx| crate::build::probe::ProbeRetry {
+                .map(|idx| crate::build::verdict::ProbeRetry {
                     idx,
                     after: why,
                     attempt: self.retries,

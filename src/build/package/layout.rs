@@ -179,10 +179,10 @@ fn take_lock(lock: &File, lock_path: &Path, say: impl FnOnce(String)) -> Result<
     }
 }
 
-/// Writes the runner every scoring image links (`score/runner_lib.rs`),
+/// Writes the runner every scoring image links (`runner_lib.rs`, beside this file),
 /// only where its text changed, so cargo keeps its build fresh.
 fn write_runner_crate(dir: &Path) -> Result<()> {
-    const LIB: &str = include_str!("../../score/runner_lib.rs");
+    const LIB: &str = include_str!("runner_lib.rs");
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let manifest = Manifest::runner().render()?;
     for (name, text) in [("Cargo.toml", manifest.as_str()), ("lib.rs", LIB)] {

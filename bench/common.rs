@@ -39,6 +39,7 @@ pub async fn draw(plan: &Plan, n: usize) -> Drew {
             spec_path: std::path::Path::new("bench"),
             pool: &plan.label(),
             n,
+            draw: None,
         })
         .await
         .unwrap();

@@ -1017,3 +1017,135 @@ fn the_llama_cpp_dialect_has_the_real_servers_shape() {
     );
     assert_eq!(g, r, "the 401 body");
 }
+
+/// The gateway on a thread of its own, serving the tiny corpus under each
+/// of `models`, and a pools file (not `pools.toml`, so only `--pools`
+/// finds it) with one pool per `(pool, model)`.
+fn pool_gateway(s: &Scratch, pools: &[(&str, &str)]) -> (Gateway, PathBuf) {
+    let mut config = Config::new();
+    for (_, model) in pools {
+        let d = Dialect::Vllm {
+            tokens_per_chunk: 4,
+        };
+        config = config.model(model, Model::new(d, tiny_corpus()));
+    }
+    let gw = Gateway::start_on_thread(config).unwrap();
+    let text: String = pools
+        .iter()
+        .map(|(name, model)| pool(name, &gw, model, ""))
+        .collect();
+    let file = s.write("models.toml", &text);
+    (gw, file)
+}
+
+/// Starts `run SPEC --pools FILE --pool NAME -n N` and stops it with
+/// SIGINT at its second stored reply; returns its stderr.
+fn interrupted_pool_batch(s: &Scratch, spec: &str, file: &Path, pool: &str, n: &str) -> String {
+    let file = file.display().to_string();
+    let args = ["run", spec, "--pools", &file, "--pool", pool, "-n", n];
+    let stopped = s.start_at("pause@draw.reply#2", &args);
+    stopped.signal(libc::SIGINT);
+    let (status, stderr) = stopped.wait(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    stderr
+}
+
+/// Each stored reply of `batch`, as (pool, model).
+fn reply_sources(s: &Scratch, batch: i64) -> Vec<(String, String)> {
+    s.draw_replies(batch)
+        .into_iter()
+        .map(|d| (d.pool, d.reply.model.unwrap_or_default()))
+        .collect()
+}
+
+/// Issue 38: the hint an interrupted pool batch prints finishes it from
+/// its own pools. It used to resume from the spec's default source, the
+/// replay corpus (24 of 30 replies from the corpus under `pool local`, or
+/// a refusal when the corpus held fewer replies than the batch), unless
+/// the user said `--pool` again.
+#[test]
+fn a_resumed_pool_batch_draws_from_its_own_pools() {
+    let _one = RUNS.lock().unwrap_or_else(|e| e.into_inner());
+    let s = Scratch::new();
+    let spec = tiny_spec(&s, "");
+    let (_gw, file) = pool_gateway(&s, &[("local", "local-model")]);
+    // More replies than the spec's corpus holds (6).
+    let stderr = interrupted_pool_batch(&s, &spec, &file, "local", "10");
+    let hint = stderr
+        .split("finish it with `")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| panic!("no hint: {stderr}"));
+    let words = shlex::split(hint).unwrap();
+    assert_eq!(&words[..4], ["assay", "run", "--resume", "1"], "{hint}");
+    let out = s
+        .command(&words[1..].iter().map(String::as_str).collect::<Vec<_>>())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "`{hint}` failed: {err}");
+    assert!(!err.contains("note:"), "the batch's own source: {err}");
+    let sources = reply_sources(&s, 1);
+    assert_eq!(sources.len(), 10, "{sources:?}");
+    for source in &sources {
+        assert_eq!(
+            source,
+            &("local".into(), "local-model".into()),
+            "{sources:?}"
+        );
+    }
+    let shown = s.json(&["show", "1", "--json"]);
+    assert_eq!(shown["status"], "finished");
+    assert_eq!(shown["pool"], "local");
+}
+
+/// A resume whose flags name another pool draws from it, and says so in
+/// one line and in the store; the batch draws from that pool from then on.
+#[test]
+fn a_resume_naming_other_pools_says_so_and_records_it() {
+    let _one = RUNS.lock().unwrap_or_else(|e| e.into_inner());
+    let s = Scratch::new();
+    let spec = tiny_spec(&s, "");
+    let (_gw, file) = pool_gateway(&s, &[("local", "local-model"), ("other", "other-model")]);
+    interrupted_pool_batch(&s, &spec, &file, "local", "8");
+    let kept = reply_sources(&s, 1).len();
+    assert!(kept < 8, "the interrupted batch left replies to draw");
+    let out = s.assay(&["run", "--resume", "1", "--pool", "other"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let notes: Vec<&str> = err.lines().filter(|l| l.starts_with("note: ")).collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    assert!(
+        notes[0].starts_with(
+            "note: batch 1: this resume draws from pools `other` (model `other-model`"
+        ) && notes[0].contains("not from pools `local` (model `local-model`"),
+        "{err}"
+    );
+    let sources = reply_sources(&s, 1);
+    assert_eq!(sources.len(), 8);
+    let drawn_now = sources.iter().filter(|(pool, _)| pool == "other").count();
+    assert_eq!(drawn_now, 8 - kept, "{sources:?}");
+    for (pool, model) in &sources {
+        assert_eq!(model, &format!("{pool}-model"));
+    }
+    let (changes, draw) = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let store = s.store().await;
+        let changes = store.draw_changes(1).await.unwrap();
+        let draw = store.draw_source(1).await.unwrap();
+        store.close().await;
+        (changes, draw)
+    });
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    let (attempt, was, now) = &changes[0];
+    assert_eq!(*attempt, 1);
+    let name = |json: &str| {
+        let v: Value = serde_json::from_str(json).unwrap();
+        v["pools"][0]["name"].as_str().unwrap().to_owned()
+    };
+    assert_eq!((name(was), name(now)), ("local".into(), "other".into()));
+    assert_eq!(
+        draw.as_ref(),
+        Some(now),
+        "the batch's source is now `other`"
+    );
+}

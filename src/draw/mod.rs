@@ -18,7 +18,8 @@
 //! are measured from the request's start (queue wait and retries included).
 //!
 //! The types a draw hands out are in `reply`; a plan is built and checked
-//! in `plan` and run in `schedule`.
+//! in `plan` and run in `schedule`; what a batch stores of its plan, to
+//! resume from exactly that, is its `source`.
 
 pub mod http;
 mod plan;
@@ -26,6 +27,7 @@ pub mod pools;
 mod replay;
 mod reply;
 mod schedule;
+pub mod source;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -37,6 +39,7 @@ pub use http::EarlyStop;
 use http::HttpPool;
 pub use replay::ReplayPool;
 pub use reply::{all_failed, Attempt, DrawEvent, Drawn, ErrorText, Outcome, Reply};
+pub use source::{DrawSource, SourceChange};
 
 /// What the user chose for the draw, before anything is opened. Flags and
 /// environment are merged into it by the binary; the spec fills what they
@@ -56,6 +59,19 @@ pub struct DrawOptions {
     pub max_completion_tokens: Option<u64>,
     /// `NEV_MODEL_API_KEY`: the key of pools that name no key variable.
     pub default_key: Option<SecretString>,
+}
+
+impl DrawOptions {
+    /// Whether these options name where replies come from (`--pool`,
+    /// `--pools`, `--split`, the token cap), so that a resume draws from
+    /// them rather than from the batch's stored source. How many requests
+    /// are in flight decides how fast, not what.
+    pub fn names_a_source(&self) -> bool {
+        !self.pools.is_empty()
+            || self.pools_file.is_some()
+            || self.split.is_some()
+            || self.max_completion_tokens.is_some()
+    }
 }
 
 /// The variable that holds the key of pools that name no key variable.
@@ -119,6 +135,9 @@ pub struct Plan {
     /// Each HTTP pool's pools file, name and base URL, for
     /// [`Plan::check_reachable`]. Empty for replay and hand-built plans.
     endpoints: Vec<(PathBuf, String, String)>,
+    /// Where the replies come from, as a batch stores it; `None` for a
+    /// plan built by hand (tests, benchmarks).
+    source: Option<DrawSource>,
 }
 
 #[derive(Debug, Clone)]

@@ -2,14 +2,16 @@
 //! before a batch starts: which pools, with which keys, split how. Sends
 //! nothing but the reachability check's connection.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::sync::Arc;
 
 use secrecy::SecretString;
 
 use super::http::{self, EarlyStop, HttpPool};
-use super::pools::PoolsFile;
+use super::pools::{PoolConfig, PoolsFile};
 use super::schedule::apportion;
+use super::source::{DrawSource, HttpSource, SourceChange, SourcePool};
 use super::{DrawError, DrawOptions, Plan, Pool, ReplayPool, Split};
 use crate::spec::{PoolChoice, Spec, SplitMode};
 
@@ -43,11 +45,102 @@ fn split_of(choices: &[PoolChoice], mode: SplitMode) -> Result<Split, String> {
 impl Plan {
     /// The spec's replay corpus alone: the default.
     pub fn replay(spec: &Spec) -> Result<Plan, DrawError> {
+        Plan::replay_of(&spec.draw.replay)
+    }
+
+    /// The replay corpus `corpus` alone.
+    fn replay_of(corpus: &Path) -> Result<Plan, DrawError> {
         Ok(Plan {
-            pools: vec![Pool::Replay(ReplayPool::open("replay", &spec.draw.replay)?)],
+            pools: vec![Pool::Replay(ReplayPool::open("replay", corpus)?)],
             split: Split::Fixed(vec![1]),
             endpoints: Vec::new(),
+            source: Some(DrawSource::Replay {
+                corpus: std::path::absolute(corpus).unwrap_or_else(|_| corpus.to_path_buf()),
+            }),
         })
+    }
+
+    /// Where the plan's replies come from, as a batch stores it.
+    pub fn source(&self) -> Option<&DrawSource> {
+        self.source.as_ref()
+    }
+
+    /// The plan that resumes batch `batch`, which stored `stored` (its
+    /// draw source's JSON; `None` for a batch stored before sources
+    /// were). Without flags that name a source (`opts.names_a_source`),
+    /// the stored source itself: its pools as the batch used them, keys
+    /// read from their variables here, `--max-in-flight` applied. With
+    /// such flags, the plan they ask for, what they leave open taken from
+    /// the stored source, and the change from it when they draw
+    /// otherwise. A batch without a stored source is planned as a new
+    /// one, as it always was.
+    pub fn resume(
+        spec: &Spec,
+        opts: &DrawOptions,
+        batch: i64,
+        stored: Option<&str>,
+    ) -> Result<(Plan, Vec<String>, Option<SourceChange>), DrawError> {
+        let Some(json) = stored else {
+            let (plan, warnings) = Plan::build(spec, opts)?;
+            return Ok((plan, warnings, None));
+        };
+        let was = DrawSource::from_json(json).map_err(|e| DrawError::BadChoice {
+            what: format!("batch {batch}"),
+            message: e.to_string(),
+        })?;
+        if !opts.names_a_source() {
+            let (plan, warnings) = Plan::from_source(spec, &was, opts)?;
+            return Ok((plan, warnings, None));
+        }
+        let (plan, warnings) = Plan::build(spec, &was.under(opts))?;
+        let change = plan
+            .source
+            .as_ref()
+            .and_then(|now| DrawSource::change(batch, &was, json, now));
+        Ok((plan, warnings, change))
+    }
+
+    /// The plan of a stored source, as the batch used it.
+    fn from_source(
+        spec: &Spec,
+        source: &DrawSource,
+        opts: &DrawOptions,
+    ) -> Result<(Plan, Vec<String>), DrawError> {
+        match source {
+            DrawSource::Replay { corpus } => Ok((Plan::replay_of(corpus)?, Vec::new())),
+            DrawSource::Http(h) => {
+                let file = PoolsFile {
+                    path: h.pools_file.clone(),
+                    pools: h
+                        .pools
+                        .iter()
+                        .map(|p| (p.name.clone(), p.config.clone()))
+                        .collect::<BTreeMap<String, PoolConfig>>(),
+                };
+                let choices = source.choices();
+                let split = split_of(&choices, h.split).map_err(|message| DrawError::BadPool {
+                    file: h.pools_file.clone(),
+                    pool: choices[0].name.clone(),
+                    field: String::new(),
+                    message,
+                })?;
+                // The stored configuration is the one the batch used: only
+                // how many requests are in flight may differ here.
+                let opts = DrawOptions {
+                    max_completion_tokens: None,
+                    ..opts.clone()
+                };
+                Plan::http_pools(
+                    &file,
+                    &choices,
+                    split,
+                    h.split,
+                    &opts,
+                    &spec.prompt,
+                    early_stop(spec),
+                )
+            }
+        }
     }
 
     /// Builds the plan from the user's choices and the spec's. Reads the
@@ -109,15 +202,10 @@ impl Plan {
             &file,
             choices,
             split,
+            mode,
             opts,
             &spec.prompt,
-            if spec.draw.single_fence {
-                EarlyStop::AtAnswer {
-                    entry: spec.entry.clone(),
-                }
-            } else {
-                EarlyStop::Never
-            },
+            early_stop(spec),
         )
     }
 
@@ -134,9 +222,10 @@ impl Plan {
             what: "--pool".into(),
             message,
         };
-        let split = split_of(choices, opts.split.unwrap_or(SplitMode::Fixed)).map_err(bad)?;
+        let mode = opts.split.unwrap_or(SplitMode::Fixed);
+        let split = split_of(choices, mode).map_err(bad)?;
         let file = PoolsFile::load(pools_file)?;
-        Plan::http_pools(&file, choices, split, opts, "", EarlyStop::Never)
+        Plan::http_pools(&file, choices, split, mode, opts, "", EarlyStop::Never)
     }
 
     /// The same pools, split the same way, asked `prompt`, closing a
@@ -153,6 +242,7 @@ impl Plan {
                 .collect(),
             split: self.split.clone(),
             endpoints: self.endpoints.clone(),
+            source: self.source.clone(),
         }
     }
 
@@ -161,6 +251,7 @@ impl Plan {
         file: &PoolsFile,
         choices: &[PoolChoice],
         split: Split,
+        mode: SplitMode,
         opts: &DrawOptions,
         prompt: &str,
         early_stop: EarlyStop,
@@ -168,6 +259,7 @@ impl Plan {
         let mut pools = Vec::new();
         let mut endpoints = Vec::new();
         let mut warnings = Vec::new();
+        let mut used = Vec::new();
         for c in choices {
             let Some(cfg) = file.pools.get(&c.name) else {
                 return Err(DrawError::UnknownPool {
@@ -202,6 +294,11 @@ impl Plan {
             if let Some(t) = opts.max_completion_tokens {
                 cfg.max_completion_tokens = Some(t);
             }
+            used.push(SourcePool {
+                name: c.name.clone(),
+                share: c.share,
+                config: cfg.clone(),
+            });
             let pool = HttpPool::new(&c.name, cfg, key, prompt, early_stop.clone()).map_err(
                 |message| DrawError::BadPool {
                     file: file.path.clone(),
@@ -213,11 +310,17 @@ impl Plan {
             endpoints.push((file.path.clone(), c.name.clone(), base_url));
             pools.push(Pool::Http(Arc::new(pool)));
         }
+        let source = DrawSource::Http(HttpSource {
+            pools_file: std::path::absolute(&file.path).unwrap_or_else(|_| file.path.clone()),
+            split: mode,
+            pools: used,
+        });
         Ok((
             Plan {
                 pools,
                 split,
                 endpoints,
+                source: Some(source),
             },
             warnings,
         ))
@@ -233,6 +336,7 @@ impl Plan {
             pools: pools.into_iter().map(|p| Pool::Http(Arc::new(p))).collect(),
             split,
             endpoints: Vec::new(),
+            source: None,
         }
     }
 
@@ -325,6 +429,17 @@ impl Plan {
             Split::Fixed(w) => Some(apportion(n, w)),
             Split::Race => None,
         }
+    }
+}
+
+/// How the spec's streams end: at the answer's fence when it asks for one.
+fn early_stop(spec: &Spec) -> EarlyStop {
+    if spec.draw.single_fence {
+        EarlyStop::AtAnswer {
+            entry: spec.entry.clone(),
+        }
+    } else {
+        EarlyStop::Never
     }
 }
 

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::DrawError;
 
@@ -19,8 +19,10 @@ pub struct PoolsFile {
     pub pools: BTreeMap<String, PoolConfig>,
 }
 
-/// One pool as the file describes it.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+/// One pool as the file describes it. Serialised only into a batch's
+/// draw source (`source`), which holds no key: the key's variable name is
+/// all there is.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct PoolConfig {
     /// The endpoint's base, `/v1` included (`http://127.0.0.1:8000/v1`).
@@ -65,7 +67,7 @@ pub struct PoolConfig {
 }
 
 /// Which request field the token cap goes in.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum CapField {
     /// Both `max_tokens` and `max_completion_tokens` (vLLM, llama.cpp,
@@ -77,7 +79,7 @@ pub enum CapField {
 }
 
 /// A sampling preset, sent with every request. Fields left out are not sent.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Sampling {
     pub temperature: Option<f64>,

@@ -22,7 +22,7 @@ use crate::build::exec::Image;
 use crate::build::package::{ModuleKey, Package};
 use crate::build::probe::stream::{StreamCandidate, Waves};
 use crate::build::probe::{self, ProbeMode, ProbeStats, Probed};
-use crate::draw::{DrawEvent, DrawOptions, Drawn, Plan};
+use crate::draw::{DrawEvent, DrawOptions, Drawn, Plan, SourceChange};
 use crate::engine::drive::drive;
 use crate::engine::errors;
 use crate::engine::interrupt::{Interrupt, Run};
@@ -109,6 +109,45 @@ pub fn prepare(cfg: &RunConfig, draw: &DrawOptions) -> Result<(Plan, Vec<String>
     Ok((plan, warnings))
 }
 
+/// [`prepare`] for a resume of `batch`, which stored the draw source
+/// `stored` (JSON; `None` before sources were stored): the plan draws from
+/// that source unless `draw` names another ([`Plan::resume`]).
+#[derive(Debug)]
+pub struct PreparedResume {
+    pub plan: Plan,
+    /// Warnings to show (a pool without a sampling preset).
+    pub warnings: Vec<String>,
+    /// The flags' source, when it is not the batch's: the sentence to
+    /// show, and what [`resume`] records.
+    pub change: Option<SourceChange>,
+    /// `draw` with the stored source's pools file where it names none: a
+    /// resume's repair pools are looked up where the batch's were.
+    pub draw: DrawOptions,
+}
+
+pub fn prepare_resume(
+    cfg: &RunConfig,
+    draw: &DrawOptions,
+    batch: BatchId,
+    stored: Option<&str>,
+) -> Result<PreparedResume> {
+    let (plan, warnings, change) = Plan::resume(&cfg.spec, draw, batch, stored)?;
+    plan.check(cfg.n)?;
+    let mut draw = draw.clone();
+    if draw.pools_file.is_none() {
+        draw.pools_file = plan
+            .source()
+            .and_then(|s| s.pools_file())
+            .map(Path::to_path_buf);
+    }
+    Ok(PreparedResume {
+        plan,
+        warnings,
+        change,
+        draw,
+    })
+}
+
 /// Runs one batch to the end and returns its id. On failure after the batch
 /// was created, the batch is marked failed with the reason, and everything
 /// stored so far stays. When `interrupt` fires, outstanding work is dropped,
@@ -121,6 +160,7 @@ pub async fn run(
     progress: &Progress,
     interrupt: &Interrupt,
 ) -> Result<BatchId> {
+    let draw = plan.source().map(crate::draw::DrawSource::to_json);
     let batch = store
         .begin_owned_batch(
             &NewBatch {
@@ -128,6 +168,7 @@ pub async fn run(
                 spec_path: &cfg.spec.path,
                 pool: &plan.label(),
                 n: cfg.n,
+                draw: draw.as_deref(),
             },
             &Owner::current(),
             &crate::task::spec_digest(&cfg.spec),
@@ -191,10 +232,14 @@ pub async fn check_task(cfg: &RunConfig) -> Result<CheckedTask> {
 
 /// Finishes an interrupted or failed batch: takes it over (one process
 /// wins), reads what it has stored, records the attempt, and runs every
-/// stage on what is missing only. `cfg.n` must be the batch's.
+/// stage on what is missing only. `cfg.n` must be the batch's, and `plan`
+/// [`prepare_resume`]'s, whose `change` (another draw source than the
+/// batch's) the attempt records.
+#[allow(clippy::too_many_arguments)]
 pub async fn resume(
     cfg: &RunConfig,
     plan: Plan,
+    change: Option<&SourceChange>,
     checked: CheckedTask,
     store: &Store,
     progress: &Progress,
@@ -239,7 +284,7 @@ pub async fn resume(
         }
     }
     let mut stored = ResumePlan::load(store, batch).await?;
-    stored.attempt = store.record_resume(batch, &stored.kept()).await?;
+    stored.attempt = store.record_resume(batch, &stored.kept(), change).await?;
     tracing::info!(batch, attempt = stored.attempt, kept = ?stored.kept(), "batch resumed");
     let rounds = run_rounds(cfg, &plan, store, progress, batch, stored, checked.0);
     drive(store, interrupt, Run::Batch(batch), rounds).await?;

@@ -6,6 +6,7 @@ use std::path::Path;
 use super::backend::{now_ms_sql, Backend};
 use super::scores::ScoreColumns;
 use super::{flag, BatchId, Store, StoreError};
+use crate::draw::SourceChange;
 use crate::score::Scored;
 use crate::support::owner::Owner;
 
@@ -16,6 +17,9 @@ pub struct NewBatch<'a> {
     pub spec_path: &'a Path,
     pub pool: &'a str,
     pub n: usize,
+    /// Its draw source's JSON (`draw::DrawSource`); `None` for a plan
+    /// built by hand.
+    pub draw: Option<&'a str>,
 }
 
 /// A batch's status, stored and printed as its snake_case name.
@@ -209,8 +213,8 @@ impl BatchStatus {
 impl Store {
     pub async fn begin_batch(&self, batch: &NewBatch<'_>) -> Result<BatchId, StoreError> {
         sqlx::query_scalar(
-            "INSERT INTO batches (task, spec_path, pool, n, status, started_at)
-             VALUES ($1, $2, $3, $4, 'running', $5)
+            "INSERT INTO batches (task, spec_path, pool, n, status, started_at, draw)
+             VALUES ($1, $2, $3, $4, 'running', $5, $6)
              RETURNING id",
         )
         .bind(batch.task)
@@ -218,6 +222,7 @@ impl Store {
         .bind(batch.pool)
         .bind(batch.n as i64)
         .bind(crate::support::clock::utc_now())
+        .bind(batch.draw)
         .fetch_one(&self.pool)
         .await
         .map_err(self.sql())
@@ -337,7 +342,7 @@ impl Store {
 
     /// Like `begin_batch`, with the owner and the spec digest written in the
     /// same statement, so no other process ever sees this batch running
-    /// without an owner.
+    /// without an owner (nor a resume finds it without its draw source).
     pub async fn begin_owned_batch(
         &self,
         batch: &NewBatch<'_>,
@@ -348,8 +353,9 @@ impl Store {
             std::path::absolute(batch.spec_path).unwrap_or_else(|_| batch.spec_path.to_path_buf());
         sqlx::query_scalar(
             "INSERT INTO batches (task, spec_path, pool, n, status, started_at,
-                                  owner_host, owner_boot, owner_pid, owner_start, spec_digest)
-             VALUES ($1, $2, $3, $4, 'running', $10, $5, $6, $7, $8, $9)
+                                  owner_host, owner_boot, owner_pid, owner_start, spec_digest,
+                                  draw)
+             VALUES ($1, $2, $3, $4, 'running', $10, $5, $6, $7, $8, $9, $11)
              RETURNING id",
         )
         .bind(batch.task)
@@ -362,6 +368,7 @@ impl Store {
         .bind(owner.start as i64)
         .bind(spec_digest)
         .bind(crate::support::clock::utc_now())
+        .bind(batch.draw)
         .fetch_one(&self.pool)
         .await
         .map_err(self.sql())
@@ -458,14 +465,36 @@ impl Store {
             .ok_or_else(|| self.no_batch(batch))
     }
 
+    /// The draw source's JSON the batch draws from (`None` for a batch
+    /// stored before sources were).
+    pub async fn draw_source(&self, batch: BatchId) -> Result<Option<String>, StoreError> {
+        sqlx::query_scalar("SELECT draw FROM batches WHERE id = $1")
+            .bind(batch)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(self.sql())?
+            .ok_or_else(|| self.no_batch(batch))
+    }
+
     /// Records that an attempt resumes the batch now; returns its number.
-    pub async fn record_resume(&self, batch: BatchId, kept: &Kept) -> Result<u32, StoreError> {
+    /// With a `change`, the attempt draws from another source than the
+    /// batch's: the resume records both, and the batch's source becomes
+    /// the new one, in the same transaction.
+    pub async fn record_resume(
+        &self,
+        batch: BatchId,
+        kept: &Kept,
+        change: Option<&SourceChange>,
+    ) -> Result<u32, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(self.sql())?;
         let attempt: i64 = sqlx::query_scalar(
             "INSERT INTO resumes (batch_id, attempt, started_at, first_phase_seq, replies_kept,
-                                  extracted_kept, probed_kept, scored_kept, committed_kept)
+                                  extracted_kept, probed_kept, scored_kept, committed_kept,
+                                  draw_was, draw_now)
              VALUES ($1, (SELECT COUNT(*) + 1 FROM resumes WHERE batch_id = $2),
                      $9,
-                     (SELECT COUNT(*) FROM phases WHERE batch_id = $3), $4, $5, $6, $7, $8)
+                     (SELECT COUNT(*) FROM phases WHERE batch_id = $3), $4, $5, $6, $7, $8,
+                     $10, $11)
              RETURNING attempt",
         )
         .bind(batch)
@@ -477,10 +506,41 @@ impl Store {
         .bind(kept.scored as i64)
         .bind(i64::from(kept.committed))
         .bind(crate::support::clock::utc_now())
-        .fetch_one(&self.pool)
+        .bind(change.map(|c| c.was.as_str()))
+        .bind(change.map(|c| c.now.as_str()))
+        .fetch_one(&mut *tx)
         .await
         .map_err(self.sql())?;
+        if let Some(change) = change {
+            sqlx::query("UPDATE batches SET draw = $1 WHERE id = $2")
+                .bind(&change.now)
+                .bind(batch)
+                .execute(&mut *tx)
+                .await
+                .map_err(self.sql())?;
+        }
+        tx.commit().await.map_err(self.sql())?;
         Ok(attempt as u32)
+    }
+
+    /// Each resume that changed the batch's draw source: its attempt, and
+    /// the source's JSON before and after.
+    pub async fn draw_changes(
+        &self,
+        batch: BatchId,
+    ) -> Result<Vec<(u32, String, String)>, StoreError> {
+        let rows: Vec<(i64, String, String)> = sqlx::query_as(
+            "SELECT attempt, draw_was, draw_now FROM resumes
+             WHERE batch_id = $1 AND draw_now IS NOT NULL ORDER BY attempt",
+        )
+        .bind(batch)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(self.sql())?;
+        Ok(rows
+            .into_iter()
+            .map(|(a, was, now)| (a as u32, was, now))
+            .collect())
     }
 
     /// Every resume of a batch, in order.

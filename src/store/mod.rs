@@ -336,6 +336,7 @@ mod tests {
         a_batch_round_trips,
         an_owned_batch_is_claimed_once_and_only_when_stopped,
         resumes_are_numbered_and_remember_where_their_phases_begin,
+        a_draw_source_is_kept_and_a_resume_that_changes_it_is_recorded,
         replies_read_back_as_drawn,
         draw_figures_and_attempts_round_trip,
         a_missing_figure_then_a_present_one_are_both_stored,
@@ -353,6 +354,7 @@ mod tests {
                 spec_path: Path::new("specs/demo/spec.toml"),
                 pool: "replay",
                 n: 2,
+                draw: None,
             })
             .await
             .unwrap();
@@ -462,6 +464,7 @@ mod tests {
             spec_path: Path::new("/specs/demo/spec.toml"),
             pool: "replay",
             n: 3,
+            draw: None,
         }
     }
 
@@ -538,6 +541,60 @@ mod tests {
         ));
     }
 
+    async fn a_draw_source_is_kept_and_a_resume_that_changes_it_is_recorded(store: Store) {
+        let was = r#"{"kind":"replay","corpus":"/r.jsonl"}"#;
+        let batch = store
+            .begin_owned_batch(
+                &NewBatch {
+                    draw: Some(was),
+                    ..new_batch()
+                },
+                &Owner::current(),
+                "d",
+            )
+            .await
+            .unwrap();
+        let plain = store.begin_batch(&new_batch()).await.unwrap();
+        assert_eq!(
+            store.draw_source(batch).await.unwrap().as_deref(),
+            Some(was)
+        );
+        assert_eq!(store.draw_source(plain).await.unwrap(), None);
+        assert_eq!(
+            store
+                .record_resume(batch, &Kept::default(), None)
+                .await
+                .unwrap(),
+            1
+        );
+        assert_eq!(
+            store.draw_source(batch).await.unwrap().as_deref(),
+            Some(was)
+        );
+        let change = crate::draw::SourceChange {
+            was: was.to_owned(),
+            now: r#"{"kind":"replay","corpus":"/s.jsonl"}"#.to_owned(),
+            sentence: String::new(),
+        };
+        assert_eq!(
+            store
+                .record_resume(batch, &Kept::default(), Some(&change))
+                .await
+                .unwrap(),
+            2
+        );
+        assert_eq!(
+            store.draw_source(batch).await.unwrap(),
+            Some(change.now.clone()),
+            "the batch draws from the new source from now on"
+        );
+        assert_eq!(
+            store.draw_changes(batch).await.unwrap(),
+            vec![(2, change.was, change.now)]
+        );
+        assert!(store.draw_source(99).await.is_err());
+    }
+
     async fn resumes_are_numbered_and_remember_where_their_phases_begin(store: Store) {
         let batch = store
             .begin_owned_batch(&new_batch(), &Owner::current(), "d")
@@ -558,11 +615,14 @@ mod tests {
             scored: 0,
             committed: false,
         };
-        assert_eq!(store.record_resume(batch, &kept).await.unwrap(), 1);
+        assert_eq!(store.record_resume(batch, &kept, None).await.unwrap(), 1);
         store.record_phase(batch, &figures).await.unwrap();
         store.record_phase(batch, &figures).await.unwrap();
         assert_eq!(
-            store.record_resume(batch, &Kept::default()).await.unwrap(),
+            store
+                .record_resume(batch, &Kept::default(), None)
+                .await
+                .unwrap(),
             2
         );
         let resumes = store.resumes(batch).await.unwrap();
@@ -1118,6 +1178,7 @@ mod tests {
                 spec_path: Path::new("s.toml"),
                 pool: "fast",
                 n: 2,
+                draw: None,
             })
             .await
             .unwrap();

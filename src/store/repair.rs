@@ -319,6 +319,7 @@ mod tests {
                 spec_path: Path::new("s.toml"),
                 pool: "fast",
                 n: 2,
+                draw: None,
             })
             .await
             .unwrap()

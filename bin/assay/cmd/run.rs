@@ -45,15 +45,16 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
                 Ok((
                     store.batch(batch).await?,
                     store.repair_settings(batch).await?,
+                    store.draw_source(batch).await?,
                 ))
             })
             .await,
         )?),
         None => None,
     };
-    let (resumed, resumed_repair) = match resumed {
-        Some((row, repair)) => (Some(row), repair),
-        None => (None, None),
+    let (resumed, resumed_repair, resumed_draw) = match resumed {
+        Some((row, repair, draw)) => (Some(row), repair, draw),
+        None => (None, None, None),
     };
     let spec = match (&args.spec, &resumed) {
         (Some(path), _) => assay::task::load(path)?,
@@ -119,9 +120,31 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
         work_item: args.work_item,
         repair: Default::default(),
     };
-    let (plan, warnings) = batch::prepare(&cfg, &draw)?;
+    // A resume draws from the batch's stored source unless the flags name
+    // another, which is said here and recorded with the attempt.
+    let (plan, warnings, change, draw) = match &resumed {
+        Some(row) => {
+            let p = batch::prepare_resume(&cfg, &draw, row.id, resumed_draw.as_deref())?;
+            (p.plan, p.warnings, p.change, p.draw)
+        }
+        None => {
+            let (plan, warnings) = batch::prepare(&cfg, &draw)?;
+            (plan, warnings, None, draw)
+        }
+    };
     for w in warnings {
         eprintln!("warning: {w}");
+    }
+    // Said of a batch the resume can take (a finished one is refused
+    // below, and records nothing).
+    let resumable = resumed.as_ref().is_some_and(|row| {
+        matches!(
+            row.status,
+            assay::store::BatchStatus::Interrupted | assay::store::BatchStatus::Failed
+        )
+    });
+    if let Some(change) = change.as_ref().filter(|_| resumable) {
+        eprintln!("note: {}", change.sentence);
     }
     plan.check_reachable().await?;
     let warn = |w: &str| eprintln!("warning: {w}");
@@ -142,7 +165,17 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
         let interrupt = Interrupt::on_signals().context("cannot listen for Ctrl-C")?;
         let batch = match resumed {
             Some(row) => {
-                batch::resume(&cfg, plan, checked, store, &progress, &interrupt, row.id).await?
+                batch::resume(
+                    &cfg,
+                    plan,
+                    change.as_ref(),
+                    checked,
+                    store,
+                    &progress,
+                    &interrupt,
+                    row.id,
+                )
+                .await?
             }
             None => batch::run(&cfg, plan, checked, store, &progress, &interrupt).await?,
         };

@@ -383,6 +383,14 @@ fn a_pools_file_without_a_base_url() {
 }
 
 #[test]
+fn a_pool_url_that_holds_a_password() {
+    pool_refused(
+        "base_url = \"http://user:sk-secret@127.0.0.1:9/v1\"\nmodel = \"m\"\n",
+        &["pools.toml: pool `a`: `base_url`", "holds a password"],
+    );
+}
+
+#[test]
 fn a_pool_key_variable_that_is_unset() {
     pool_refused(
         &format!("{}api_key_env = \"ASSAY_TEST_KEY_NEVER_SET\"\n", at_port(9)),

@@ -148,6 +148,16 @@ impl PoolsFile {
             if !(p.base_url.starts_with("http://") || p.base_url.starts_with("https://")) {
                 return Err(bad(name, "base_url", "must start with http:// or https://"));
             }
+            // A batch stores its pools' settings, and no secret reaches the
+            // store: a key goes in the variable `api_key_env` names.
+            if reqwest::Url::parse(&p.base_url).is_ok_and(|u| u.password().is_some()) {
+                return Err(bad(
+                    name,
+                    "base_url",
+                    "holds a password, which would be stored with every batch; \
+                     put the key in an environment variable and name it in api_key_env",
+                ));
+            }
             if p.model.is_empty() {
                 return Err(bad(name, "model", "must not be empty"));
             }

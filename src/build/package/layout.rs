@@ -3,6 +3,7 @@
 //! runner crate, and the manifest that lists a build's targets.
 
 use std::fs::File;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -156,7 +157,14 @@ pub(super) fn lock_dir(dir: &Path) -> Result<(PathBuf, File)> {
     let lock_path = dir.join(".assay-lock");
     let lock = File::create(&lock_path)
         .with_context(|| format!("cannot create {}", lock_path.display()))?;
-    take_lock(&lock, &lock_path, |why| eprintln!("assay: {why}"))?;
+    take_lock(&lock, &lock_path, |why| {
+        // For the person waiting; a script's stderr keeps its one-line
+        // errors, and `-v` logs it there.
+        if std::io::stderr().is_terminal() {
+            eprintln!("assay: {why}");
+        }
+        tracing::info!("{why}");
+    })?;
     Ok((dir, lock))
 }
 

@@ -8,7 +8,7 @@
 //! candidate its verdicts and score, pass `PRAGMA integrity_check`, and
 //! come to exactly what an uninterrupted run of the same corpus comes to.
 
-mod common;
+use crate::common;
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -292,7 +292,7 @@ fn sigterm_stops_cleanly_too() {
 
 /// Issue 30, item 9, on every way out: a command that ends with any of
 /// assay's exit classes has closed its store, all of it, so SQLite has
-/// deleted `DB-wal` and `DB-shm` (tests/bad_input.rs tries the refusals
+/// deleted `DB-wal` and `DB-shm` (tests/it/bad_input.rs tries the refusals
 /// many times over).
 #[test]
 fn every_exit_class_leaves_no_wal_files() {

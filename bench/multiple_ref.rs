@@ -13,7 +13,7 @@
 //! - Status: rustc failed -> `SyntaxError`; a limit passed -> `Timeout`;
 //!   exit 0 -> `OK`; anything else (a panic's 101, a signal) -> `Exception`.
 //!
-//! Shared by bench/suite.rs and tests/suite.rs (through `#[path]`). It
+//! Shared by bench/suite.rs and tests/it/suite.rs (through `#[path]`). It
 //! deliberately does not use `assay::suite::program`, so that the tests can
 //! check that module against it.
 

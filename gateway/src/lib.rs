@@ -46,7 +46,7 @@ pub enum Dialect {
     /// `continuous_usage_stats` every chunk carries usage so far.
     Vllm { tokens_per_chunk: usize },
     /// llama.cpp server, as measured against the real one
-    /// (tests/llama.rs compares the shapes): a role-only first delta with
+    /// (tests/it/llama.rs compares the shapes): a role-only first delta with
     /// `"content": null`, then one token per chunk (the gateway's tokens
     /// are never split characters), a finish chunk with an empty delta,
     /// then with `include_usage` a separate chunk with `"choices": []`

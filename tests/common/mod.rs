@@ -7,12 +7,19 @@
 //! it (`Scratch::db`, `store`, `connect`, `sql`, `draw_replies`), so a
 //! switch of the tests' database backend happens here.
 //!
-//! `scripted` holds the repair tests' gateway plumbing. The other files of
-//! this folder are included by the tests that need them (`#[path]`): the
-//! PostgreSQL helper is the library's too, the llama.cpp one starts servers.
+//! `scripted` holds the repair tests' gateway plumbing; `json` compares
+//! reports, `llama` starts llama.cpp servers, `mbpp` reads MBPP-RS, `net`
+//! finds free ports and `pg` gives each test a PostgreSQL schema. Each is
+//! declared here once, so the one test binary holds one copy of each
+//! helper's statics (one shared llama.cpp server, one schema counter).
 
 #![allow(dead_code)]
 
+pub mod json;
+pub mod llama;
+pub mod mbpp;
+pub mod net;
+pub mod pg;
 pub mod scripted;
 
 use std::io::{BufRead, BufReader};
@@ -82,6 +89,40 @@ pub fn assert_refused(out: &Output, args: &[&str], want: &[&str]) -> String {
     }
     assert!(out.stdout.is_empty(), "{args:?}: printed to stdout");
     err
+}
+
+/// The variable that tells a test it runs in the process [`alone`]
+/// started for it; its value is the test's name.
+const ALONE: &str = "ASSAY_TEST_ALONE";
+
+/// For a test that must have its process to itself (it measures the
+/// process's own CPU time, which the other tests' threads would add to):
+/// in the shared test process, runs the test `name` (as the harness names
+/// it, `module::test`) again in a process of its own, alone, waits for it
+/// to pass and returns false; in that process returns true, and the test
+/// goes on.
+pub fn alone(name: &str) -> bool {
+    if std::env::var_os(ALONE).is_some_and(|v| v == name) {
+        return true;
+    }
+    let out = Command::new(std::env::current_exe().expect("the test binary's path"))
+        .args([name, "--exact", "--test-threads", "1", "--nocapture"])
+        .env(ALONE, name)
+        .output()
+        .expect("the test binary starts again");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{name}, alone in its process, failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    // A name that matches no test passes too: make sure it ran.
+    assert!(
+        stdout.contains("test result: ok. 1 passed"),
+        "{name} did not run alone:\n{stdout}\n{stderr}"
+    );
+    false
 }
 
 /// A scratch directory with its own database and output folder; `assay`

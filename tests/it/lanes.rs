@@ -4,13 +4,10 @@
 //! another lane resumes the item, and every batch ends as a run on one
 //! machine ends, with nothing done twice.
 
-mod common;
-#[path = "common/json.rs"]
-mod json;
-#[path = "common/llama.rs"]
-mod llama;
-#[path = "common/pg.rs"]
-mod pg;
+use crate::common;
+use crate::common::json;
+use crate::common::llama;
+use crate::common::pg;
 
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -722,7 +719,7 @@ fn an_item_whose_batch_finished_is_done_when_claimed_again() {
 }
 
 /// Issue 28 on PostgreSQL: a queued `run --rounds 1` carries its round to
-/// the lane, whose run repairs as a direct run does (tests/repair.rs, on
+/// the lane, whose run repairs as a direct run does (tests/it/repair.rs, on
 /// SQLite, compares the two): against the test gateway's scripted model,
 /// round 0 draws code that does not compile and code that fails cases,
 /// round 1 repairs each from its feedback, and the rounds stop at the

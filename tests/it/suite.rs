@@ -11,17 +11,14 @@
 //! a killed suite is finished by `--resume`, and bad input is one line and
 //! exit 2 with nothing stored.
 //!
-//! `ASSAY_BLESS=1 cargo test --release --test suite` rewrites
+//! `ASSAY_BLESS=1 cargo test --release --test it suite::` rewrites
 //! tests/fixtures/suite/expected.jsonl from the reference method.
 
-#[path = "../bench/multiple_ref.rs"]
-mod multiple_ref;
+use crate::multiple_ref;
 
-mod common;
-#[path = "common/json.rs"]
-mod json;
-#[path = "common/llama.rs"]
-mod llama;
+use crate::common;
+use crate::common::json;
+use crate::common::llama;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -15,10 +15,9 @@
 //! one that the syn in Cargo.lock cannot parse while rustc builds it and it
 //! exits 0 (MultiPL-E's method scores it `OK`).
 
-#[path = "../bench/multiple_ref.rs"]
-mod multiple_ref;
+use crate::multiple_ref;
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

@@ -6,7 +6,7 @@
 //! finished; batch 2 (`-n 4`) SIGKILLed after its candidates were stored,
 //! so it was left `running` with no owner record.
 
-mod common;
+use crate::common;
 
 use common::{repo, tiny, Scratch};
 

@@ -1,9 +1,12 @@
-//! Phase accounting against known loads. One test in its own binary, so no
-//! other test's threads add CPU time to the process while it measures.
+//! Phase accounting against known loads. The test runs in a process of
+//! its own (`common::alone`), so no other test's threads add CPU time to
+//! the process while it measures.
 
 use std::time::{Duration, Instant};
 
 use assay::support::account::{Phase, PhaseGuard};
+
+use crate::common;
 
 fn spin(for_: Duration) {
     let until = Instant::now() + for_;
@@ -29,6 +32,9 @@ fn thread_cpu_seconds() -> f64 {
 
 #[test]
 fn phases_measure_idle_one_core_and_a_child() {
+    if !common::alone("accounting::phases_measure_idle_one_core_and_a_child") {
+        return;
+    }
     let guard = PhaseGuard::start(Phase::Draw);
     std::thread::sleep(Duration::from_millis(450));
     let idle = guard.finish();

@@ -4,7 +4,7 @@
 //! failed assert or compiler error with fixed code and each problem's
 //! first prompt with broken code, and records every request body.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

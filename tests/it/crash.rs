@@ -8,7 +8,7 @@
 //! candidate its verdicts and score, pass `PRAGMA integrity_check`, and
 //! come to exactly what an uninterrupted run of the same corpus comes to.
 
-mod common;
+use crate::common;
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -292,7 +292,7 @@ fn sigterm_stops_cleanly_too() {
 
 /// Issue 30, item 9, on every way out: a command that ends with any of
 /// assay's exit classes has closed its store, all of it, so SQLite has
-/// deleted `DB-wal` and `DB-shm` (tests/bad_input.rs tries the refusals
+/// deleted `DB-wal` and `DB-shm` (tests/it/bad_input.rs tries the refusals
 /// many times over).
 #[test]
 fn every_exit_class_leaves_no_wal_files() {
@@ -625,6 +625,12 @@ fn a_killed_batchs_scratch_directories_are_removed_by_the_next_assay() {
         left.iter().any(|n| n.starts_with("assay-run.")),
         "the killed run's directory is left: {left:?}"
     );
+    // A child the killed assay forked before it died holds the inherited
+    // descriptors of these directories' locks until it execs or exits (its
+    // confinement runs before it asks to die with its parent), and a sweep
+    // leaves a locked directory alone: wait until the kernel records no
+    // lock on them, as every process of the killed batch is gone.
+    wait_until_unlocked(&tmp, &left);
     // A sweep leaves young directories alone (one may be between its
     // mkdir and its lock): age these past that.
     let old = std::time::SystemTime::now() - Duration::from_secs(3600);
@@ -647,6 +653,32 @@ fn a_killed_batchs_scratch_directories_are_removed_by_the_next_assay() {
         "nothing left after {left:?}"
     );
     check_complete(&scratch, 1, "resumed after the kill");
+}
+
+/// Waits (at most 60 s) until /proc/locks lists no `flock` on the
+/// directories `names` in `dir` (a holder's line is
+/// `N: FLOCK  ADVISORY  WRITE PID MAJ:MIN:INODE 0 EOF`).
+fn wait_until_unlocked(dir: &std::path::Path, names: &[String]) {
+    use std::os::unix::fs::MetadataExt;
+    let inodes: Vec<String> = names
+        .iter()
+        .map(|n| format!(":{}", std::fs::metadata(dir.join(n)).unwrap().ino()))
+        .collect();
+    let locked = || {
+        std::fs::read_to_string("/proc/locks")
+            .unwrap()
+            .lines()
+            .any(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f.get(1) == Some(&"FLOCK")
+                    && f.get(5)
+                        .is_some_and(|file| inodes.iter().any(|i| file.ends_with(i.as_str())))
+            })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while locked() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// Runs start as their images are built, not after the score build as a

@@ -6,9 +6,8 @@
 //! By default a fixed sample (every 6th problem, 59 of 354) keeps the test
 //! within a CI run on 2 cores; `ASSAY_MBPP_RS_FULL=1` runs all 354.
 
-mod common;
-#[path = "common/mbpp.rs"]
-mod mbpp;
+use crate::common;
+use crate::common::mbpp;
 
 use common::Scratch;
 

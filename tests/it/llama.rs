@@ -10,9 +10,8 @@
 //! L tokens in L chunks, and a reply that stops counts L + 1 (the end token,
 //! never streamed).
 
-mod common;
-#[path = "common/llama.rs"]
-mod llama;
+use crate::common;
+use crate::common::llama;
 
 use std::path::Path;
 

@@ -21,7 +21,7 @@
 //! keeps its clean-run verdict, and that no process or temporary directory
 //! is left behind.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -3,7 +3,7 @@
 //! `promote` that shows before it writes, `run --json` with every
 //! candidate, every JSON field documented, and the bad input fuzzing found.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -94,7 +94,7 @@ fn two_databases_never_share_a_batch_folder() {
 fn promote_shows_the_change_and_writes_only_when_told() {
     let scratch = Scratch::new();
     let task = scratch.tiny_copy();
-    // The harness stays where it is (as in tests/admission.rs): one task
+    // The harness stays where it is (as in tests/it/admission.rs): one task
     // name, one harness path in the shared work directory.
     edit(
         &task.join("spec.toml"),

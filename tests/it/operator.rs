@@ -7,7 +7,7 @@
 //! the real binary share the warm work directory (tests/common) and take
 //! one lock, so no two runs of this file compete for the CPU while timed.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Output;

@@ -4,13 +4,10 @@
 //! compared is everything but measurements (times, CPU, busy figures) and
 //! the paths that name each store's own folder.
 
-mod common;
-#[path = "common/json.rs"]
-mod json;
-#[path = "common/net.rs"]
-mod net;
-#[path = "common/pg.rs"]
-mod pg;
+use crate::common;
+use crate::common::json;
+use crate::common::net;
+use crate::common::pg;
 
 use std::path::Path;
 use std::process::Output;

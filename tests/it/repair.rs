@@ -3,7 +3,7 @@
 //! compiler error or failed case with fixed code and anything else with
 //! broken code, and records every request body.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

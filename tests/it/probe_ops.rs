@@ -5,7 +5,7 @@
 //! refuse zero and absurd values in one line naming the flag. Every run
 //! shares the warm work directory (tests/common).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -13,7 +13,7 @@
 //! socket buffer holds), so that a candidate that exits before reading stdin
 //! leaves assay writing into a closed channel, as issue 13 found.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 
@@ -182,7 +182,7 @@ fn candidates_cannot_forge_their_score_or_take_others_down() {
 /// overflow or a failed allocation would, which `catch_unwind` cannot
 /// catch), `4343` makes it print to stdout, its answer channel. On `4444`
 /// it reads a host file and aborts if it could: the judge is confined like
-/// every child (Landlock, as tests/hostile.rs requires of this machine).
+/// every child (Landlock, as tests/it/hostile.rs requires of this machine).
 fn task_with_a_breakable_judge(scratch: &Scratch) -> PathBuf {
     let task = scratch.tiny_copy();
     common::edit(

@@ -6,9 +6,8 @@
 //! Not here, because this branch has no such input yet: `--levels` with a
 //! zero (the ladder).
 
-mod common;
-#[path = "common/net.rs"]
-mod net;
+use crate::common;
+use crate::common::net;
 
 use std::path::PathBuf;
 

@@ -3,7 +3,7 @@
 //! the tiny fixture and the bundled `absolute` task written into temporary
 //! directories; all runs share the warm work directory (tests/common).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -8,7 +8,7 @@
 //! candidate that panics in harness code of its own accord is still its
 //! own panic.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

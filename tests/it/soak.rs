@@ -12,13 +12,12 @@
 //! cannot be read: a lane keeps only the last line of a run's stderr, as
 //! a failed run's reason; the queue's record of each item stands for them.)
 //!
-//! `cargo test --release --test soak` runs the smaller form that CI runs;
+//! `cargo test --release --test it soak::` runs the smaller form that CI runs;
 //! `ASSAY_SOAK_FULL=1` runs the whole load. docs/testing.md gives
 //! both forms' times.
 
-mod common;
-#[path = "common/pg.rs"]
-mod pg;
+use crate::common;
+use crate::common::pg;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};

@@ -4,7 +4,7 @@
 //! directory (tests/common) and take one lock, so their timing figures are
 //! not measured while another run of this file builds candidates.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -883,8 +883,7 @@ fn bad_draw_input_is_one_line_and_exit_2() {
     assert!(!s.db().exists(), "nothing was stored");
 }
 
-#[path = "common/llama.rs"]
-mod llama;
+use crate::common::llama;
 
 /// One chunk of a stream, by shape: what a client can tell apart.
 fn shape(event: &Value) -> String {

@@ -5,7 +5,7 @@
 //! locking the package) is small, and a phase that forgot its children
 //! would show up as a gap.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

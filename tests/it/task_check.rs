@@ -4,7 +4,7 @@
 //! what to fix, with rustc's first error); `assay task new` writes a task
 //! that passes both; a passing check is not done again.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

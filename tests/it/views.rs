@@ -2,7 +2,7 @@
 //! `show`) through the real binary, on batches of the tiny fixture. Every
 //! run shares the warm work directory (tests/common).
 
-mod common;
+use crate::common;
 
 use common::{tiny, Scratch};
 

@@ -3,7 +3,7 @@
 //! `assay` runs under `cargo run`. Every run shares the warm work directory
 //! (tests/common).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

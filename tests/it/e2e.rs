@@ -3,7 +3,7 @@
 //! one warm work directory (generated packages and their cargo target) under
 //! cargo's test tmpdir, so no test rebuilds the dependency tree.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

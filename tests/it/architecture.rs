@@ -209,6 +209,47 @@ fn no_import_circle_inside_a_folder() {
     );
 }
 
+/// The code map names a guarding test for each invariant; a test renamed
+/// or moved must take its citation along, or the map stops being true.
+#[test]
+fn every_test_the_code_map_cites_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let map = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    let cited = cited_tests(&map);
+    assert!(cited.len() > 50, "the map cites its tests: {}", cited.len());
+    let missing: Vec<String> = cited
+        .iter()
+        .filter(|(file, name)| {
+            let text = std::fs::read_to_string(root.join(file)).unwrap_or_default();
+            !text.contains(&format!("fn {name}("))
+        })
+        .map(|(file, name)| format!("{file}::{name}"))
+        .collect();
+    assert!(missing.is_empty(), "cited but not found: {missing:?}");
+}
+
+/// Each `` `tests/X.rs::name` `` or `` `src/X.rs::tests::name` `` of `text`:
+/// the file and the test's name.
+fn cited_tests(text: &str) -> BTreeSet<(String, String)> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|span| span.starts_with("tests/") || span.starts_with("src/"))
+        .filter_map(|span| {
+            let (file, path) = span.split_once(".rs::")?;
+            let name = path.rsplit("::").next()?;
+            let plain = !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_');
+            // `tests/FILE.rs::name` says how a citation reads; it cites nothing.
+            let placeholder = file
+                .rsplit('/')
+                .next()?
+                .chars()
+                .all(|c| c.is_ascii_uppercase());
+            (plain && !placeholder).then(|| (format!("{file}.rs"), name.to_owned()))
+        })
+        .collect()
+}
+
 #[test]
 fn no_file_outgrows_the_line_budget() {
     let sources = Sources::read();

@@ -175,6 +175,17 @@ fn text_summary_has_counts_phases_and_errors_dir() {
     assert_eq!(listed[0]["batch_id"], 1);
     assert_eq!(listed[0]["task"], "tiny");
     assert_eq!(listed[0]["status"], "finished");
+
+    // A batch whose every candidate compiled left no error file: its
+    // summary names no folder to look in.
+    let clean = scratch.assay_ok(&[
+        "run",
+        &repo().join("tests/fixtures/tiny").display().to_string(),
+        "-n",
+        "1",
+    ]);
+    assert!(clean.contains("compiled 1/1"), "{clean}");
+    assert!(!clean.contains("compiler errors"), "{clean}");
 }
 
 #[test]

@@ -26,6 +26,7 @@
 //! Other targets of the package (the scorer, the case checker, the warm-up)
 //! get the same limits without the narrower ruleset.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -66,6 +67,10 @@ impl LimitHit {
 struct WrapperSettings {
     cpu_secs: u64,
     memory_bytes: u64,
+    /// Targets held to less CPU time than `cpu_secs`, by crate name: a
+    /// shared group's budget (`exec::budget`).
+    #[serde(default)]
+    budgets: BTreeMap<String, u64>,
     /// Where the verdict files go (inside the package, writable).
     verdicts: PathBuf,
     /// The folder of candidate module files (`PACKAGE/cands`).
@@ -90,11 +95,13 @@ pub fn wrapper_exe() -> Option<&'static Path> {
 }
 
 /// Makes cargo run every rustc of `package`'s own targets through the
-/// wrapper with `limits`, inside the build whose allowances are `paths`.
-/// Returns false, changing nothing, when no wrapper executable was named.
+/// wrapper with `limits` (less CPU time for the targets `budgets` names),
+/// inside the build whose allowances are `paths`. Returns false, changing
+/// nothing, when no wrapper executable was named.
 pub fn wrap(
     cmd: &mut tokio::process::Command,
     limits: CompileLimits,
+    budgets: &BTreeMap<String, u64>,
     package: &Path,
     paths: &BuildPaths,
 ) -> Result<bool> {
@@ -122,6 +129,7 @@ pub fn wrap(
     let settings = WrapperSettings {
         cpu_secs: limits.cpu_secs,
         memory_bytes: limits.memory_bytes,
+        budgets: budgets.clone(),
         verdicts,
         cands: package.join("cands"),
         read,
@@ -140,8 +148,19 @@ pub fn limit_hit(package: &Path, target: &str) -> Option<LimitHit> {
         .find(|hit| hit.as_str() == text.trim())
 }
 
+/// The CPU seconds `target`'s rustc (with the linker it ran) spent in the
+/// last build, as the wrapper measured them.
+pub fn cpu_spent(package: &Path, target: &str) -> Option<f64> {
+    let text = std::fs::read_to_string(verdict_dir(package).join(cpu_file(target))).ok()?;
+    text.trim().parse().ok().filter(|s: &f64| s.is_finite())
+}
+
 fn verdict_dir(package: &Path) -> PathBuf {
     package.join("compile-limits")
+}
+
+fn cpu_file(crate_name: &str) -> String {
+    format!("{crate_name}.cpu")
 }
 
 /// The wrapper's `main`: `argv` is `[assay, rustc, args...]`. Returns the
@@ -171,12 +190,17 @@ fn wrapper(settings_json: &str) -> Result<i32> {
     if let Some(name) = &crate_name {
         // A stale verdict of an earlier build must not outlive it.
         let _ = std::fs::remove_file(settings.verdicts.join(name));
+        let _ = std::fs::remove_file(settings.verdicts.join(cpu_file(name)));
         if let Some(own) = own_files(name) {
             confine_to_own_files(&settings, &own)?;
         }
     }
+    let budget = crate_name
+        .as_ref()
+        .and_then(|name| settings.budgets.get(name))
+        .copied();
     let limits = CompileLimits {
-        cpu_secs: settings.cpu_secs,
+        cpu_secs: budget.map_or(settings.cpu_secs, |b| b.min(settings.cpu_secs)),
         memory_bytes: settings.memory_bytes,
     };
     let mut cmd = Command::new(&rustc);
@@ -198,6 +222,12 @@ fn wrapper(settings_json: &str) -> Result<i32> {
         .with_context(|| format!("cannot start {}", Path::new(&rustc).display()))?;
     let out_of_memory = copy_stderr(child.stderr.take().expect("piped stderr"));
     let status = child.wait().context("rustc did not finish")?;
+    if let Some(name) = &crate_name {
+        let _ = std::fs::write(
+            settings.verdicts.join(cpu_file(name)),
+            format!("{}\n", children_cpu_secs()),
+        );
+    }
     let hit = match status.signal() {
         Some(libc::SIGXCPU) | Some(libc::SIGKILL) => Some(LimitHit::Timeout),
         Some(_) if out_of_memory => Some(LimitHit::OutOfMemory),
@@ -207,6 +237,9 @@ fn wrapper(settings_json: &str) -> Result<i32> {
     if let (Some(hit), Some(name)) = (hit, &crate_name) {
         let _ = std::fs::write(settings.verdicts.join(name), hit.as_str());
         let what = match hit {
+            LimitHit::Timeout if budget.is_some() => {
+                format!("its CPU budget in a shared build ({} s)", limits.cpu_secs)
+            }
             LimitHit::Timeout => format!("its CPU time limit ({} s)", limits.cpu_secs),
             LimitHit::OutOfMemory => {
                 format!("its memory limit ({} MiB)", limits.memory_bytes >> 20)
@@ -217,6 +250,21 @@ fn wrapper(settings_json: &str) -> Result<i32> {
     Ok(status
         .code()
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
+}
+
+/// The CPU seconds of the wrapper's reaped children: its one rustc, with
+/// the linker and whatever else rustc ran and waited for.
+fn children_cpu_secs() -> f64 {
+    // SAFETY: rusage is plain data (integers), for which all zeroes is a
+    // value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into the struct it is handed, nothing else
+    // (rustix does not wrap it; see `support::account`).
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
+        return f64::NAN;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
 /// Copies rustc's stderr to ours line by line; true if rustc said that an

@@ -12,6 +12,7 @@
 //! module or anything crate-wide (`policy`). A relaxed policy builds each
 //! unit alone.
 
+pub mod budget;
 pub mod isolated;
 pub mod oversize;
 pub mod shared;

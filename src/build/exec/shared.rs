@@ -25,9 +25,12 @@
 //!   limits; one that gets no answer of its own there is built by itself.
 //!
 //! A rustc of one unit gets the package's own per-target limits; a shared
-//! rustc of `n` gets [`scaled`] limits, so a compile bomb needs `n` times
-//! an honest unit's budget before it stops the crate, then stops each half
-//! it is in, and only itself in the end.
+//! rustc of `n` gets [`scaled`] limits, and within them a CPU budget drawn
+//! from what honest groups of the package cost ([`super::budget`]). A
+//! group stopped at its budget or its limits is split into about `√n`
+//! parts built side by side, and a small one into its units alone, so a
+//! compile bomb costs a few honest groups' worth and then its own limit,
+//! not its wave's.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -35,6 +38,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
+use super::budget::Budgets;
 use super::oversize::Oversize;
 use crate::build::package::{BuildReport, CompilerDiag, DiagLevel, ModuleKey, Package, Profile};
 use crate::build::verdict::{
@@ -92,6 +96,8 @@ pub struct SharedBuild<'a, L: Layout> {
     /// How many groups to build side by side (the package's; by default
     /// cargo's own for its jobs, one rustc per CPU).
     parallel: usize,
+    /// What a group's rustc may spend before it is split.
+    budgets: Budgets,
 }
 
 /// A wave is split into one first group per CPU only when each gets at
@@ -119,6 +125,11 @@ const GROUPS_PER_CPU: usize = 8;
 /// one compiler phase's errors.
 const MAX_PASSES: usize = 6;
 
+/// A group of at most this many stopped at its budget or limits is built
+/// as its units alone (side by side, one cargo start): finding the slow
+/// one among so few by parts would cost another budget's wait.
+const MAX_SPLIT_ALONE: usize = 8;
+
 /// The limits of a shared rustc of `n` units whose units alone get
 /// `one`: a tenth of one unit's CPU time per further unit (an honest unit
 /// costs a small fraction of its own limit), and a sixteenth of its memory
@@ -141,6 +152,7 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
             layout,
             run_address_space,
             parallel: package.build_parallelism(),
+            budgets: Budgets::of_package(package.dir()),
         }
     }
 
@@ -181,6 +193,9 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
                     group.solo = true;
                     groups.push(group);
                     continue;
+                }
+                if let (Judged::Built { .. }, Some(&cpu)) = (&judged, report.cpu_secs.get(target)) {
+                    self.budgets.observe(group.members.len(), cpu);
                 }
                 self.settle(group, judged, stats, &mut settled, &mut groups)?;
             }
@@ -286,6 +301,14 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
                 stats.fallbacks += group.members.len();
                 groups.extend(group.halves());
             }
+            Judged::OverLimit => {
+                tracing::info!(
+                    units = group.members.len(),
+                    "a shared rustc stopped at its budget or limits; split"
+                );
+                stats.fallbacks += group.members.len();
+                groups.extend(group.parts_when_slow());
+            }
         }
         Ok(())
     }
@@ -339,11 +362,24 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
                 .with_context(|| format!("cannot write the root of {target}"))?;
         }
         self.package.set_bins(targets.iter().map(String::as_str))?;
+        let one = self.package.compile_limits();
         let largest = together.iter().map(|g| g.members.len()).max().unwrap_or(1);
-        let limits = scaled(self.package.compile_limits(), largest);
+        let limits = scaled(one, largest);
+        let budgets: BTreeMap<String, u64> = targets
+            .iter()
+            .zip(together)
+            .map(|(target, g)| {
+                let n = g.members.len();
+                (
+                    target.clone(),
+                    self.budgets.cpu_secs(n, one, scaled(one, n)),
+                )
+            })
+            .filter(|(_, secs)| *secs < limits.cpu_secs)
+            .collect();
         let report = self
             .package
-            .build_limited(self.layout.profile(), targets, limits)
+            .build_limited(self.layout.profile(), targets, limits, &budgets)
             .await?;
         stats.add_build(&report);
         Ok(report)
@@ -378,8 +414,10 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
                 warnings: owned.by_unit,
             };
         }
-        let hit_limit = report.limit_hits.contains_key(target) || report.timed_out;
-        if hit_limit || diags.ices > 0 || owned.unowned_errors {
+        if report.limit_hits.contains_key(target) {
+            return Judged::OverLimit;
+        }
+        if report.timed_out || diags.ices > 0 || owned.unowned_errors {
             return Judged::Narrow;
         }
         let failing: BTreeMap<ModuleKey, Owned> = owned
@@ -526,6 +564,19 @@ impl Group {
         parts
     }
 
+    /// A group stopped at its budget or limits, in about `√n` parts (the
+    /// first part last, so it is built first), or, when small, its units
+    /// alone: parts built side by side cost about what the group did, and
+    /// a slow unit then costs its own part's budget and its own limit,
+    /// not a halving per level.
+    fn parts_when_slow(self) -> Vec<Group> {
+        let n = self.members.len();
+        if n <= MAX_SPLIT_ALONE {
+            return split(&self.members, n);
+        }
+        split(&self.members, n.isqrt() + usize::from(n.isqrt().pow(2) < n))
+    }
+
     /// Two groups of half the members each (the first half last, so it
     /// is built first).
     fn halves(self) -> Vec<Group> {
@@ -549,6 +600,8 @@ enum Judged {
     Spurious(ProbeFailure),
     /// Something no module owns: narrow by halves.
     Narrow,
+    /// Its rustc stopped at its CPU budget or at a limit: split finer.
+    OverLimit,
 }
 
 /// The first groups of a wave: one per CPU when each gets enough units,
@@ -598,7 +651,7 @@ impl Judged {
         match self {
             Judged::Built { .. } | Judged::Failing(_) => true,
             Judged::Alone(alone) => !matches!(alone.verdict, ProbeVerdict::ProbeFailure(_)),
-            Judged::Narrow => !report.timed_out,
+            Judged::Narrow | Judged::OverLimit => !report.timed_out,
             Judged::Spurious(_) => false,
         }
     }
@@ -611,6 +664,7 @@ impl Judged {
             Judged::Failing(_) => "failing",
             Judged::Spurious(_) => "spurious",
             Judged::Narrow => "narrow",
+            Judged::OverLimit => "over_limit",
         }
     }
 }
@@ -769,6 +823,27 @@ mod tests {
             "Some errors have detailed explanations: E0000, E0001, E0002, E0003, E0004, \
              E0005, E0006, E0007, E0008...\n"
         ));
+    }
+
+    #[test]
+    fn a_slow_group_is_split_in_about_root_n_parts_and_a_small_one_alone() {
+        let sizes = |n: usize| -> Vec<usize> {
+            let mut parts = Group::new(keys(0..n)).parts_when_slow();
+            assert_eq!(parts.last().unwrap().members[0], ModuleKey::Candidate(0));
+            let mut sizes = Vec::new();
+            while let Some(p) = parts.pop() {
+                assert_eq!(p.passes, 0);
+                sizes.push(p.members.len());
+            }
+            assert_eq!(sizes.iter().sum::<usize>(), n);
+            sizes
+        };
+        assert_eq!(sizes(2), [1, 1]);
+        assert_eq!(sizes(8), [1; 8]);
+        assert_eq!(sizes(9), [3, 3, 3]);
+        assert_eq!(sizes(42), [6; 7]);
+        assert_eq!(sizes(22).len(), 5);
+        assert_eq!(sizes(200).len(), 15);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! and in its own process group, confined by the sandbox; the unconfined
 //! fetch of the dependencies before the first one.
 
+use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -108,12 +109,13 @@ fn main() {{}}
         profile: Profile,
         bins: &[String],
         limits: CompileLimits,
+        budgets: &BTreeMap<String, u64>,
     ) -> Result<BuildReport> {
         let args: Vec<String> = bins
             .iter()
             .flat_map(|b| ["--bin".to_owned(), b.clone()])
             .collect();
-        self.run_cargo_limited(profile, &args, limits, |_, _| {})
+        self.run_cargo_limited(profile, &args, limits, budgets, |_, _| {})
             .await
     }
 
@@ -144,8 +146,15 @@ fn main() {{}}
         selection: &[String],
         on_built: impl FnMut(&str, &Path),
     ) -> Result<BuildReport> {
-        self.run_cargo_limited(profile, selection, self.compile_limits, on_built)
-            .await
+        let no_budgets = BTreeMap::new();
+        self.run_cargo_limited(
+            profile,
+            selection,
+            self.compile_limits,
+            &no_budgets,
+            on_built,
+        )
+        .await
     }
 
     async fn run_cargo_limited(
@@ -153,6 +162,7 @@ fn main() {{}}
         profile: Profile,
         selection: &[String],
         limits: CompileLimits,
+        budgets: &BTreeMap<String, u64>,
         mut on_built: impl FnMut(&str, &Path),
     ) -> Result<BuildReport> {
         self.fetch_dependencies().await?;
@@ -165,7 +175,7 @@ fn main() {{}}
         paths
             .read
             .extend(crate::sandbox::compile::wrapper_exe().map(Path::to_path_buf));
-        if !crate::sandbox::compile::wrap(&mut cmd, limits, &self.dir, &paths)? {
+        if !crate::sandbox::compile::wrap(&mut cmd, limits, budgets, &self.dir, &paths)? {
             static WARNED: std::sync::Once = std::sync::Once::new();
             WARNED.call_once(|| {
                 tracing::warn!(
@@ -249,6 +259,9 @@ fn main() {{}}
         for target in selection.iter().skip(1).step_by(2) {
             if let Some(hit) = crate::sandbox::compile::limit_hit(&self.dir, target) {
                 report.limit_hits.insert(target.clone(), hit);
+            }
+            if let Some(secs) = crate::sandbox::compile::cpu_spent(&self.dir, target) {
+                report.cpu_secs.insert(target.clone(), secs);
             }
         }
         report.success = status.success();

@@ -34,6 +34,9 @@ pub struct BuildReport {
     /// Targets whose own compile was stopped at its limit
     /// (`sandbox::compile`), with the limit.
     pub limit_hits: BTreeMap<String, LimitHit>,
+    /// The CPU seconds each target's rustc (and its linker) spent, as the
+    /// compile wrapper measured them.
+    pub cpu_secs: BTreeMap<String, f64>,
     /// cargo's own stderr, for infrastructure failures.
     pub stderr: String,
 }

@@ -3,7 +3,8 @@
 //! that runs past `--build-timeout` is a timeout and is not retried; the
 //! toolchain is recorded on every probe run and shown; the probe's flags
 //! refuse zero and absurd values in one line naming the flag. Every run
-//! shares the warm work directory (tests/common).
+//! shares the warm work directory (tests/common), but the timed one's,
+//! which has a work directory of its own.
 
 use crate::common;
 

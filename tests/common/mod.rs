@@ -126,16 +126,36 @@ pub fn alone(name: &str) -> bool {
 }
 
 /// A scratch directory with its own database and output folder; `assay`
-/// runs in it with the shared work directory.
+/// runs in it with the shared work directory (or, from
+/// [`Scratch::with_own_work_dir`], one of its own).
 pub struct Scratch {
     pub dir: tempfile::TempDir,
+    /// `assay`'s work directory here: the shared one, or one of its own.
+    work: Option<PathBuf>,
 }
 
 impl Scratch {
     pub fn new() -> Scratch {
         Scratch {
             dir: tempfile::tempdir().unwrap(),
+            work: None,
         }
+    }
+
+    /// A scratch directory whose `assay` works in a work directory of its
+    /// own (`work/` inside it), not the shared one: for a test that builds
+    /// suites only. A suite's package has no dependency, so nothing warm
+    /// is lost, and its builds wait on no other test's cargo lock and hold
+    /// up none.
+    pub fn with_own_work_dir() -> Scratch {
+        let mut scratch = Scratch::new();
+        scratch.work = Some(scratch.join("work"));
+        scratch
+    }
+
+    /// The work directory `assay` runs with here.
+    pub fn work_dir(&self) -> PathBuf {
+        self.work.clone().unwrap_or_else(shared_work_dir)
     }
 
     pub fn path(&self) -> &Path {
@@ -189,14 +209,14 @@ impl Scratch {
     }
 
     /// Sets `cmd` up as `assay` runs here: in the scratch directory, with
-    /// its database and the shared work directory, and none of the
+    /// its database and its work directory, and none of the
     /// variables from the test's own environment that would change a run
     /// (logging, a test point, an output folder, the draw's settings). For
     /// a command that starts `assay` itself (`/usr/bin/time`, `cargo run`).
     pub fn prepare<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
         cmd.current_dir(self.path())
             .env("ASSAY_DB", self.db())
-            .env("ASSAY_WORK_DIR", shared_work_dir())
+            .env("ASSAY_WORK_DIR", self.work_dir())
             .env_remove("RUST_LOG")
             .env_remove("ASSAY_TEST_POINT")
             .env_remove("ASSAY_OUT")

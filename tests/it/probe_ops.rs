@@ -3,7 +3,8 @@
 //! that runs past `--build-timeout` is a timeout and is not retried; the
 //! toolchain is recorded on every probe run and shown; the probe's flags
 //! refuse zero and absurd values in one line naming the flag. Every run
-//! shares the warm work directory (tests/common).
+//! shares the warm work directory (tests/common), but the timed one's,
+//! which has a work directory of its own.
 
 use crate::common;
 
@@ -139,22 +140,70 @@ fn an_undisturbed_batch_records_no_retries_and_its_toolchain() {
     }
 }
 
-/// A task with tiny's harness whose replies are tiny's correct candidate
-/// and one whose constant takes forever to evaluate.
+/// A harness with tiny's contract (candidates double a number) and no
+/// dependency, so a work directory of its own builds it in a second: the
+/// spinning task's builds then wait on no other test's cargo lock, and
+/// `--build-timeout` times its own builds only.
+const SPIN_HARNESS_TOML: &str = "[package]\nname = \"spin-harness\"\nversion = \"0.1.0\"\n\
+                                 edition = \"2021\"\npublish = false\n";
+const SPIN_HARNESS_LIB: &str = r#"//! tiny's harness without serde.
+pub type Entry = fn(u64) -> u64;
+
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub input: u64,
+    pub expected: u64,
+}
+
+/// Parses tiny's cases file: `{"input": N, "expected": M}` a line.
+pub fn load_cases(text: &str) -> Result<Vec<Case>, String> {
+    let field = |line: &str, key: &str| -> Result<u64, String> {
+        let at = line.find(key).ok_or(format!("no {key}: {line}"))? + key.len();
+        let digits: String = line[at..]
+            .trim_start_matches([' ', ':', '"'])
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        digits.parse().map_err(|e| format!("{key}: {e}: {line}"))
+    };
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| Ok(Case { input: field(l, "\"input\"")?, expected: field(l, "\"expected\"")? }))
+        .collect()
+}
+
+pub fn input_line(case: &Case) -> String {
+    case.input.to_string()
+}
+
+pub fn run_input(entry: Entry, line: &str) -> Result<String, String> {
+    let input: u64 = line.trim().parse().map_err(|e| format!("{e}"))?;
+    Ok(entry(input).to_string())
+}
+
+pub fn judge(case: &Case, output: &str) -> bool {
+    output.trim().parse::<u64>() == Ok(case.expected)
+}
+"#;
+
+/// A task with tiny's cases and a dependency-free harness whose replies
+/// are tiny's correct candidate and one whose constant takes forever to
+/// evaluate.
 fn spinning_task(scratch: &Scratch) -> PathBuf {
     let tiny = PathBuf::from(tiny());
     let dir = scratch.path().join("spin");
-    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(dir.join("harness/src")).unwrap();
+    std::fs::write(dir.join("harness/Cargo.toml"), SPIN_HARNESS_TOML).unwrap();
+    std::fs::write(dir.join("harness/src/lib.rs"), SPIN_HARNESS_LIB).unwrap();
     let abs = |name: &str| tiny.join(name).display().to_string();
     std::fs::write(
         dir.join("spec.toml"),
         format!(
-            "name = \"tiny-spin\"\nprompt = {:?}\nharness = {:?}\nentry = \"double\"\n\
+            "name = \"tiny-spin\"\nprompt = {:?}\nharness = \"harness\"\nentry = \"double\"\n\
              cases = {:?}\ncommitted = {:?}\n\n[draw]\nn = 2\nreplay = \"replies.jsonl\"\n\n\
              [admit]\nmin_score = 0.9\n\n[limits]\nwall_ms = 5000\n\n\
              [probe]\ncompile_cpu_s = 3600\n",
             abs("prompt.md"),
-            abs("harness"),
             abs("cases.jsonl"),
             abs("committed.rs"),
         ),
@@ -191,20 +240,32 @@ fn spinning_task(scratch: &Scratch) -> PathBuf {
 /// on to score the other.
 #[test]
 fn a_build_past_the_time_limit_is_a_timeout_and_is_not_retried() {
-    let scratch = Scratch::new();
-    // Batch 1 warms the harness's score profile, so that the scorer of
-    // batch 2 builds well within the limit. The limit is wide enough that
-    // no loaded machine makes the good candidate's build reach it, and the
+    // A work directory of its own: no other test's build holds its cargo
+    // lock while a build of this one is timed, and the spin holds up no
+    // other test's build.
+    let scratch = Scratch::with_own_work_dir();
+    let task = spinning_task(&scratch).display().to_string();
+    // Batch 1, the good candidate alone (`-n 1`) under the default limit,
+    // checks the task and builds the harness in every profile, so that
+    // every build of batch 2 but the spin compiles one small candidate:
+    // a second of CPU at most, where the limit gives 20 s of wall. The
     // compile CPU limit is raised past it so that the wall limit, the one
     // under test, is what ends the spinning build.
-    scratch.assay_ok(&["run", &tiny(), "--json"]);
-    let task = spinning_task(&scratch);
+    let out = scratch
+        .command(&["run", &task, "-n", "1", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = scratch
         .command(&[
             "run",
-            &task.display().to_string(),
+            &task,
             "--build-timeout",
-            "60",
+            "20",
             "--wave-size",
             "2",
             "--json",

@@ -290,7 +290,7 @@ fn run_fixture(s: &Scratch, completions: &str) -> Value {
 #[test]
 fn suite_run_show_export_and_compare_on_the_fixture() {
     let f = load();
-    let s = Scratch::new();
+    let s = Scratch::with_own_work_dir();
     let run = run_fixture(&s, &arg(fixture().join("completions.jsonl")));
     assert_eq!(run["suite_id"], 1);
     assert_eq!(run["status"], "finished", "{run}");

@@ -233,9 +233,11 @@ struct Got {
 // argument"), loudly, never skipped. Adjust the arguments here if the flag
 // lands under another spelling.
 /// Runs the fixture with `--build BUILD`; returns each completion's outcome
-/// and the run's sandbox line.
+/// and the run's sandbox line. In a work directory of its own: a suite's
+/// package has no dependency, so nothing warm is lost, and the two builds'
+/// runs need not wait on one cargo lock (or on other tests' suites).
 fn run_built(f: &Fixture, build: &str) -> (Vec<Got>, String) {
-    let s = Scratch::new();
+    let s = Scratch::with_own_work_dir();
     let problems = fixture().join("problems.jsonl").display().to_string();
     let completions = fixture().join("completions.jsonl").display().to_string();
     let run = s.json(&[
@@ -251,7 +253,7 @@ fn run_built(f: &Fixture, build: &str) -> (Vec<Got>, String) {
     assert_eq!(run["status"], "finished", "--build {build}: {run}");
     assert!(
         !std::path::Path::new(PLANTED).exists(),
-        "--build {build}: a run wrote {PLANTED}; sandbox: {}",
+        "--build {build} (or the other build, beside it): a run wrote {PLANTED}; sandbox: {}",
         run["sandbox"]
     );
     let exported = s.json(&["suite", "export", "1", "--format", "json"]);
@@ -308,8 +310,13 @@ fn mismatches(f: &Fixture, build: &str, got: &[Got]) -> Vec<String> {
 fn hostile_suite_forges_nothing_and_both_builds_agree() {
     let f = load();
     let _ = std::fs::remove_file(PLANTED);
-    let (shared, sandbox) = run_built(&f, "shared");
-    let (isolated, _) = run_built(&f, "isolated");
+    // Side by side: each build is a run of its own, in a work directory
+    // of its own.
+    let ((shared, sandbox), (isolated, _)) = std::thread::scope(|scope| {
+        let shared = scope.spawn(|| run_built(&f, "shared"));
+        let isolated = run_built(&f, "isolated");
+        (shared.join().expect("the shared build's run"), isolated)
+    });
     let mut failures = mismatches(&f, "shared", &shared);
     failures.extend(mismatches(&f, "isolated", &isolated));
     for ((want, s), i) in f.expected.iter().zip(&shared).zip(&isolated) {

@@ -27,7 +27,7 @@ fn suite_run_agrees_with_the_recorded_outcomes_of_gpt4_solutions() {
     // The sample holds programs of both outcomes.
     assert!(rows.iter().any(|r| r.is_solved) && rows.iter().any(|r| !r.is_solved));
 
-    let s = Scratch::new();
+    let s = Scratch::with_own_work_dir();
     let (problems, completions) = mbpp::write_suite(&rows, s.path());
     let run = s.json(&[
         "suite",

@@ -27,9 +27,10 @@ use crate::engine::drive::drive;
 use crate::engine::errors;
 use crate::engine::interrupt::{Interrupt, Run};
 use crate::engine::resume::ResumePlan;
-use crate::repair::planner::{self, Next, RoundPlan};
+use crate::engine::rounds::{self, Planned, Resume, Round, RoundKind};
+use crate::repair::planner::{self, RoundPlan};
 use crate::repair::setup::Repairing;
-use crate::repair::RepairSettings;
+use crate::repair::{Next, RepairSettings, Stopped};
 use crate::sandbox::Sandbox;
 use crate::score::admit;
 use crate::score::{self, RunLimits, ScoreVerdict, Scored};
@@ -305,20 +306,17 @@ async fn batch_dir(cfg: &RunConfig, store: &Store, batch: BatchId) -> Result<Pat
         .with_context(|| format!("cannot create a batch folder in {}", cfg.out_dir.display()))
 }
 
-/// A round of a batch: its first draw, or a repair round.
-enum Round {
-    First,
-    Repair(RoundPlan),
-}
-
-impl Round {
-    fn number(&self) -> u32 {
-        match self {
-            Round::First => 0,
-            Round::Repair(p) => p.round,
-        }
+impl Planned for RoundPlan {
+    fn round(&self) -> u32 {
+        self.round
     }
 
+    fn note(&self) -> String {
+        format!("{} replies for {} parents", self.n(), self.parents.len())
+    }
+}
+
+impl Round<RoundPlan> {
     /// One past the round's last reply.
     fn end(&self, n: usize) -> usize {
         match self {
@@ -330,100 +328,141 @@ impl Round {
 
 /// Runs a batch's rounds: its first draw and, while its repair settings
 /// ask for more, each repair round on what the rounds before it stored
-/// (a loop around the one-round batch: the same stages on the replies the
-/// store lacks). A resume goes on in the round it stopped in, with the
-/// prompts that round stored. Then the batch is finished.
+/// (the round loop around the one-round batch: the same stages on the
+/// replies the store lacks). Then the batch is finished.
 async fn run_rounds(
     cfg: &RunConfig,
     plan: &Plan,
     store: &Store,
     progress: &Progress,
     batch: BatchId,
-    mut stored: ResumePlan,
+    stored: ResumePlan,
     prepared: PhaseFigures,
 ) -> Result<()> {
     let settings = store
         .repair_settings(batch)
         .await?
         .and_then(|json| RepairSettings::from_json(&json));
+    let mut kind = TaskRounds {
+        cfg,
+        plan,
+        store,
+        progress,
+        batch,
+        stored,
+        prepared: Some(prepared),
+        max_tokens: None,
+    };
     let Some(settings) = settings else {
-        run_batch(
-            cfg,
-            plan,
-            store,
-            progress,
-            batch,
-            &stored,
-            Some(prepared),
-            &Round::First,
-            None,
-        )
-        .await?;
+        kind.run_round(&Round::First).await?;
         return finish(store, batch).await;
     };
-    let repair_plan = cfg.repair.plan.as_ref().unwrap_or(plan);
-    let rounds = store.repair_rounds(batch).await?;
-    let (mut current, mut done) = match rounds.last() {
-        None => {
-            store.begin_round(batch, 0, 0, cfg.n, &[]).await?;
-            (Some(Round::First), 0)
-        }
-        Some(r) if r.wall_s.is_none() => match planner::unfinished_round(store, batch).await? {
-            Some(p) => (Some(Round::Repair(p)), r.round),
-            None => (Some(Round::First), 0),
-        },
-        Some(r) => (None, r.round),
-    };
-    let mut prepared = Some(prepared);
-    loop {
-        if let Some(round) = current.take() {
-            let started = std::time::Instant::now();
-            let drawing_from = match round {
-                Round::First => plan,
-                Round::Repair(_) => repair_plan,
-            };
-            run_batch(
-                cfg,
-                drawing_from,
-                store,
-                progress,
-                batch,
-                &stored,
-                prepared.take(),
-                &round,
-                settings.max_tokens,
-            )
-            .await?;
-            done = round.number();
-            store
-                .end_round(batch, done, started.elapsed().as_secs_f64(), None)
-                .await?;
-            testpoint::reached("repair.round").await;
-            stored = ResumePlan::load(store, batch).await?;
-        }
-        match planner::next_round(store, &cfg.spec, batch, &settings, done).await? {
-            Next::Round(p) => {
-                if p.round == 1 && crate::repair::ShownCase::visible(&cfg.spec).is_empty() {
-                    progress.note(&format!(
-                        "note: task `{}` has no visible cases: repair rounds show the model compiler errors and crashes only",
-                        cfg.spec.name
-                    ));
-                }
-                progress.note(&format!(
-                    "repair round {}: {} replies for {} parents",
-                    p.round,
-                    p.n(),
-                    p.parents.len()
-                ));
-                current = Some(Round::Repair(p));
-            }
-            Next::Stop(why) => {
-                store.stop_rounds(batch, done, why.as_str()).await?;
-                break;
-            }
-        }
+    kind.max_tokens = settings.max_tokens;
+    let stored_rounds = store.repair_rounds(batch).await?;
+    if stored_rounds.is_empty() {
+        store.begin_round(batch, 0, 0, cfg.n, &[]).await?;
     }
+    let at = Resume::of(
+        stored_rounds
+            .last()
+            .map(|r| (r.round, r.wall_s.is_some(), r.stopped.is_some())),
+    );
+    let mut kind = RepairRounds {
+        rounds: kind,
+        settings,
+    };
+    rounds::run(&mut kind, at, progress).await?;
     finish(store, batch).await
+}
+
+/// A batch's rounds: what one round needs.
+struct TaskRounds<'a> {
+    cfg: &'a RunConfig,
+    /// The first draw's plan; repair rounds draw from `cfg.repair`'s, if
+    /// it names one.
+    plan: &'a Plan,
+    store: &'a Store,
+    progress: &'a Progress,
+    batch: BatchId,
+    /// What the store holds, read again after each round.
+    stored: ResumePlan,
+    /// The check's figures, recorded with the first round's `prepare`.
+    prepared: Option<PhaseFigures>,
+    max_tokens: Option<u64>,
+}
+
+impl TaskRounds<'_> {
+    async fn run_round(&mut self, round: &Round<RoundPlan>) -> Result<()> {
+        let plan = match round {
+            Round::First => self.plan,
+            Round::Repair(_) => self.cfg.repair.plan.as_ref().unwrap_or(self.plan),
+        };
+        run_batch(
+            self.cfg,
+            plan,
+            self.store,
+            self.progress,
+            self.batch,
+            &self.stored,
+            self.prepared.take(),
+            round,
+            self.max_tokens,
+        )
+        .await
+    }
+}
+
+/// A batch that repairs: its rounds, and the settings they were asked with.
+struct RepairRounds<'a> {
+    rounds: TaskRounds<'a>,
+    settings: RepairSettings,
+}
+
+impl RoundKind for RepairRounds<'_> {
+    type Plan = RoundPlan;
+
+    async fn stored_plan(&mut self, round: u32) -> Result<RoundPlan> {
+        planner::stored_round(self.rounds.store, self.rounds.batch, round)
+            .await?
+            .with_context(|| format!("repair round {round} has no stored plan"))
+    }
+
+    async fn run_round(&mut self, round: &Round<RoundPlan>) -> Result<()> {
+        self.rounds.run_round(round).await
+    }
+
+    async fn end_round(&mut self, round: u32, wall_s: f64) -> Result<()> {
+        let TaskRounds { store, batch, .. } = self.rounds;
+        store.end_round(batch, round, wall_s, None).await?;
+        testpoint::reached("repair.round").await;
+        self.rounds.stored = ResumePlan::load(store, batch).await?;
+        Ok(())
+    }
+
+    async fn plan_next(&mut self, done: u32) -> Result<Next<RoundPlan>> {
+        let TaskRounds {
+            cfg,
+            store,
+            batch,
+            progress,
+            ..
+        } = self.rounds;
+        let next = planner::next_round(store, &cfg.spec, batch, &self.settings, done).await?;
+        if let Next::Round(p) = &next {
+            if p.round == 1 && crate::repair::ShownCase::visible(&cfg.spec).is_empty() {
+                progress.note(&format!(
+                    "note: task `{}` has no visible cases: repair rounds show the model compiler errors and crashes only",
+                    cfg.spec.name
+                ));
+            }
+        }
+        Ok(next)
+    }
+
+    async fn stop(&mut self, done: u32, why: Stopped) -> Result<()> {
+        let TaskRounds { store, batch, .. } = self.rounds;
+        Ok(store.stop_rounds(batch, done, why.as_str()).await?)
+    }
 }
 
 /// Marks the batch finished, its last phase.
@@ -449,7 +488,7 @@ async fn run_batch(
     batch: BatchId,
     stored: &ResumePlan,
     prepared: Option<PhaseFigures>,
-    round: &Round,
+    round: &Round<RoundPlan>,
     max_tokens: Option<u64>,
 ) -> Result<()> {
     let batch_dir = batch_dir(cfg, store, batch).await?;
@@ -647,7 +686,7 @@ async fn draw(
     batch: BatchId,
     stored: &ResumePlan,
     tap: Option<mpsc::UnboundedSender<Drawn>>,
-    round: &Round,
+    round: &Round<RoundPlan>,
     max_tokens: Option<u64>,
 ) -> Result<Vec<Drawn>> {
     let mut replies: Vec<Drawn> = stored.replies().filter(|d| d.idx < n).cloned().collect();

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::repair::settings::{stop_rule, RepairSettings, Stopped};
+use crate::repair::settings::{stop_rule, Next, RepairSettings, Stopped};
 use crate::repair::{self, Attempt, PromptContext, ShownCase};
 use crate::spec::{Spec, StopWhen};
 use crate::store::{BatchId, PlannedParent, Store, StoreError};
@@ -49,13 +49,6 @@ impl RoundPlan {
     }
 }
 
-/// What comes after the rounds stored so far.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Next {
-    Round(RoundPlan),
-    Stop(Stopped),
-}
-
 /// Decides what follows round `done` of `batch` (every one of its replies
 /// stored, probed and scored), and when it is a round, stores its plan
 /// (the round's row and its parents' prompts) before returning it.
@@ -65,7 +58,7 @@ pub async fn next_round(
     batch: BatchId,
     settings: &RepairSettings,
     done: u32,
-) -> Result<Next, StoreError> {
+) -> Result<Next<RoundPlan>, StoreError> {
     let candidates = store.candidates(batch).await?;
     let lineage = store.lineage(batch).await?;
     let diagnostics = diagnostics(store, batch).await?;
@@ -131,20 +124,21 @@ pub async fn next_round(
     Ok(Next::Round(plan))
 }
 
-/// The round a resume goes on with: the last one begun, if it did not
-/// end, as it was planned (the same prompts).
-pub async fn unfinished_round(
+/// Repair round `round` of `batch` as it was planned (the same prompts),
+/// for a resume that goes on in it.
+pub async fn stored_round(
     store: &Store,
     batch: BatchId,
+    round: u32,
 ) -> Result<Option<RoundPlan>, StoreError> {
     let rounds = store.repair_rounds(batch).await?;
     Ok(rounds
-        .last()
-        .filter(|r| r.round > 0 && r.wall_s.is_none())
+        .into_iter()
+        .find(|r| r.round == round && round > 0)
         .map(|r| RoundPlan {
             round: r.round,
             first_idx: r.first_idx,
-            parents: r.parents.clone(),
+            parents: r.parents,
         }))
 }
 

@@ -23,16 +23,17 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::time::Instant;
 
 use anyhow::Result;
 
 use super::draw::{Ask, SuiteDraw};
 use super::ProblemDraw;
 use crate::draw::{DrawOptions, Plan};
+pub(super) use crate::engine::rounds::Resume;
+use crate::engine::rounds::{self, Planned, Round, RoundKind};
 use crate::repair::setup::{RepairRefused, Repairing};
 use crate::repair::{solution_of, suite_repair_prompt, ProgramState};
-use crate::repair::{stop_rule, RepairFlags, RepairSettings, Stopped};
+use crate::repair::{stop_rule, Next, RepairFlags, RepairSettings, Stopped};
 use crate::spec::Feedback;
 use crate::store::{
     BatchId, PlannedParent, ProblemRound, Store, SuiteCompletionRow, SuiteId, SuitePart,
@@ -41,19 +42,6 @@ use crate::store::{
 use crate::suite::Status;
 use crate::support::progress::Progress;
 use crate::text::extract::Extraction;
-
-/// Where a suite's rounds go on from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Resume {
-    /// Round 0, the first draw (what of it is stored is not drawn again).
-    First,
-    /// Repair round r, as its stored plan says.
-    Repair(u32),
-    /// After round r, which ended: decide what follows.
-    After(u32),
-    /// The rounds stopped: nothing more is drawn.
-    Stopped,
-}
 
 /// The settings of `flags`, and the repair pools' plan (from the pools
 /// file the draw uses, each server asked for a connection when `reach`).
@@ -92,13 +80,9 @@ pub async fn resolve(
 /// Where a suite that repairs goes on from, by its stored rounds.
 pub(super) async fn resume_point(store: &Store, suite: SuiteId) -> Result<Resume> {
     let rounds = store.suite_rounds(suite).await?;
-    Ok(match rounds.last() {
-        None => Resume::First,
-        Some(r) if r.wall_s.is_none() && r.round == 0 => Resume::First,
-        Some(r) if r.wall_s.is_none() => Resume::Repair(r.round),
-        Some(r) if r.stopped.is_some() => Resume::Stopped,
-        Some(r) => Resume::After(r.round),
-    })
+    Ok(Resume::of(rounds.last().map(|r| {
+        (r.round, r.wall_s.is_some(), r.stopped.is_some())
+    })))
 }
 
 /// A suite's rounds: its draw, and what it needs to plan a round.
@@ -114,73 +98,93 @@ impl Rounds<'_> {
     /// Runs the rounds from `at` until they stop: each round drawn, every
     /// program it gave built, run and stored, then the next one planned.
     /// Records each round's draw phase itself.
-    pub async fn run(&self, jobs: &mut [ProblemDraw], mut at: Resume) -> Result<()> {
-        loop {
-            let done = match at {
-                Resume::Stopped => return Ok(()),
-                Resume::After(done) => done,
-                Resume::First => {
-                    self.round(jobs, &Ask::First, 0).await?;
-                    0
-                }
-                Resume::Repair(round) => {
-                    let plans: HashMap<BatchId, Vec<PlannedParent>> = self
-                        .store
-                        .suite_round_plans(self.suite, round)
-                        .await?
-                        .into_iter()
-                        .map(|p| (p.batch, p.parents))
-                        .collect();
-                    let ask = Ask::Repair {
-                        round,
-                        plans: &plans,
-                    };
-                    self.round(jobs, &ask, round).await?;
-                    round
-                }
-            };
-            at = match next_round(self.store, self.suite, self.settings, done).await? {
-                Next::Round { round, parents } => {
-                    self.progress.note(&format!(
-                        "repair round {round}: {parents} failing completions sent back"
-                    ));
-                    Resume::Repair(round)
-                }
-                Next::Stop(why) => {
-                    self.store
-                        .stop_suite_rounds(self.suite, done, why.as_str())
-                        .await?;
-                    Resume::Stopped
-                }
-            };
-        }
-    }
-
-    /// One round: its draw, then every program added so far settled, then
-    /// its end stored.
-    async fn round(&self, jobs: &mut [ProblemDraw], ask: &Ask<'_>, round: u32) -> Result<()> {
-        let started = Instant::now();
-        let guard = self.draw.run(jobs, ask).await?;
-        self.store
-            .record_suite_phase(self.suite, &SuitePart::all(), &guard.finish())
-            .await?;
-        self.draw.programs.settled().await;
-        self.store
-            .end_suite_round(self.suite, round, started.elapsed().as_secs_f64())
-            .await?;
-        crate::support::testpoint::reached("suite.round").await;
-        Ok(())
+    pub async fn run(&self, jobs: &mut [ProblemDraw], at: Resume) -> Result<()> {
+        rounds::run(&mut SuiteRounds { rounds: self, jobs }, at, self.progress).await
     }
 }
 
-/// What follows a round.
-enum Next {
-    /// Round `round` is planned and stored, with `parents` in all.
-    Round {
-        round: u32,
-        parents: usize,
-    },
-    Stop(Stopped),
+/// A repair round of a suite as planned: every problem's parents.
+struct SuiteRound {
+    round: u32,
+    problems: Vec<ProblemRound>,
+}
+
+impl Planned for SuiteRound {
+    fn round(&self) -> u32 {
+        self.round
+    }
+
+    fn note(&self) -> String {
+        let parents: usize = self.problems.iter().map(|p| p.parents.len()).sum();
+        format!("{parents} failing completions sent back")
+    }
+}
+
+/// The rounds with the problems they draw for, as the round loop runs them.
+struct SuiteRounds<'a, 'b> {
+    rounds: &'a Rounds<'a>,
+    jobs: &'b mut [ProblemDraw],
+}
+
+impl RoundKind for SuiteRounds<'_, '_> {
+    type Plan = SuiteRound;
+
+    async fn stored_plan(&mut self, round: u32) -> Result<SuiteRound> {
+        let Rounds { store, suite, .. } = *self.rounds;
+        Ok(SuiteRound {
+            round,
+            problems: store.suite_round_plans(suite, round).await?,
+        })
+    }
+
+    /// One round: its draw, then every program added so far settled.
+    async fn run_round(&mut self, round: &Round<SuiteRound>) -> Result<()> {
+        let Rounds {
+            draw, store, suite, ..
+        } = *self.rounds;
+        let guard = match round {
+            Round::First => draw.run(self.jobs, &Ask::First).await?,
+            Round::Repair(plan) => {
+                let plans: HashMap<BatchId, Vec<PlannedParent>> = plan
+                    .problems
+                    .iter()
+                    .map(|p| (p.batch, p.parents.clone()))
+                    .collect();
+                let ask = Ask::Repair {
+                    round: plan.round,
+                    plans: &plans,
+                };
+                draw.run(self.jobs, &ask).await?
+            }
+        };
+        store
+            .record_suite_phase(suite, &SuitePart::all(), &guard.finish())
+            .await?;
+        draw.programs.settled().await;
+        Ok(())
+    }
+
+    async fn end_round(&mut self, round: u32, wall_s: f64) -> Result<()> {
+        let Rounds { store, suite, .. } = *self.rounds;
+        store.end_suite_round(suite, round, wall_s).await?;
+        crate::support::testpoint::reached("suite.round").await;
+        Ok(())
+    }
+
+    async fn plan_next(&mut self, done: u32) -> Result<Next<SuiteRound>> {
+        let Rounds {
+            store,
+            suite,
+            settings,
+            ..
+        } = *self.rounds;
+        next_round(store, suite, settings, done).await
+    }
+
+    async fn stop(&mut self, done: u32, why: Stopped) -> Result<()> {
+        let Rounds { store, suite, .. } = *self.rounds;
+        Ok(store.stop_suite_rounds(suite, done, why.as_str()).await?)
+    }
 }
 
 /// Decides what follows round `done` (every completion of it has its
@@ -190,7 +194,7 @@ async fn next_round(
     suite: SuiteId,
     settings: &RepairSettings,
     done: u32,
-) -> Result<Next> {
+) -> Result<Next<SuiteRound>> {
     let problems = store.suite_problems(suite).await?;
     let completions = store.suite_completions(suite).await?;
     let solved = problems
@@ -214,10 +218,10 @@ async fn next_round(
     }
     let round = done + 1;
     store.begin_suite_round(suite, round, &plans).await?;
-    Ok(Next::Round {
+    Ok(Next::Round(SuiteRound {
         round,
-        parents: plans.iter().map(|p| p.parents.len()).sum(),
-    })
+        problems: plans,
+    }))
 }
 
 /// Each unsolved problem's parents (its failing completions of round

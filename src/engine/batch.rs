@@ -391,27 +391,6 @@ struct TaskRounds<'a> {
     max_tokens: Option<u64>,
 }
 
-impl TaskRounds<'_> {
-    async fn run_round(&mut self, round: &Round<RoundPlan>) -> Result<()> {
-        let plan = match round {
-            Round::First => self.plan,
-            Round::Repair(_) => self.cfg.repair.plan.as_ref().unwrap_or(self.plan),
-        };
-        run_batch(
-            self.cfg,
-            plan,
-            self.store,
-            self.progress,
-            self.batch,
-            &self.stored,
-            self.prepared.take(),
-            round,
-            self.max_tokens,
-        )
-        .await
-    }
-}
-
 /// A batch that repairs: its rounds, and the settings they were asked with.
 struct RepairRounds<'a> {
     rounds: TaskRounds<'a>,
@@ -476,169 +455,176 @@ async fn finish(store: &Store, batch: BatchId) -> Result<()> {
     Ok(())
 }
 
-/// One round of a batch: draws the replies `round` asks for that the
-/// store lacks, and extracts, dedups (against every earlier round),
-/// probes and scores what is new.
-#[allow(clippy::too_many_arguments)]
-async fn run_batch(
-    cfg: &RunConfig,
-    plan: &Plan,
-    store: &Store,
-    progress: &Progress,
-    batch: BatchId,
-    stored: &ResumePlan,
-    prepared: Option<PhaseFigures>,
-    round: &Round<RoundPlan>,
-    max_tokens: Option<u64>,
-) -> Result<()> {
-    let batch_dir = batch_dir(cfg, store, batch).await?;
-    let errors_dir = batch_dir.join("errors");
-    std::fs::create_dir_all(&errors_dir)
-        .with_context(|| format!("cannot create {}", errors_dir.display()))?;
-    store.set_errors_dir(batch, &errors_dir).await?;
-    // What confines the scoring runs is found once and stored with the
-    // batch, with every warning, so a weaker sandbox is never silent.
-    let sandbox = Arc::new(Sandbox::probe(cfg.spec.limits.processes));
-    store
-        .set_batch_setup(
-            batch,
-            cfg.spec.dedup_by,
-            &sandbox.describe(cfg.spec.limits.memory_bytes),
-            sandbox.warnings(),
-            &blake3::hash(cfg.spec.committed.source.as_bytes()).to_hex(),
-        )
-        .await?;
-
-    // Opened before the draw, so waves can build while replies arrive; off
-    // the async threads, since another batch may hold its lock for a while
-    // and Ctrl-C must still work.
-    let guard = PhaseGuard::start(Phase::Prepare);
-    let package = open_package(cfg).await?;
-    let figures = guard.finish();
-    record(store, batch, prepared.map_or(figures, |p| p.then(figures))).await?;
-    // Asked while the draw runs; a toolchain that cannot say what it is
-    // leaves the run's record empty, not the batch failed.
-    let asking_toolchain = async {
-        probe::toolchain(&package)
-            .await
-            .inspect_err(|e| tracing::warn!("cannot ask the probe's toolchain its version: {e:#}"))
-            .ok()
-    };
-    let (tap, drawn_rx) = mpsc::unbounded_channel();
-    let (candidates_tx, candidates_rx) = mpsc::unbounded_channel();
-    let extracting = tokio::spawn(extract_stream(
-        cfg.spec.entry.clone(),
-        cfg.spec.dedup_by,
-        drawn_rx,
-        candidates_tx,
-    ));
-    let drawing = async {
-        let guard = PhaseGuard::start(Phase::Draw);
-        let replies = draw(
-            plan,
-            round.end(cfg.n),
+impl TaskRounds<'_> {
+    /// One round of a batch: draws the replies `round` asks for that the
+    /// store lacks, and extracts, dedups (against every earlier round),
+    /// probes and scores what is new.
+    async fn run_round(&mut self, round: &Round<RoundPlan>) -> Result<()> {
+        let prepared = self.prepared.take();
+        let TaskRounds {
+            cfg,
             store,
             progress,
             batch,
-            stored,
-            Some(tap),
-            round,
             max_tokens,
-        )
-        .await;
-        (replies, guard.finish(), PhaseGuard::start(Phase::Probe))
-    };
-    let streaming = stream_probe(&package, cfg.probe, candidates_rx, progress);
-    let ((replies, draw_figures, tail), streamed, toolchain) =
-        tokio::join!(drawing, streaming, asking_toolchain);
-    let replies = replies?;
-    let mut streamed_extractions = extracting.await.context("the extraction task panicked")?;
-    let (streamed, mut images, mut stats) = streamed?;
-    record(store, batch, draw_figures).await?;
-    testpoint::reached("draw.done").await;
-    // Nothing to extract: the batch fails with the engine's sentence, and
-    // every reply stays stored.
-    if let Some(why) = crate::draw::all_failed(&replies) {
-        anyhow::bail!(why);
-    }
-
-    let guard = PhaseGuard::start(Phase::ExtractDedup);
-    let extracted = extract_and_dedup(
-        &cfg.spec,
-        &replies,
-        &mut streamed_extractions,
-        store,
-        batch,
-        stored,
-    )
-    .await?;
-    let extract_figures = guard.finish();
-
-    // On a resume, only what lacks a verdict or a score is built and run
-    // (stored replies are not tapped, so the stream probed none of them).
-    let to_probe: Vec<Unique> = extracted
-        .into_iter()
-        .filter(|u| stored.probe(u.idx).is_none())
-        .collect();
-    let kept_to_score: Vec<(usize, &str)> = stored.compiled_unscored().collect();
-    let probed = settle_probe(
-        &package,
-        cfg.probe.mode,
-        &to_probe,
-        streamed,
-        &mut images,
-        &mut stats,
-    )
-    .await?;
-    let figures = tail.finish();
-    record(store, batch, extract_figures).await?;
-    // A batch always has its own probe run (with its waves' figures); a
-    // resume that probed nothing new leaves the stored one as it is.
-    if !probed.is_empty() || stored.probe_run.is_none() {
-        let done = ProbeDone {
-            mode: cfg.probe.mode,
-            figures: &figures,
-            stats: &stats,
-            toolchain: toolchain.as_ref(),
-            run: stored.probe_run,
-            adds: round.number() > 0,
+            ref stored,
+            ..
+        } = *self;
+        let plan = match round {
+            Round::First => self.plan,
+            Round::Repair(_) => cfg.repair.plan.as_ref().unwrap_or(self.plan),
         };
-        store_probe(store, batch, probed.clone(), &errors_dir, done).await?;
-    }
-    record(store, batch, figures).await?;
+        let batch_dir = batch_dir(cfg, store, batch).await?;
+        let errors_dir = batch_dir.join("errors");
+        std::fs::create_dir_all(&errors_dir)
+            .with_context(|| format!("cannot create {}", errors_dir.display()))?;
+        store.set_errors_dir(batch, &errors_dir).await?;
+        // What confines the scoring runs is found once and stored with the
+        // batch, with every warning, so a weaker sandbox is never silent.
+        let sandbox = Arc::new(Sandbox::probe(cfg.spec.limits.processes));
+        store
+            .set_batch_setup(
+                batch,
+                cfg.spec.dedup_by,
+                &sandbox.describe(cfg.spec.limits.memory_bytes),
+                sandbox.warnings(),
+                &blake3::hash(cfg.spec.committed.source.as_bytes()).to_hex(),
+            )
+            .await?;
 
-    // Candidates compiled in an earlier attempt (a resume) have no image in
-    // this process: built again, their verdicts already stored.
-    if !kept_to_score.is_empty() {
-        let out = probe::probe(&package, cfg.probe.mode, &kept_to_score, |_| {}).await?;
-        images.extend(out.images);
-    }
-    let compiled: Vec<usize> = probed
-        .iter()
-        .filter(|p| p.verdict.compiled())
-        .map(|p| p.idx)
-        .chain(kept_to_score.iter().map(|(idx, _)| *idx))
-        .collect();
-    let ready = keep_images(&batch_dir, &compiled, &images)?;
-    let keys = if stored.committed_scored() {
-        Vec::new()
-    } else {
-        vec![ModuleKey::Committed]
-    };
-    let scoring = Scoring {
-        spec: &cfg.spec,
-        batch_dir: &batch_dir,
-        store,
-        progress,
-        batch,
-        // Only a batch with repair rounds shows a model its wrong answers.
-        keep_answers: cfg.repair.settings.as_ref().is_some_and(|s| s.rounds > 0),
-        toolchain: toolchain.as_ref(),
-    };
-    scoring
-        .build_and_score(package, keys, ready, sandbox)
+        // Opened before the draw, so waves can build while replies arrive; off
+        // the async threads, since another batch may hold its lock for a while
+        // and Ctrl-C must still work.
+        let guard = PhaseGuard::start(Phase::Prepare);
+        let package = open_package(cfg).await?;
+        let figures = guard.finish();
+        record(store, batch, prepared.map_or(figures, |p| p.then(figures))).await?;
+        // Asked while the draw runs; a toolchain that cannot say what it is
+        // leaves the run's record empty, not the batch failed.
+        let asking_toolchain = async {
+            probe::toolchain(&package)
+                .await
+                .inspect_err(|e| {
+                    tracing::warn!("cannot ask the probe's toolchain its version: {e:#}")
+                })
+                .ok()
+        };
+        let (tap, drawn_rx) = mpsc::unbounded_channel();
+        let (candidates_tx, candidates_rx) = mpsc::unbounded_channel();
+        let extracting = tokio::spawn(extract_stream(
+            cfg.spec.entry.clone(),
+            cfg.spec.dedup_by,
+            drawn_rx,
+            candidates_tx,
+        ));
+        let drawing = async {
+            let guard = PhaseGuard::start(Phase::Draw);
+            let replies = draw(
+                plan,
+                round.end(cfg.n),
+                store,
+                progress,
+                batch,
+                stored,
+                Some(tap),
+                round,
+                max_tokens,
+            )
+            .await;
+            (replies, guard.finish(), PhaseGuard::start(Phase::Probe))
+        };
+        let streaming = stream_probe(&package, cfg.probe, candidates_rx, progress);
+        let ((replies, draw_figures, tail), streamed, toolchain) =
+            tokio::join!(drawing, streaming, asking_toolchain);
+        let replies = replies?;
+        let mut streamed_extractions = extracting.await.context("the extraction task panicked")?;
+        let (streamed, mut images, mut stats) = streamed?;
+        record(store, batch, draw_figures).await?;
+        testpoint::reached("draw.done").await;
+        // Nothing to extract: the batch fails with the engine's sentence, and
+        // every reply stays stored.
+        if let Some(why) = crate::draw::all_failed(&replies) {
+            anyhow::bail!(why);
+        }
+
+        let guard = PhaseGuard::start(Phase::ExtractDedup);
+        let extracted = extract_and_dedup(
+            &cfg.spec,
+            &replies,
+            &mut streamed_extractions,
+            store,
+            batch,
+            stored,
+        )
         .await?;
-    Ok(())
+        let extract_figures = guard.finish();
+
+        // On a resume, only what lacks a verdict or a score is built and run
+        // (stored replies are not tapped, so the stream probed none of them).
+        let to_probe: Vec<Unique> = extracted
+            .into_iter()
+            .filter(|u| stored.probe(u.idx).is_none())
+            .collect();
+        let kept_to_score: Vec<(usize, &str)> = stored.compiled_unscored().collect();
+        let probed = settle_probe(
+            &package,
+            cfg.probe.mode,
+            &to_probe,
+            streamed,
+            &mut images,
+            &mut stats,
+        )
+        .await?;
+        let figures = tail.finish();
+        record(store, batch, extract_figures).await?;
+        // A batch always has its own probe run (with its waves' figures); a
+        // resume that probed nothing new leaves the stored one as it is.
+        if !probed.is_empty() || stored.probe_run.is_none() {
+            let done = ProbeDone {
+                mode: cfg.probe.mode,
+                figures: &figures,
+                stats: &stats,
+                toolchain: toolchain.as_ref(),
+                run: stored.probe_run,
+                adds: round.number() > 0,
+            };
+            store_probe(store, batch, probed.clone(), &errors_dir, done).await?;
+        }
+        record(store, batch, figures).await?;
+
+        // Candidates compiled in an earlier attempt (a resume) have no image in
+        // this process: built again, their verdicts already stored.
+        if !kept_to_score.is_empty() {
+            let out = probe::probe(&package, cfg.probe.mode, &kept_to_score, |_| {}).await?;
+            images.extend(out.images);
+        }
+        let compiled: Vec<usize> = probed
+            .iter()
+            .filter(|p| p.verdict.compiled())
+            .map(|p| p.idx)
+            .chain(kept_to_score.iter().map(|(idx, _)| *idx))
+            .collect();
+        let ready = keep_images(&batch_dir, &compiled, &images)?;
+        let keys = if stored.committed_scored() {
+            Vec::new()
+        } else {
+            vec![ModuleKey::Committed]
+        };
+        let scoring = Scoring {
+            spec: &cfg.spec,
+            batch_dir: &batch_dir,
+            store,
+            progress,
+            batch,
+            // Only a batch with repair rounds shows a model its wrong answers.
+            keep_answers: cfg.repair.settings.as_ref().is_some_and(|s| s.rounds > 0),
+            toolchain: toolchain.as_ref(),
+        };
+        scoring
+            .build_and_score(package, keys, ready, sandbox)
+            .await?;
+        Ok(())
+    }
 }
 
 async fn record(store: &Store, batch: BatchId, figures: PhaseFigures) -> Result<()> {

@@ -21,27 +21,20 @@
 //! `repair_parents`), so a resume goes on in the round it stopped in, asks
 //! the same prompts, and draws only the completions the store lacks.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use anyhow::Result;
 
-use super::draw::{Ask, SuiteDraw};
+use super::draw::SuiteDraw;
 use super::ProblemDraw;
 use crate::draw::{DrawOptions, Plan};
 pub(super) use crate::engine::rounds::Resume;
 use crate::engine::rounds::{self, Planned, Round, RoundKind};
+use crate::repair::planner::{self, SuiteRoundPlan};
 use crate::repair::setup::{RepairRefused, Repairing};
-use crate::repair::{solution_of, suite_repair_prompt, ProgramState};
-use crate::repair::{stop_rule, Next, RepairFlags, RepairSettings, Stopped};
-use crate::spec::Feedback;
-use crate::store::{
-    BatchId, PlannedParent, ProblemRound, Store, SuiteCompletionRow, SuiteId, SuitePart,
-    SuiteProblemRow,
-};
-use crate::suite::Status;
+use crate::repair::{Next, RepairFlags, RepairSettings, Stopped};
+use crate::store::{Store, SuiteId, SuitePart};
 use crate::support::progress::Progress;
-use crate::text::extract::Extraction;
 
 /// The settings of `flags`, and the repair pools' plan (from the pools
 /// file the draw uses, each server asked for a connection when `reach`).
@@ -103,20 +96,13 @@ impl Rounds<'_> {
     }
 }
 
-/// A repair round of a suite as planned: every problem's parents.
-struct SuiteRound {
-    round: u32,
-    problems: Vec<ProblemRound>,
-}
-
-impl Planned for SuiteRound {
+impl Planned for SuiteRoundPlan {
     fn round(&self) -> u32 {
         self.round
     }
 
     fn note(&self) -> String {
-        let parents: usize = self.problems.iter().map(|p| p.parents.len()).sum();
-        format!("{parents} failing completions sent back")
+        format!("{} failing completions sent back", self.parents())
     }
 }
 
@@ -127,36 +113,19 @@ struct SuiteRounds<'a, 'b> {
 }
 
 impl RoundKind for SuiteRounds<'_, '_> {
-    type Plan = SuiteRound;
+    type Plan = SuiteRoundPlan;
 
-    async fn stored_plan(&mut self, round: u32) -> Result<SuiteRound> {
+    async fn stored_plan(&mut self, round: u32) -> Result<SuiteRoundPlan> {
         let Rounds { store, suite, .. } = *self.rounds;
-        Ok(SuiteRound {
-            round,
-            problems: store.suite_round_plans(suite, round).await?,
-        })
+        Ok(SuiteRoundPlan::stored(store, suite, round).await?)
     }
 
     /// One round: its draw, then every program added so far settled.
-    async fn run_round(&mut self, round: &Round<SuiteRound>) -> Result<()> {
+    async fn run_round(&mut self, round: &Round<SuiteRoundPlan>) -> Result<()> {
         let Rounds {
             draw, store, suite, ..
         } = *self.rounds;
-        let guard = match round {
-            Round::First => draw.run(self.jobs, &Ask::First).await?,
-            Round::Repair(plan) => {
-                let plans: HashMap<BatchId, Vec<PlannedParent>> = plan
-                    .problems
-                    .iter()
-                    .map(|p| (p.batch, p.parents.clone()))
-                    .collect();
-                let ask = Ask::Repair {
-                    round: plan.round,
-                    plans: &plans,
-                };
-                draw.run(self.jobs, &ask).await?
-            }
-        };
+        let guard = draw.run(self.jobs, round).await?;
         store
             .record_suite_phase(suite, &SuitePart::all(), &guard.finish())
             .await?;
@@ -171,121 +140,18 @@ impl RoundKind for SuiteRounds<'_, '_> {
         Ok(())
     }
 
-    async fn plan_next(&mut self, done: u32) -> Result<Next<SuiteRound>> {
+    async fn plan_next(&mut self, done: u32) -> Result<Next<SuiteRoundPlan>> {
         let Rounds {
             store,
             suite,
             settings,
             ..
         } = *self.rounds;
-        next_round(store, suite, settings, done).await
+        Ok(planner::next_suite_round(store, suite, settings, done).await?)
     }
 
     async fn stop(&mut self, done: u32, why: Stopped) -> Result<()> {
         let Rounds { store, suite, .. } = *self.rounds;
         Ok(store.stop_suite_rounds(suite, done, why.as_str()).await?)
     }
-}
-
-/// Decides what follows round `done` (every completion of it has its
-/// outcome) and, when it is a round, stores its plan before returning.
-async fn next_round(
-    store: &Store,
-    suite: SuiteId,
-    settings: &RepairSettings,
-    done: u32,
-) -> Result<Next<SuiteRound>> {
-    let problems = store.suite_problems(suite).await?;
-    let completions = store.suite_completions(suite).await?;
-    let solved = problems
-        .iter()
-        .all(|p| {
-            completions
-                .iter()
-                .any(|c| c.batch_id == p.batch_id && passed(c))
-        })
-        .then_some(Stopped::AllPass);
-    let spent = completions
-        .iter()
-        .filter_map(|c| c.drawn.reply.completion_tokens)
-        .sum();
-    if let Some(stopped) = stop_rule(settings, done, solved, spent) {
-        return Ok(Next::Stop(stopped));
-    }
-    let plans = plan_round(&problems, &completions, done, settings.feedback_mode());
-    if plans.is_empty() {
-        return Ok(Next::Stop(Stopped::NoParents));
-    }
-    let round = done + 1;
-    store.begin_suite_round(suite, round, &plans).await?;
-    Ok(Next::Round(SuiteRound {
-        round,
-        problems: plans,
-    }))
-}
-
-/// Each unsolved problem's parents (its failing completions of round
-/// `done` that gave a program), each with one child numbered on from the
-/// problem's last completion, and the prompt it is asked.
-fn plan_round(
-    problems: &[SuiteProblemRow],
-    completions: &[SuiteCompletionRow],
-    done: u32,
-    mode: Feedback,
-) -> Vec<ProblemRound> {
-    let mut plans = Vec::new();
-    for p in problems {
-        let of: Vec<&SuiteCompletionRow> = completions
-            .iter()
-            .filter(|c| c.batch_id == p.batch_id)
-            .collect();
-        if of.iter().any(|c| passed(c)) {
-            continue;
-        }
-        let mut next = of.iter().map(|c| c.idx + 1).max().unwrap_or(0);
-        let mut parents = Vec::new();
-        for c in of.iter().filter(|c| c.round == done) {
-            let Some(prompt) = repair_prompt(p, c, mode) else {
-                continue;
-            };
-            parents.push(PlannedParent {
-                parent: c.idx,
-                first_idx: next,
-                children: 1,
-                prompt,
-            });
-            next += 1;
-        }
-        if !parents.is_empty() {
-            plans.push(ProblemRound {
-                batch: p.batch_id,
-                parents,
-            });
-        }
-    }
-    plans
-}
-
-fn passed(c: &SuiteCompletionRow) -> bool {
-    c.outcome
-        .as_ref()
-        .is_some_and(|o| o.outcome.status() == Status::Ok)
-}
-
-/// The prompt that asks for a repair of completion `c`; `None` when it
-/// gave no program or has nothing to repair.
-fn repair_prompt(p: &SuiteProblemRow, c: &SuiteCompletionRow, mode: Feedback) -> Option<String> {
-    let Some(Extraction::Source(program)) = &c.extraction else {
-        return None;
-    };
-    let outcome = c.outcome.as_ref()?;
-    let diagnostics = outcome.diagnostics.clone().unwrap_or_default();
-    let state = ProgramState::of_outcome(
-        &p.problem,
-        &outcome.outcome,
-        &diagnostics,
-        &outcome.messages,
-    )?;
-    let solution = solution_of(&p.problem, program)?;
-    Some(suite_repair_prompt(&p.problem, solution, &state, mode))
 }

@@ -13,5 +13,6 @@ pub mod outputs;
 pub mod promote;
 pub mod replay;
 pub mod resume;
+mod rounds;
 pub mod suite;
 pub mod sweep;

@@ -50,7 +50,7 @@ pub use feedback::{compiler_errors, Feedback};
 pub use parents::{choose_parents, spread, Parent};
 pub use prompt::{fill, repair_prompt, PromptContext};
 pub use rounds::{attempts, RoundFigures, RoundsTable};
-pub use settings::{stop_rule, RepairFlags, RepairSettings, Stopped};
+pub use settings::{stop_rule, Next, RepairFlags, RepairSettings, Stopped};
 pub use suite::{
     panic_message, solution_of, suite_repair_prompt, FailedAssert, ProgramState, KEPT_MESSAGE_CHARS,
 };

@@ -1,16 +1,24 @@
-//! The next repair round of a batch, read from what the store holds of
-//! the rounds before it (issue 28): whether the rounds stop, and if not,
-//! its parents, their prompts and the replies it asks for. The pure parts
+//! The next repair round of a batch or a suite, read from what the store
+//! holds of the rounds before it (issue 28): whether the rounds stop (the
+//! one [`stop_rule`], then no parents left), and if not, its parents,
+//! their prompts and the replies it asks for. The pure parts
 //! (parents, feedback, prompts) are `repair`'s; this module reads the rows
 //! and writes the round's plan before any of its requests is sent, so a
 //! resume asks the same parents the same prompts.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::repair::settings::{stop_rule, RepairSettings, Stopped};
+use super::suite_rounds::passed;
+use crate::repair::settings::{stop_rule, Next, RepairSettings, Stopped};
 use crate::repair::{self, Attempt, PromptContext, ShownCase};
+use crate::repair::{solution_of, suite_repair_prompt, ProgramState};
+use crate::spec::Feedback;
 use crate::spec::{Spec, StopWhen};
-use crate::store::{BatchId, PlannedParent, Store, StoreError};
+use crate::store::{
+    BatchId, PlannedParent, ProblemRound, Store, StoreError, SuiteCompletionRow, SuiteId,
+    SuiteProblemRow,
+};
+use crate::text::extract::Extraction;
 
 /// A repair round as planned: its replies are `first_idx ..
 /// first_idx + n`, each parent's children a run of them.
@@ -49,13 +57,6 @@ impl RoundPlan {
     }
 }
 
-/// What comes after the rounds stored so far.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Next {
-    Round(RoundPlan),
-    Stop(Stopped),
-}
-
 /// Decides what follows round `done` of `batch` (every one of its replies
 /// stored, probed and scored), and when it is a round, stores its plan
 /// (the round's row and its parents' prompts) before returning it.
@@ -65,7 +66,7 @@ pub async fn next_round(
     batch: BatchId,
     settings: &RepairSettings,
     done: u32,
-) -> Result<Next, StoreError> {
+) -> Result<Next<RoundPlan>, StoreError> {
     let candidates = store.candidates(batch).await?;
     let lineage = store.lineage(batch).await?;
     let diagnostics = diagnostics(store, batch).await?;
@@ -131,20 +132,21 @@ pub async fn next_round(
     Ok(Next::Round(plan))
 }
 
-/// The round a resume goes on with: the last one begun, if it did not
-/// end, as it was planned (the same prompts).
-pub async fn unfinished_round(
+/// Repair round `round` of `batch` as it was planned (the same prompts),
+/// for a resume that goes on in it.
+pub async fn stored_round(
     store: &Store,
     batch: BatchId,
+    round: u32,
 ) -> Result<Option<RoundPlan>, StoreError> {
     let rounds = store.repair_rounds(batch).await?;
     Ok(rounds
-        .last()
-        .filter(|r| r.round > 0 && r.wall_s.is_none())
+        .into_iter()
+        .find(|r| r.round == round && round > 0)
         .map(|r| RoundPlan {
             round: r.round,
             first_idx: r.first_idx,
-            parents: r.parents.clone(),
+            parents: r.parents,
         }))
 }
 
@@ -188,6 +190,132 @@ async fn diagnostics(store: &Store, batch: BatchId) -> Result<HashMap<usize, Str
         .filter(|v| !v.diagnostics.is_empty())
         .map(|v| (v.idx, v.diagnostics))
         .collect())
+}
+
+/// A suite's repair round as planned: each problem's parents, by its
+/// batch, each with one child asked its prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SuiteRoundPlan {
+    pub round: u32,
+    pub plans: HashMap<BatchId, Vec<PlannedParent>>,
+}
+
+impl SuiteRoundPlan {
+    /// Round `round` of `suite` as it was planned (the same prompts), for
+    /// a resume that goes on in it.
+    pub async fn stored(
+        store: &Store,
+        suite: SuiteId,
+        round: u32,
+    ) -> Result<SuiteRoundPlan, StoreError> {
+        let plans = store.suite_round_plans(suite, round).await?;
+        Ok(SuiteRoundPlan {
+            round,
+            plans: plans.into_iter().map(|p| (p.batch, p.parents)).collect(),
+        })
+    }
+
+    /// Parents in all.
+    pub fn parents(&self) -> usize {
+        self.plans.values().map(Vec::len).sum()
+    }
+}
+
+/// Decides what follows round `done` of `suite` (every completion of it
+/// has its outcome) and, when it is a round, stores its plan before returning.
+pub async fn next_suite_round(
+    store: &Store,
+    suite: SuiteId,
+    settings: &RepairSettings,
+    done: u32,
+) -> Result<Next<SuiteRoundPlan>, StoreError> {
+    let problems = store.suite_problems(suite).await?;
+    let completions = store.suite_completions(suite).await?;
+    let solved = problems
+        .iter()
+        .all(|p| {
+            completions
+                .iter()
+                .any(|c| c.batch_id == p.batch_id && passed(c))
+        })
+        .then_some(Stopped::AllPass);
+    let spent = completions
+        .iter()
+        .filter_map(|c| c.drawn.reply.completion_tokens)
+        .sum();
+    if let Some(stopped) = stop_rule(settings, done, solved, spent) {
+        return Ok(Next::Stop(stopped));
+    }
+    let plans = plan_suite_round(&problems, &completions, done, settings.feedback_mode());
+    if plans.is_empty() {
+        return Ok(Next::Stop(Stopped::NoParents));
+    }
+    let round = done + 1;
+    store.begin_suite_round(suite, round, &plans).await?;
+    Ok(Next::Round(SuiteRoundPlan {
+        round,
+        plans: plans.into_iter().map(|p| (p.batch, p.parents)).collect(),
+    }))
+}
+
+/// Each unsolved problem's parents (its failing completions of round
+/// `done` that gave a program), each with one child numbered on from the
+/// problem's last completion, and the prompt it is asked.
+fn plan_suite_round(
+    problems: &[SuiteProblemRow],
+    completions: &[SuiteCompletionRow],
+    done: u32,
+    mode: Feedback,
+) -> Vec<ProblemRound> {
+    let mut plans = Vec::new();
+    for p in problems {
+        let of: Vec<&SuiteCompletionRow> = completions
+            .iter()
+            .filter(|c| c.batch_id == p.batch_id)
+            .collect();
+        if of.iter().any(|c| passed(c)) {
+            continue;
+        }
+        let mut next = of.iter().map(|c| c.idx + 1).max().unwrap_or(0);
+        let mut parents = Vec::new();
+        for c in of.iter().filter(|c| c.round == done) {
+            let Some(prompt) = suite_prompt(p, c, mode) else {
+                continue;
+            };
+            parents.push(PlannedParent {
+                parent: c.idx,
+                first_idx: next,
+                children: 1,
+                prompt,
+            });
+            next += 1;
+        }
+        if !parents.is_empty() {
+            plans.push(ProblemRound {
+                batch: p.batch_id,
+                parents,
+            });
+        }
+    }
+    plans
+}
+
+/// The prompt that asks for a repair of completion `c`; `None` when it
+/// gave no program or has nothing to repair.
+fn suite_prompt(p: &SuiteProblemRow, c: &SuiteCompletionRow, mode: Feedback) -> Option<String> {
+    let Some(Extraction::Source(program)) = &c.extraction else {
+        return None;
+    };
+    let outcome = c.outcome.as_ref()?;
+    let diagnostics = outcome.diagnostics.clone().unwrap_or_default();
+    let state = ProgramState::of_outcome(
+        &p.problem,
+        &outcome.outcome,
+        &diagnostics,
+        &outcome.messages,
+    )?;
+    let solution = solution_of(&p.problem, program)?;
+    Some(suite_repair_prompt(&p.problem, solution, &state, mode))
 }
 
 #[cfg(test)]

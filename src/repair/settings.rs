@@ -134,6 +134,14 @@ impl Stopped {
     }
 }
 
+/// What follows a round, for either kind: the next round as planned (and
+/// stored), or why none does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next<P> {
+    Round(P),
+    Stop(Stopped),
+}
+
 /// The one stop rule, asked after round `done` ended, before the next
 /// round is planned; in this order: what the rounds came to (`solved`, the
 /// kind's own reading: a task's stop rule, a suite's every problem

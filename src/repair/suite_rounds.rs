@@ -106,7 +106,8 @@ pub fn suite_round_figures(
         .collect()
 }
 
-fn passed(c: &SuiteCompletionRow) -> bool {
+/// Whether the completion's program passed every assert.
+pub(super) fn passed(c: &SuiteCompletionRow) -> bool {
     c.outcome
         .as_ref()
         .is_some_and(|o| o.outcome.status() == Status::Ok)

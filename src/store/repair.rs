@@ -80,6 +80,25 @@ impl Store {
         parents: &[PlannedParent],
     ) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await.map_err(self.sql())?;
+        let now = crate::support::clock::utc_now();
+        self.insert_round(&mut tx, batch, round, first_idx, n, &now, parents)
+            .await?;
+        tx.commit().await.map_err(self.sql())
+    }
+
+    /// A batch's round row and its parents, for a task's round or a
+    /// problem's share of a suite's.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn insert_round(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+        batch: BatchId,
+        round: u32,
+        first_idx: usize,
+        n: usize,
+        started_at: &str,
+        parents: &[PlannedParent],
+    ) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO repair_rounds (batch_id, round, first_idx, n, started_at)
              VALUES ($1, $2, $3, $4, $5)",
@@ -88,8 +107,8 @@ impl Store {
         .bind(i64::from(round))
         .bind(first_idx as i64)
         .bind(n as i64)
-        .bind(crate::support::clock::utc_now())
-        .execute(&mut *tx)
+        .bind(started_at)
+        .execute(&mut **tx)
         .await
         .map_err(self.sql())?;
         for p in parents {
@@ -103,11 +122,11 @@ impl Store {
             .bind(p.first_idx as i64)
             .bind(p.children as i64)
             .bind(&p.prompt)
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await
             .map_err(self.sql())?;
         }
-        tx.commit().await.map_err(self.sql())
+        Ok(())
     }
 
     /// Ends a round with its wall time and, if no round follows, why.

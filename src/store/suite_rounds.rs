@@ -83,33 +83,8 @@ impl Store {
         for p in problems {
             let first = p.parents.iter().map(|c| c.first_idx).min().unwrap_or(0);
             let n: usize = p.parents.iter().map(|c| c.children).sum();
-            sqlx::query(
-                "INSERT INTO repair_rounds (batch_id, round, first_idx, n, started_at)
-                 VALUES ($1, $2, $3, $4, $5)",
-            )
-            .bind(p.batch)
-            .bind(i64::from(round))
-            .bind(first as i64)
-            .bind(n as i64)
-            .bind(&now)
-            .execute(&mut *tx)
-            .await
-            .map_err(self.sql())?;
-            for c in &p.parents {
-                sqlx::query(
-                    "INSERT INTO repair_parents (batch_id, round, parent, first_idx, children, prompt)
-                     VALUES ($1, $2, $3, $4, $5, $6)",
-                )
-                .bind(p.batch)
-                .bind(i64::from(round))
-                .bind(c.parent as i64)
-                .bind(c.first_idx as i64)
-                .bind(c.children as i64)
-                .bind(&c.prompt)
-                .execute(&mut *tx)
-                .await
-                .map_err(self.sql())?;
-            }
+            self.insert_round(&mut tx, p.batch, round, first, n, &now, &p.parents)
+                .await?;
         }
         tx.commit().await.map_err(self.sql())
     }

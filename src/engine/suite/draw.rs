@@ -26,6 +26,8 @@ use super::stream::{Programs, Work};
 use super::Key;
 use crate::draw::http::Prompt;
 use crate::draw::{DrawEvent, Drawn, EarlyStop, Plan};
+use crate::engine::rounds::Round;
+use crate::repair::planner::SuiteRoundPlan;
 use crate::store::{BatchId, NewCompletion, PlannedParent, Store, SuiteOutcomeRow};
 use crate::suite::{
     chat_program, chat_prompt, completion_program, entry_name, CompletionOutcome, Problem,
@@ -47,16 +49,9 @@ pub struct DrawSettings {
     pub repair: crate::repair::setup::Repairing,
 }
 
-/// What a draw asks each problem for.
-pub(super) enum Ask<'p> {
-    /// The first draw: `n` completions of the problem's own prompt.
-    First,
-    /// A repair round: each parent's child asked its prompt, by problem.
-    Repair {
-        round: u32,
-        plans: &'p HashMap<BatchId, Vec<PlannedParent>>,
-    },
-}
+/// What a draw asks each problem for: the first draw's `n` completions of
+/// its own prompt, or a repair round's children.
+pub(super) type Ask = Round<SuiteRoundPlan>;
 
 /// One problem's share of the draw.
 pub(super) struct ProblemDraw {
@@ -107,7 +102,7 @@ impl SuiteDraw<'_> {
     /// Draws every problem's missing completions of what `ask` asks;
     /// returns the draw phase's guard (for the caller to record once it is
     /// over).
-    pub async fn run(&self, jobs: &mut [ProblemDraw], ask: &Ask<'_>) -> Result<PhaseGuard> {
+    pub async fn run(&self, jobs: &mut [ProblemDraw], ask: &Ask) -> Result<PhaseGuard> {
         let guard = PhaseGuard::start(Phase::Draw);
         for job in jobs.iter_mut() {
             if job.n == 0 {
@@ -117,13 +112,15 @@ impl SuiteDraw<'_> {
         let wanted: usize = jobs
             .iter()
             .map(|j| match ask {
-                Ask::First => (0..j.n).filter(|i| !j.stored.contains(i)).count(),
-                Ask::Repair { plans, .. } => plans.get(&j.batch).map_or(0, |ps| {
-                    ps.iter()
-                        .flat_map(|p| p.first_idx..p.first_idx + p.children)
-                        .filter(|i| !j.stored.contains(i))
-                        .count()
-                }),
+                Round::First => (0..j.n).filter(|i| !j.stored.contains(i)).count(),
+                Round::Repair(SuiteRoundPlan { plans, .. }) => {
+                    plans.get(&j.batch).map_or(0, |ps| {
+                        ps.iter()
+                            .flat_map(|p| p.first_idx..p.first_idx + p.children)
+                            .filter(|i| !j.stored.contains(i))
+                            .count()
+                    })
+                }
             })
             .sum();
         let bar = self.progress.bar("draw", wanted);
@@ -159,7 +156,7 @@ impl SuiteDraw<'_> {
     async fn draw_problem(
         &self,
         job: &mut ProblemDraw,
-        ask: &Ask<'_>,
+        ask: &Ask,
         tally: &Tally,
         bar: &indicatif::ProgressBar,
     ) -> Result<()> {
@@ -167,8 +164,8 @@ impl SuiteDraw<'_> {
             return Ok(());
         }
         match ask {
-            Ask::First => self.draw_first(job, tally, bar).await,
-            Ask::Repair { round, plans } => {
+            Round::First => self.draw_first(job, tally, bar).await,
+            Round::Repair(SuiteRoundPlan { round, plans }) => {
                 let Some(parents) = plans.get(&job.batch) else {
                     return Ok(());
                 };

@@ -21,39 +21,20 @@
 //! `repair_parents`), so a resume goes on in the round it stopped in, asks
 //! the same prompts, and draws only the completions the store lacks.
 
-use std::collections::HashMap;
 use std::path::Path;
-use std::time::Instant;
 
 use anyhow::Result;
 
-use super::draw::{Ask, SuiteDraw};
+use super::draw::SuiteDraw;
 use super::ProblemDraw;
 use crate::draw::{DrawOptions, Plan};
+pub(super) use crate::engine::rounds::Resume;
+use crate::engine::rounds::{self, Planned, Round, RoundKind};
+use crate::repair::planner::{self, SuiteRoundPlan};
 use crate::repair::setup::{RepairRefused, Repairing};
-use crate::repair::{solution_of, suite_repair_prompt, ProgramState};
-use crate::repair::{stop_rule, RepairFlags, RepairSettings, Stopped};
-use crate::spec::Feedback;
-use crate::store::{
-    BatchId, PlannedParent, ProblemRound, Store, SuiteCompletionRow, SuiteId, SuitePart,
-    SuiteProblemRow,
-};
-use crate::suite::Status;
+use crate::repair::{Next, RepairFlags, RepairSettings, Stopped};
+use crate::store::{Store, SuiteId, SuitePart};
 use crate::support::progress::Progress;
-use crate::text::extract::Extraction;
-
-/// Where a suite's rounds go on from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Resume {
-    /// Round 0, the first draw (what of it is stored is not drawn again).
-    First,
-    /// Repair round r, as its stored plan says.
-    Repair(u32),
-    /// After round r, which ended: decide what follows.
-    After(u32),
-    /// The rounds stopped: nothing more is drawn.
-    Stopped,
-}
 
 /// The settings of `flags`, and the repair pools' plan (from the pools
 /// file the draw uses, each server asked for a connection when `reach`).
@@ -92,13 +73,9 @@ pub async fn resolve(
 /// Where a suite that repairs goes on from, by its stored rounds.
 pub(super) async fn resume_point(store: &Store, suite: SuiteId) -> Result<Resume> {
     let rounds = store.suite_rounds(suite).await?;
-    Ok(match rounds.last() {
-        None => Resume::First,
-        Some(r) if r.wall_s.is_none() && r.round == 0 => Resume::First,
-        Some(r) if r.wall_s.is_none() => Resume::Repair(r.round),
-        Some(r) if r.stopped.is_some() => Resume::Stopped,
-        Some(r) => Resume::After(r.round),
-    })
+    Ok(Resume::of(rounds.last().map(|r| {
+        (r.round, r.wall_s.is_some(), r.stopped.is_some())
+    })))
 }
 
 /// A suite's rounds: its draw, and what it needs to plan a round.
@@ -114,174 +91,67 @@ impl Rounds<'_> {
     /// Runs the rounds from `at` until they stop: each round drawn, every
     /// program it gave built, run and stored, then the next one planned.
     /// Records each round's draw phase itself.
-    pub async fn run(&self, jobs: &mut [ProblemDraw], mut at: Resume) -> Result<()> {
-        loop {
-            let done = match at {
-                Resume::Stopped => return Ok(()),
-                Resume::After(done) => done,
-                Resume::First => {
-                    self.round(jobs, &Ask::First, 0).await?;
-                    0
-                }
-                Resume::Repair(round) => {
-                    let plans: HashMap<BatchId, Vec<PlannedParent>> = self
-                        .store
-                        .suite_round_plans(self.suite, round)
-                        .await?
-                        .into_iter()
-                        .map(|p| (p.batch, p.parents))
-                        .collect();
-                    let ask = Ask::Repair {
-                        round,
-                        plans: &plans,
-                    };
-                    self.round(jobs, &ask, round).await?;
-                    round
-                }
-            };
-            at = match next_round(self.store, self.suite, self.settings, done).await? {
-                Next::Round { round, parents } => {
-                    self.progress.note(&format!(
-                        "repair round {round}: {parents} failing completions sent back"
-                    ));
-                    Resume::Repair(round)
-                }
-                Next::Stop(why) => {
-                    self.store
-                        .stop_suite_rounds(self.suite, done, why.as_str())
-                        .await?;
-                    Resume::Stopped
-                }
-            };
-        }
+    pub async fn run(&self, jobs: &mut [ProblemDraw], at: Resume) -> Result<()> {
+        rounds::run(&mut SuiteRounds { rounds: self, jobs }, at, self.progress).await
+    }
+}
+
+impl Planned for SuiteRoundPlan {
+    fn round(&self) -> u32 {
+        self.round
     }
 
-    /// One round: its draw, then every program added so far settled, then
-    /// its end stored.
-    async fn round(&self, jobs: &mut [ProblemDraw], ask: &Ask<'_>, round: u32) -> Result<()> {
-        let started = Instant::now();
-        let guard = self.draw.run(jobs, ask).await?;
-        self.store
-            .record_suite_phase(self.suite, &SuitePart::all(), &guard.finish())
+    fn note(&self) -> String {
+        format!("{} failing completions sent back", self.parents())
+    }
+}
+
+/// The rounds with the problems they draw for, as the round loop runs them.
+struct SuiteRounds<'a, 'b> {
+    rounds: &'a Rounds<'a>,
+    jobs: &'b mut [ProblemDraw],
+}
+
+impl RoundKind for SuiteRounds<'_, '_> {
+    type Plan = SuiteRoundPlan;
+
+    async fn stored_plan(&mut self, round: u32) -> Result<SuiteRoundPlan> {
+        let Rounds { store, suite, .. } = *self.rounds;
+        Ok(SuiteRoundPlan::stored(store, suite, round).await?)
+    }
+
+    /// One round: its draw, then every program added so far settled.
+    async fn run_round(&mut self, round: &Round<SuiteRoundPlan>) -> Result<()> {
+        let Rounds {
+            draw, store, suite, ..
+        } = *self.rounds;
+        let guard = draw.run(self.jobs, round).await?;
+        store
+            .record_suite_phase(suite, &SuitePart::all(), &guard.finish())
             .await?;
-        self.draw.programs.settled().await;
-        self.store
-            .end_suite_round(self.suite, round, started.elapsed().as_secs_f64())
-            .await?;
+        draw.programs.settled().await;
+        Ok(())
+    }
+
+    async fn end_round(&mut self, round: u32, wall_s: f64) -> Result<()> {
+        let Rounds { store, suite, .. } = *self.rounds;
+        store.end_suite_round(suite, round, wall_s).await?;
         crate::support::testpoint::reached("suite.round").await;
         Ok(())
     }
-}
 
-/// What follows a round.
-enum Next {
-    /// Round `round` is planned and stored, with `parents` in all.
-    Round {
-        round: u32,
-        parents: usize,
-    },
-    Stop(Stopped),
-}
-
-/// Decides what follows round `done` (every completion of it has its
-/// outcome) and, when it is a round, stores its plan before returning.
-async fn next_round(
-    store: &Store,
-    suite: SuiteId,
-    settings: &RepairSettings,
-    done: u32,
-) -> Result<Next> {
-    let problems = store.suite_problems(suite).await?;
-    let completions = store.suite_completions(suite).await?;
-    let solved = problems
-        .iter()
-        .all(|p| {
-            completions
-                .iter()
-                .any(|c| c.batch_id == p.batch_id && passed(c))
-        })
-        .then_some(Stopped::AllPass);
-    let spent = completions
-        .iter()
-        .filter_map(|c| c.drawn.reply.completion_tokens)
-        .sum();
-    if let Some(stopped) = stop_rule(settings, done, solved, spent) {
-        return Ok(Next::Stop(stopped));
+    async fn plan_next(&mut self, done: u32) -> Result<Next<SuiteRoundPlan>> {
+        let Rounds {
+            store,
+            suite,
+            settings,
+            ..
+        } = *self.rounds;
+        Ok(planner::next_suite_round(store, suite, settings, done).await?)
     }
-    let plans = plan_round(&problems, &completions, done, settings.feedback_mode());
-    if plans.is_empty() {
-        return Ok(Next::Stop(Stopped::NoParents));
+
+    async fn stop(&mut self, done: u32, why: Stopped) -> Result<()> {
+        let Rounds { store, suite, .. } = *self.rounds;
+        Ok(store.stop_suite_rounds(suite, done, why.as_str()).await?)
     }
-    let round = done + 1;
-    store.begin_suite_round(suite, round, &plans).await?;
-    Ok(Next::Round {
-        round,
-        parents: plans.iter().map(|p| p.parents.len()).sum(),
-    })
-}
-
-/// Each unsolved problem's parents (its failing completions of round
-/// `done` that gave a program), each with one child numbered on from the
-/// problem's last completion, and the prompt it is asked.
-fn plan_round(
-    problems: &[SuiteProblemRow],
-    completions: &[SuiteCompletionRow],
-    done: u32,
-    mode: Feedback,
-) -> Vec<ProblemRound> {
-    let mut plans = Vec::new();
-    for p in problems {
-        let of: Vec<&SuiteCompletionRow> = completions
-            .iter()
-            .filter(|c| c.batch_id == p.batch_id)
-            .collect();
-        if of.iter().any(|c| passed(c)) {
-            continue;
-        }
-        let mut next = of.iter().map(|c| c.idx + 1).max().unwrap_or(0);
-        let mut parents = Vec::new();
-        for c in of.iter().filter(|c| c.round == done) {
-            let Some(prompt) = repair_prompt(p, c, mode) else {
-                continue;
-            };
-            parents.push(PlannedParent {
-                parent: c.idx,
-                first_idx: next,
-                children: 1,
-                prompt,
-            });
-            next += 1;
-        }
-        if !parents.is_empty() {
-            plans.push(ProblemRound {
-                batch: p.batch_id,
-                parents,
-            });
-        }
-    }
-    plans
-}
-
-fn passed(c: &SuiteCompletionRow) -> bool {
-    c.outcome
-        .as_ref()
-        .is_some_and(|o| o.outcome.status() == Status::Ok)
-}
-
-/// The prompt that asks for a repair of completion `c`; `None` when it
-/// gave no program or has nothing to repair.
-fn repair_prompt(p: &SuiteProblemRow, c: &SuiteCompletionRow, mode: Feedback) -> Option<String> {
-    let Some(Extraction::Source(program)) = &c.extraction else {
-        return None;
-    };
-    let outcome = c.outcome.as_ref()?;
-    let diagnostics = outcome.diagnostics.clone().unwrap_or_default();
-    let state = ProgramState::of_outcome(
-        &p.problem,
-        &outcome.outcome,
-        &diagnostics,
-        &outcome.messages,
-    )?;
-    let solution = solution_of(&p.problem, program)?;
-    Some(suite_repair_prompt(&p.problem, solution, &state, mode))
 }

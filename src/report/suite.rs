@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+use crate::spec::Edition;
 use crate::store::{SuiteCompletionRow, SuiteOrigin, SuiteProblemRow, SuiteRow};
 use crate::suite::report::{CompareError, ProblemReport, REPORTED_K};
 use crate::suite::{CompletionOutcome, SuiteComparison, SuiteReport};
@@ -41,6 +42,9 @@ pub struct SuiteSummary {
     pub source: String,
     /// `completion` or `chat`.
     pub mode: String,
+    /// The Rust edition its programs were built in: `2015` (MultiPL-E's
+    /// plain `rustc`), `2018`, `2021` or `2024`.
+    pub edition: Edition,
     pub completions: usize,
     /// Programs built and run: one per group of equal programs in a problem.
     pub programs: usize,
@@ -146,6 +150,7 @@ pub struct ComparedSuite {
     pub suite_id: i64,
     pub source: String,
     pub mode: String,
+    pub edition: Edition,
     pub completions: usize,
     pub pass_at_1: Option<f64>,
     pub pass_at_k: std::collections::BTreeMap<usize, f64>,
@@ -199,6 +204,7 @@ impl SuiteSummary {
             origin: row.origin,
             source: row.source.clone(),
             mode: row.mode.as_str().to_owned(),
+            edition: row.edition,
             completions: completions.len(),
             programs: completions
                 .iter()
@@ -230,13 +236,15 @@ impl SuiteSummary {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "suite {}: {}; {} problems, {} completions ({} programs after dedup); {} mode",
+            "suite {}: {}; {} problems, {} completions ({} programs after dedup); {} mode, \
+             edition {}",
             self.suite_id,
             self.status,
             self.report.problems.len(),
             self.completions,
             self.programs,
-            self.mode
+            self.mode,
+            self.edition
         );
         if let Some(f) = &self.failure {
             let _ = writeln!(out, "failure: {f}");
@@ -473,6 +481,7 @@ impl SuiteCompare {
             suite_id: s.suite_id,
             source: s.source.clone(),
             mode: s.mode.clone(),
+            edition: s.edition,
             completions: s.completions,
             pass_at_1: s.report.pass_at_1,
             pass_at_k: s.report.pass_at_k.clone(),
@@ -500,6 +509,14 @@ impl SuiteCompare {
             "suite {b}: {} ({} completions)",
             self.b.source, self.b.completions
         );
+        if self.a.edition != self.b.edition {
+            let _ = writeln!(
+                out,
+                "editions differ: suite {a} was built as edition {}, suite {b} as {}; \
+                 a status can depend on it",
+                self.a.edition, self.b.edition
+            );
+        }
         let _ = writeln!(
             out,
             "\npass@{}: suite {a} {:.3}, suite {b} {:.3}; difference ({b} - {a}) {:+.3}, \
@@ -773,6 +790,7 @@ mod tests {
             origin: SuiteOrigin::Completions,
             source: "/p/completions.jsonl".into(),
             mode: "completion".into(),
+            edition: Edition::E2021,
             completions: 4,
             programs: 4,
             pending: 0,
@@ -849,6 +867,7 @@ mod tests {
             origin: SuiteOrigin::Completions,
             source: source.into(),
             mode,
+            edition: Edition::E2021,
             problems,
             status,
             failure: None,

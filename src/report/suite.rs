@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+use super::export::{ExportRow, FullExportRow};
 use crate::spec::Edition;
 use crate::store::{SuiteCompletionRow, SuiteOrigin, SuiteProblemRow, SuiteRow};
 use crate::suite::report::{CompareError, ProblemReport, REPORTED_K};
@@ -92,49 +93,6 @@ pub struct DrawFigures {
     pub solved_problems: usize,
     /// Output tokens per solved problem: what a solution cost.
     pub tokens_per_solved_problem: Option<f64>,
-}
-
-/// One completion as `suite export` writes it (the CSV columns, in order).
-#[derive(Debug, Clone, Serialize)]
-pub struct ExportRow {
-    pub problem: String,
-    pub completion: usize,
-    pub pool: String,
-    pub model: Option<String>,
-    pub completion_tokens: Option<u64>,
-    #[serde(serialize_with = "super::to_the_microsecond")]
-    pub ttft_ms: Option<f64>,
-    /// The completion whose program this one shares.
-    pub dup_of: Option<usize>,
-    pub probe: Option<String>,
-    /// assay's status and MultiPL-E's.
-    pub status: Option<String>,
-    pub multiple_status: Option<String>,
-    /// How the whole `main` and each case ended (`passed;failed(101)`).
-    pub whole: Option<String>,
-    pub cases: Option<String>,
-    pub cases_passed: Option<usize>,
-    pub cases_total: Option<usize>,
-    #[serde(serialize_with = "super::to_the_microsecond")]
-    pub run_wall_ms: Option<f64>,
-    #[serde(serialize_with = "super::to_the_microsecond")]
-    pub run_cpu_ms: Option<f64>,
-    pub error_file: Option<String>,
-    /// The repair round the completion was drawn in (0: the first draw);
-    /// empty for a suite without repair rounds. Last, so that the columns
-    /// before it keep their places.
-    pub round: Option<u32>,
-    /// The completion (same problem) it repairs; empty in round 0.
-    pub parent: Option<usize>,
-}
-
-/// An export row with the texts, for JSON.
-#[derive(Debug, Clone, Serialize)]
-pub struct FullExportRow {
-    #[serde(flatten)]
-    pub row: ExportRow,
-    pub completion_text: Option<String>,
-    pub program: Option<String>,
 }
 
 /// The JSON export of a suite.

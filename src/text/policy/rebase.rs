@@ -149,11 +149,12 @@ fn use_tree(tokens: &[TokenTree], at: usize, edits: &mut Vec<Edit>) {
         (start..start, true)
     };
     match tokens.get(at) {
-        Some(TokenTree::Ident(first)) => {
-            if !["std", "self", "super", "crate"].contains(&ident_name(first).as_str()) {
-                edits.push(insert(&tokens[at]));
-            }
+        Some(TokenTree::Ident(first))
+            if !["std", "self", "super", "crate"].contains(&ident_name(first).as_str()) =>
+        {
+            edits.push(insert(&tokens[at]))
         }
+        Some(TokenTree::Ident(_)) => {}
         Some(TokenTree::Punct(p)) if p.as_char() == '*' => edits.push(insert(&tokens[at])),
         Some(TokenTree::Punct(_)) if path_sep_at(tokens, at) => {
             // `use ::{a, std::b}` is `use {a, std::b}` in 2015.

@@ -10,6 +10,9 @@
 //!   `rustc --edition 2021 main.rs -o main` (no `-O`: debug assertions and
 //!   overflow checks on), with a 15 s limit; then `main` is run with a 5 s
 //!   limit, stdin closed, and its process group killed at the limit.
+//!   MultiPL-E's own `rustc PATH -o EXE` names no edition, so its
+//!   published figures are edition 2015's; [`evaluate_in`] builds in any
+//!   edition, [`evaluate`] in 2021, assay's default.
 //! - Status: rustc failed -> `SyntaxError`; a limit passed -> `Timeout`;
 //!   exit 0 -> `OK`; anything else (a panic's 101, a signal) -> `Exception`.
 //!
@@ -115,13 +118,18 @@ pub fn run_limited(cmd: &mut Command, stdin: &[u8], limit: Duration) -> (End, Ve
 }
 
 /// One program, MultiPL-E's way, in its own temporary directory under
-/// `scratch`.
+/// `scratch`, as edition 2021.
 pub fn evaluate(program: &str, scratch: &Path) -> Status {
+    evaluate_in(program, scratch, "2021")
+}
+
+/// [`evaluate`] with `rustc --edition EDITION` (`2015` is MultiPL-E's own).
+pub fn evaluate_in(program: &str, scratch: &Path, edition: &str) -> Status {
     let dir = tempfile::tempdir_in(scratch).expect("temporary directory");
     std::fs::write(dir.path().join("main.rs"), program).expect("write main.rs");
     let mut rustc = Command::new("rustc");
     rustc
-        .args(["--edition", "2021", "main.rs", "-o", "main"])
+        .args(["--edition", edition, "main.rs", "-o", "main"])
         .current_dir(dir.path());
     match run_limited(&mut rustc, b"", COMPILE_TIMEOUT).0 {
         End::Exited(0) => {}

@@ -540,6 +540,11 @@ pub struct SuiteRunArgs {
     #[arg(long, value_name = "shared|isolated", default_value = "shared",
           value_parser = named::<assay::build::exec::BuildMode>(Refusal::Clap))]
     pub build: assay::build::exec::BuildMode,
+    /// The Rust edition every program is built in (2015 is MultiPL-E's:
+    /// its plain `rustc`); a resumed suite keeps its own.
+    #[arg(long, value_name = "YEAR", default_value = "2021", conflicts_with = "resume",
+          value_parser = named::<assay::spec::Edition>(Refusal::Clap))]
+    pub edition: assay::spec::Edition,
     /// Which cases of a program run alone after its whole `main`.
     #[arg(long, value_name = "failed|all", default_value = "failed",
           value_parser = named::<assay::suite::CaseRuns>(Refusal::Clap))]

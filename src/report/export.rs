@@ -170,6 +170,49 @@ pub fn csv(rows: &[FullRow]) -> Result<String> {
     String::from_utf8(bytes).context("the CSV is not UTF-8")
 }
 
+/// One completion as `suite export` writes it (the CSV columns, in order).
+#[derive(Debug, Clone, Serialize)]
+pub struct ExportRow {
+    pub problem: String,
+    pub completion: usize,
+    pub pool: String,
+    pub model: Option<String>,
+    pub completion_tokens: Option<u64>,
+    #[serde(serialize_with = "super::to_the_microsecond")]
+    pub ttft_ms: Option<f64>,
+    /// The completion whose program this one shares.
+    pub dup_of: Option<usize>,
+    pub probe: Option<String>,
+    /// assay's status and MultiPL-E's.
+    pub status: Option<String>,
+    pub multiple_status: Option<String>,
+    /// How the whole `main` and each case ended (`passed;failed(101)`).
+    pub whole: Option<String>,
+    pub cases: Option<String>,
+    pub cases_passed: Option<usize>,
+    pub cases_total: Option<usize>,
+    #[serde(serialize_with = "super::to_the_microsecond")]
+    pub run_wall_ms: Option<f64>,
+    #[serde(serialize_with = "super::to_the_microsecond")]
+    pub run_cpu_ms: Option<f64>,
+    pub error_file: Option<String>,
+    /// The repair round the completion was drawn in (0: the first draw);
+    /// empty for a suite without repair rounds. Last, so that the columns
+    /// before it keep their places.
+    pub round: Option<u32>,
+    /// The completion (same problem) it repairs; empty in round 0.
+    pub parent: Option<usize>,
+}
+
+/// An export row with the texts, for JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct FullExportRow {
+    #[serde(flatten)]
+    pub row: ExportRow,
+    pub completion_text: Option<String>,
+    pub program: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,6 +12,8 @@ use std::fmt::Write as _;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+use super::export::{ExportRow, FullExportRow};
+use crate::spec::Edition;
 use crate::store::{SuiteCompletionRow, SuiteOrigin, SuiteProblemRow, SuiteRow};
 use crate::suite::report::{CompareError, ProblemReport, REPORTED_K};
 use crate::suite::{CompletionOutcome, SuiteComparison, SuiteReport};
@@ -41,6 +43,9 @@ pub struct SuiteSummary {
     pub source: String,
     /// `completion` or `chat`.
     pub mode: String,
+    /// The Rust edition its programs were built in: `2015` (MultiPL-E's
+    /// plain `rustc`), `2018`, `2021` or `2024`.
+    pub edition: Edition,
     pub completions: usize,
     /// Programs built and run: one per group of equal programs in a problem.
     pub programs: usize,
@@ -90,49 +95,6 @@ pub struct DrawFigures {
     pub tokens_per_solved_problem: Option<f64>,
 }
 
-/// One completion as `suite export` writes it (the CSV columns, in order).
-#[derive(Debug, Clone, Serialize)]
-pub struct ExportRow {
-    pub problem: String,
-    pub completion: usize,
-    pub pool: String,
-    pub model: Option<String>,
-    pub completion_tokens: Option<u64>,
-    #[serde(serialize_with = "super::to_the_microsecond")]
-    pub ttft_ms: Option<f64>,
-    /// The completion whose program this one shares.
-    pub dup_of: Option<usize>,
-    pub probe: Option<String>,
-    /// assay's status and MultiPL-E's.
-    pub status: Option<String>,
-    pub multiple_status: Option<String>,
-    /// How the whole `main` and each case ended (`passed;failed(101)`).
-    pub whole: Option<String>,
-    pub cases: Option<String>,
-    pub cases_passed: Option<usize>,
-    pub cases_total: Option<usize>,
-    #[serde(serialize_with = "super::to_the_microsecond")]
-    pub run_wall_ms: Option<f64>,
-    #[serde(serialize_with = "super::to_the_microsecond")]
-    pub run_cpu_ms: Option<f64>,
-    pub error_file: Option<String>,
-    /// The repair round the completion was drawn in (0: the first draw);
-    /// empty for a suite without repair rounds. Last, so that the columns
-    /// before it keep their places.
-    pub round: Option<u32>,
-    /// The completion (same problem) it repairs; empty in round 0.
-    pub parent: Option<usize>,
-}
-
-/// An export row with the texts, for JSON.
-#[derive(Debug, Clone, Serialize)]
-pub struct FullExportRow {
-    #[serde(flatten)]
-    pub row: ExportRow,
-    pub completion_text: Option<String>,
-    pub program: Option<String>,
-}
-
 /// The JSON export of a suite.
 #[derive(Debug, Clone, Serialize)]
 pub struct SuiteExport {
@@ -146,6 +108,7 @@ pub struct ComparedSuite {
     pub suite_id: i64,
     pub source: String,
     pub mode: String,
+    pub edition: Edition,
     pub completions: usize,
     pub pass_at_1: Option<f64>,
     pub pass_at_k: std::collections::BTreeMap<usize, f64>,
@@ -199,6 +162,7 @@ impl SuiteSummary {
             origin: row.origin,
             source: row.source.clone(),
             mode: row.mode.as_str().to_owned(),
+            edition: row.edition,
             completions: completions.len(),
             programs: completions
                 .iter()
@@ -230,13 +194,15 @@ impl SuiteSummary {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "suite {}: {}; {} problems, {} completions ({} programs after dedup); {} mode",
+            "suite {}: {}; {} problems, {} completions ({} programs after dedup); {} mode, \
+             edition {}",
             self.suite_id,
             self.status,
             self.report.problems.len(),
             self.completions,
             self.programs,
-            self.mode
+            self.mode,
+            self.edition
         );
         if let Some(f) = &self.failure {
             let _ = writeln!(out, "failure: {f}");
@@ -473,6 +439,7 @@ impl SuiteCompare {
             suite_id: s.suite_id,
             source: s.source.clone(),
             mode: s.mode.clone(),
+            edition: s.edition,
             completions: s.completions,
             pass_at_1: s.report.pass_at_1,
             pass_at_k: s.report.pass_at_k.clone(),
@@ -500,6 +467,14 @@ impl SuiteCompare {
             "suite {b}: {} ({} completions)",
             self.b.source, self.b.completions
         );
+        if self.a.edition != self.b.edition {
+            let _ = writeln!(
+                out,
+                "editions differ: suite {a} was built as edition {}, suite {b} as {}; \
+                 a status can depend on it",
+                self.a.edition, self.b.edition
+            );
+        }
         let _ = writeln!(
             out,
             "\npass@{}: suite {a} {:.3}, suite {b} {:.3}; difference ({b} - {a}) {:+.3}, \
@@ -773,6 +748,7 @@ mod tests {
             origin: SuiteOrigin::Completions,
             source: "/p/completions.jsonl".into(),
             mode: "completion".into(),
+            edition: Edition::E2021,
             completions: 4,
             programs: 4,
             pending: 0,
@@ -849,6 +825,7 @@ mod tests {
             origin: SuiteOrigin::Completions,
             source: source.into(),
             mode,
+            edition: Edition::E2021,
             problems,
             status,
             failure: None,

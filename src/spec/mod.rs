@@ -42,7 +42,7 @@ pub use repair::{
     DEFAULT_TEMPLATE,
 };
 pub use settings::{
-    CompileLimits, DedupBy, Policy, PoolChoice, Rule, SplitMode, WavePolicy,
+    CompileLimits, DedupBy, Edition, Policy, PoolChoice, Rule, SplitMode, WavePolicy,
     DEFAULT_COMPILE_CPU_SECS, DEFAULT_COMPILE_MEMORY_BYTES,
 };
 pub(crate) use validator::line_of;

@@ -66,6 +66,57 @@ pub enum SplitMode {
     Race,
 }
 
+/// The Rust edition a suite's programs are read in (`suite run
+/// --edition`, stored with the suite as its year). MultiPL-E's
+/// `eval_rust.py` runs `rustc PATH -o EXE` with no `--edition`, so its
+/// published Rust figures are edition 2015's; assay's default is 2021.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    serde::Serialize,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    clap::ValueEnum,
+)]
+#[strum(parse_err_ty = String, parse_err_fn = not_an_edition)]
+pub enum Edition {
+    /// MultiPL-E's reading: what a plain `rustc` gives.
+    #[strum(serialize = "2015")]
+    #[value(name = "2015")]
+    #[serde(rename = "2015")]
+    E2015,
+    #[strum(serialize = "2018")]
+    #[value(name = "2018")]
+    #[serde(rename = "2018")]
+    E2018,
+    /// The default.
+    #[default]
+    #[strum(serialize = "2021")]
+    #[value(name = "2021")]
+    #[serde(rename = "2021")]
+    E2021,
+    #[strum(serialize = "2024")]
+    #[value(name = "2024")]
+    #[serde(rename = "2024")]
+    E2024,
+}
+
+impl Edition {
+    /// The year, as rustc's `--edition` and a manifest's `edition` take it.
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+fn not_an_edition(s: &str) -> String {
+    format!("`{s}`: the edition is 2015, 2018, 2021 or 2024")
+}
+
 /// A pool named on the command line or in the spec: `NAME` or `NAME=SHARE`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PoolChoice {

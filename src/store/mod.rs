@@ -681,6 +681,7 @@ mod tests {
                     origin: SuiteOrigin::Completions,
                     source: "completions.jsonl",
                     mode: crate::suite::ProgramMode::Completion,
+                    edition: crate::spec::Edition::default(),
                     problems: &new_problems,
                 },
                 &Owner::current(),
@@ -878,12 +879,15 @@ mod tests {
                     origin: SuiteOrigin::Completions,
                     source: "completions.jsonl",
                     mode: crate::suite::ProgramMode::Completion,
+                    edition: crate::spec::Edition::E2015,
                     problems: &problems,
                 },
                 &Owner::current(),
             )
             .await
             .unwrap();
+        let edition = store.suite(suite).await.unwrap().edition;
+        assert_eq!(edition, crate::spec::Edition::E2015);
         let outcome = SuiteOutcomeRow {
             probe: Some(ProbeVerdict::Compiled),
             error_file: None,

@@ -242,6 +242,7 @@ mod tests {
                     origin: SuiteOrigin::Pool,
                     source: "fixer",
                     mode: ProgramMode::Chat,
+                    edition: crate::spec::Edition::default(),
                     problems: &[NewProblem {
                         problem: &problem,
                         n: 1,

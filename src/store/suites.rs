@@ -17,6 +17,7 @@ use super::draws::{ReplyRecord, REPLY_COLUMNS};
 use super::{millis, BatchId, BatchStatus, Store, StoreError};
 use crate::build::probe::ProbeVerdict;
 use crate::draw::Drawn;
+use crate::spec::Edition;
 use crate::suite::{CompletionOutcome, Problem, ProgramMode};
 use crate::support::owner::Owner;
 use crate::text::extract::{Extraction, NoCode};
@@ -53,6 +54,8 @@ pub struct NewSuite<'a> {
     /// The completions' path, or the draw plan's label.
     pub source: &'a str,
     pub mode: ProgramMode,
+    /// The edition its programs are built in.
+    pub edition: Edition,
     pub problems: &'a [NewProblem<'a>],
 }
 
@@ -86,6 +89,9 @@ pub struct SuiteRow {
     pub origin: SuiteOrigin,
     pub source: String,
     pub mode: ProgramMode,
+    /// The edition its programs are built in (2021 for a suite stored
+    /// before editions were).
+    pub edition: Edition,
     pub problems: usize,
     /// From its batches: running while one runs, else failed or
     /// interrupted if one is, else finished.
@@ -166,6 +172,7 @@ struct SuiteRecord {
     origin: String,
     source: String,
     mode: String,
+    edition: String,
     problems: i64,
     started_at: String,
     finished_at: Option<String>,
@@ -215,7 +222,7 @@ struct SuiteCompletionRecord {
 }
 
 const SUITE_SELECT: &str = "SELECT s.id, s.problems_path, s.problems_digest, s.origin, s.source,
-        s.mode, s.problems, s.started_at, s.finished_at, s.sandbox, s.sandbox_warnings,
+        s.mode, s.edition, s.problems, s.started_at, s.finished_at, s.sandbox, s.sandbox_warnings,
         (SELECT string_agg(b.status, ',') FROM batches b JOIN suite_problems p ON p.batch_id = b.id
           WHERE p.suite_id = s.id) AS statuses,
         (SELECT b.failure FROM batches b JOIN suite_problems p ON p.batch_id = b.id
@@ -237,9 +244,9 @@ impl Store {
             .to_string();
         let mut tx = self.pool.begin().await.map_err(self.sql())?;
         let id: SuiteId = sqlx::query_scalar(
-            "INSERT INTO suites (problems_path, problems_digest, origin, source, mode, problems,
-                                 started_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)
+            "INSERT INTO suites (problems_path, problems_digest, origin, source, mode, edition,
+                                 problems, started_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
              RETURNING id",
         )
         .bind(&path)
@@ -247,6 +254,7 @@ impl Store {
         .bind(suite.origin.as_str())
         .bind(suite.source)
         .bind(suite.mode.as_str())
+        .bind(suite.edition.as_str())
         .bind(suite.problems.len() as i64)
         .bind(crate::support::clock::utc_now())
         .fetch_one(&mut *tx)
@@ -582,6 +590,7 @@ impl SuiteRecord {
                 .map_err(|_| store.bad(id, -1, "suite origin", &self.origin))?,
             source: self.source,
             mode: store.parse(id, -1, "suite mode", &self.mode)?,
+            edition: store.parse(id, -1, "suite edition", &self.edition)?,
             problems: self.problems as usize,
             status,
             failure: self.failure,

@@ -46,6 +46,8 @@ use proc_macro2::{TokenStream, TokenTree};
 use quote::ToTokens;
 use syn::{FnArg, Item, ReturnType, UseTree};
 
+use crate::spec::Edition;
+
 use super::cases::{split_cases, Split, SplitProgram, WholeReason, DISPATCH_FN};
 use super::program::entry_name;
 use super::Problem;
@@ -149,19 +151,28 @@ pub fn tests_part(problem: &Problem) -> &str {
 }
 
 /// Lays out `program` (a program of `problem`, by either mode's rule) as
-/// module `module` (`c17`), whose tests file is `{module}.tests.rs`
-/// beside it. `forbid_unsafe` puts `#![forbid(unsafe_code)]` first.
+/// module `module` (`c17`) of a crate of `edition`, whose tests file is
+/// `{module}.tests.rs` beside it. `forbid_unsafe` puts
+/// `#![forbid(unsafe_code)]` first.
 pub fn lay_out(
     problem: &Problem,
     program: &str,
     module: &str,
     forbid_unsafe: bool,
+    edition: Edition,
 ) -> Result<ProgramModule, Unlaid> {
     let tests = tests_part(problem);
     let solution = program.strip_suffix(tests).ok_or(Unlaid::Unparsed)?;
     // An honest solution's `crate::` paths name its own items: the module's
-    // now (lines never move; columns after an inserted path do).
-    let solution = &crate::text::policy::rebase_crate_paths(solution, &[module]);
+    // now (lines never move; columns after an inserted path do). So do, in
+    // 2015, its `use` paths and `::` paths, which start at the crate root;
+    // and its names that are keywords today are made raw, for syn.
+    use crate::text::policy::{raw_2015_names, rebase_2015_root_paths, rebase_crate_paths};
+    let solution = &rebase_crate_paths(solution, &[module]);
+    let solution = &match edition {
+        Edition::E2015 => raw_2015_names(&rebase_2015_root_paths(solution, &[module])),
+        Edition::E2018 | Edition::E2021 | Edition::E2024 => solution.clone(),
+    };
     let shebang = solution
         .strip_prefix("#!")
         .is_some_and(|rest| !rest.trim_start().starts_with('['));

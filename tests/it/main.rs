@@ -39,6 +39,7 @@ mod repair;
 mod schema;
 mod soak;
 mod suite;
+mod suite_edition;
 mod suite_hostile;
 mod suite_real;
 mod suite_repair;

@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::spec::{CompileLimits, Policy, Spec};
+use crate::spec::{CompileLimits, Edition, Policy, Spec};
 
 pub use cargo::{BuildTimedOut, Profile, BUILD_TIMEOUT};
 pub use diag::{
@@ -132,13 +132,14 @@ impl Package {
     /// programs, `WORK/suite`, and locks it: one suite at a time writes
     /// programs into it. Programs are modules of shared images, or targets
     /// of their own (`exec`), written with [`Package::write_cands_file`];
-    /// there is no harness.
+    /// there is no harness. Every program is built in `edition`.
     pub fn open_suite(
         work_dir: &Path,
         target_dir: &Path,
         policy: Policy,
         compile_limits: CompileLimits,
         run_memory: u64,
+        edition: Edition,
     ) -> Result<Package> {
         let (dir, lock) = lock_dir(&work_dir.join("suite"))?;
         let package = Package {
@@ -152,7 +153,7 @@ impl Package {
             fetched: std::sync::atomic::AtomicBool::new(false),
             run_memory,
             images: std::sync::atomic::AtomicUsize::new(0),
-            manifest: Manifest::suite(),
+            manifest: Manifest::suite(edition),
             _lock: lock,
             dir,
         };

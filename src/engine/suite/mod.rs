@@ -46,7 +46,7 @@ use anyhow::Result;
 use crate::draw::{Drawn, Outcome, Reply};
 use crate::engine::interrupt::{Interrupt, Run};
 use crate::repair::RepairSettings;
-use crate::spec::WavePolicy;
+use crate::spec::{Edition, WavePolicy};
 use crate::store::{
     BatchId, BatchStatus, Claim, NewCompletion, NewProblem, NewSuite, Store, StoreError, SuiteId,
     SuiteOrigin, SuitePart,
@@ -80,6 +80,9 @@ pub struct SuiteConfig {
     /// Whether a wave's programs share an image (the default) or get one
     /// each: the reference the shared build must agree with.
     pub build: crate::build::exec::BuildMode,
+    /// The edition every program is built in: stored with a new suite; a
+    /// resume builds in the stored one.
+    pub edition: crate::spec::Edition,
     /// Which cases of a built program run alone.
     pub cases: crate::suite::CaseRuns,
     /// The queue item this run is, when a lane runs a part of a suite:
@@ -227,7 +230,7 @@ pub async fn run(
         batches,
         extractions,
         groups,
-    } = stage(input, store).await?;
+    } = stage(input, cfg.edition, store).await?;
     let problems = &input.set.problems;
     let (programs, rx) = Programs::new();
     for (p, problem) in problems.iter().enumerate() {
@@ -262,8 +265,8 @@ pub async fn run(
 }
 
 /// Stores a suite of completions (its input, programs and groups, in one
-/// transaction) and runs nothing.
-async fn stage(input: &SuiteInput, store: &Store) -> Result<Staged> {
+/// transaction), to be built in `edition`, and runs nothing.
+async fn stage(input: &SuiteInput, edition: Edition, store: &Store) -> Result<Staged> {
     let problems = &input.set.problems;
     // Everything pure first: the programs, their fingerprints and their
     // groups, so the suite's input is stored in one transaction.
@@ -319,6 +322,7 @@ async fn stage(input: &SuiteInput, store: &Store) -> Result<Staged> {
                 origin: SuiteOrigin::Completions,
                 source: &input.source,
                 mode: input.mode,
+                edition,
                 problems: &new_problems,
             },
             &Owner::current(),
@@ -334,9 +338,9 @@ async fn stage(input: &SuiteInput, store: &Store) -> Result<Staged> {
 }
 
 /// `suite run --queue`: the suite stored, nothing run, its batches left for
-/// lanes to resume part by part (`resume` with a `SuitePart`).
-pub async fn queue(input: &SuiteInput, store: &Store) -> Result<SuiteId> {
-    let staged = stage(input, store).await?;
+/// lanes to resume part by part (`resume` with a `SuitePart`) in `edition`.
+pub async fn queue(input: &SuiteInput, edition: Edition, store: &Store) -> Result<SuiteId> {
+    let staged = stage(input, edition, store).await?;
     store
         .finish_suite(
             staged.suite,
@@ -350,13 +354,14 @@ pub async fn queue(input: &SuiteInput, store: &Store) -> Result<SuiteId> {
 
 /// `suite run --pool ... --queue`: the suite stored with its problems and
 /// no completions, for lanes to draw and run part by part (`resume` with
-/// a `SuitePart` and the pools).
+/// a `SuitePart` and the pools) in `edition`.
 pub async fn queue_draw(
     set: &ProblemSet,
     settings: &DrawSettings,
+    edition: Edition,
     store: &Store,
 ) -> Result<SuiteId> {
-    let (suite, _) = begin_draw(set, settings, store).await?;
+    let (suite, _) = begin_draw(set, settings, edition, store).await?;
     store
         .finish_suite(
             suite,
@@ -369,10 +374,11 @@ pub async fn queue_draw(
 }
 
 /// A live suite stored with its problems, `settings.n` each, and no
-/// completions yet.
+/// completions yet, to be built in `edition`.
 async fn begin_draw(
     set: &ProblemSet,
     settings: &DrawSettings,
+    edition: Edition,
     store: &Store,
 ) -> Result<(SuiteId, Vec<BatchId>)> {
     let new_problems: Vec<NewProblem> = set
@@ -393,6 +399,7 @@ async fn begin_draw(
                 origin: SuiteOrigin::Pool,
                 source: &label,
                 mode: settings.mode,
+                edition,
                 problems: &new_problems,
             },
             &Owner::current(),
@@ -413,7 +420,7 @@ pub async fn run_draw(
     interrupt: &Interrupt,
 ) -> Result<SuiteId> {
     let guard = PhaseGuard::start(Phase::Prepare);
-    let (suite, batches) = begin_draw(set, settings, store).await?;
+    let (suite, batches) = begin_draw(set, settings, cfg.edition, store).await?;
     let repair = settings.repair.settings.as_ref();
     if let Some(repair) = repair {
         store.begin_suite_repair(suite, &repair.to_json()).await?;
@@ -484,6 +491,12 @@ pub async fn resume(
         why,
     };
     let row = store.suite(suite).await?;
+    // Its programs are read in the edition it was started in, whatever
+    // the flags say.
+    let cfg = &SuiteConfig {
+        edition: row.edition,
+        ..cfg.clone()
+    };
     let problems = store.suite_problems(suite).await?;
     let completions = store.suite_completions(suite).await?;
     // The first draw's: repair rounds' completions come on top of `n`.

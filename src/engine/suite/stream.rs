@@ -29,7 +29,7 @@ use crate::build::probe::{ProbeFailure, ProbeStats, ProbeVerdict, Probed};
 use crate::engine::errors;
 use crate::sandbox::Sandbox;
 use crate::score::{run_program, ProgramRun, RunLimits};
-use crate::spec::CompileLimits;
+use crate::spec::{CompileLimits, Edition};
 use crate::store::{BatchId, Store, SuiteId, SuiteOutcomeRow, SuitePart};
 use crate::suite::module::{image_root, lay_out, ProgramModule, Unlaid};
 use crate::suite::{CaseEnd, CaseRuns, CompletionOutcome, Problem, Split};
@@ -60,9 +60,16 @@ impl Work {
         }
     }
 
-    /// The program laid out as module `c{id}`, or why it cannot be.
-    fn lay_out(&self, id: usize) -> Result<ProgramModule, Unlaid> {
-        lay_out(&self.problem, &self.program, &program_target(id), true)
+    /// The program laid out as module `c{id}` of a crate of `edition`, or
+    /// why it cannot be.
+    fn lay_out(&self, id: usize, edition: Edition) -> Result<ProgramModule, Unlaid> {
+        lay_out(
+            &self.problem,
+            &self.program,
+            &program_target(id),
+            true,
+            edition,
+        )
     }
 }
 
@@ -311,7 +318,7 @@ impl Stream<'_> {
             )
             .await?;
         let mut package = {
-            let (work_dir, limits) = (cfg.work_dir.clone(), cfg.limits);
+            let (work_dir, limits, edition) = (cfg.work_dir.clone(), cfg.limits, cfg.edition);
             // Off the async threads: another suite may hold the lock.
             tokio::task::spawn_blocking(move || {
                 Package::open_suite(
@@ -323,6 +330,7 @@ impl Stream<'_> {
                         ..CompileLimits::default()
                     },
                     limits.memory_bytes,
+                    edition,
                 )
             })
             .await
@@ -358,8 +366,7 @@ impl Stream<'_> {
                 bar.inc_length(wave.len() as u64);
                 for chunk in wave.chunks(TARGETS_PER_BUILD) {
                     let ids: Vec<usize> = chunk.iter().map(|c| c.idx).collect();
-                    let end =
-                        build_wave(&package, &shared, cfg.build, programs, &ids, &built_tx).await?;
+                    let end = build_wave(&package, &shared, cfg, programs, &ids, &built_tx).await?;
                     for (id, probed, unlaid) in end.failed {
                         let w = programs.work(id);
                         let mut outcome = not_built(&probed.verdict, &probed.diagnostics)?;
@@ -449,7 +456,7 @@ impl Stream<'_> {
 async fn build_wave(
     package: &Package,
     shared: &SharedBuild<'_, SuiteLayout>,
-    mode: BuildMode,
+    cfg: &SuiteConfig,
     programs: &Programs,
     ids: &[usize],
     built: &mpsc::UnboundedSender<Built>,
@@ -465,7 +472,7 @@ async fn build_wave(
     let mut modules = Vec::new();
     let mut unchanged = Vec::new();
     for (id, program) in allowed {
-        match programs.work(id).lay_out(id) {
+        match programs.work(id).lay_out(id, cfg.edition) {
             Ok(module) => {
                 package
                     .write_cands_file(&format!("{}.rs", program_target(id)), &module.solution)?;
@@ -505,7 +512,7 @@ async fn build_wave(
     };
     // A relaxed policy lets a program reach its image-mates: one image each
     // then, as a task's probe does.
-    match mode {
+    match cfg.build {
         BuildMode::Shared if package.policy().shares_an_image() => {
             shared.build(&keys, &mut stats, &mut hand_on).await?
         }

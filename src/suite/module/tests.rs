@@ -16,7 +16,7 @@ const TESTS: &str =
 fn laid(prompt: &str, completion: &str, tests: &str) -> Result<ProgramModule, Unlaid> {
     let p = problem(prompt, tests);
     let program = super::super::completion_program(&p, completion);
-    lay_out(&p, &program, "c7", true)
+    lay_out(&p, &program, "c7", true, Edition::E2021)
 }
 
 #[test]
@@ -80,7 +80,7 @@ fn inner_attributes_stay_first() {
         &p,
         "#![allow(dead_code)]\n//! doc\nfn double(x: i32) -> i32 { x * 2 }",
     );
-    let m = lay_out(&p, &program, "c1", false).unwrap();
+    let m = lay_out(&p, &program, "c1", false, Edition::E2021).unwrap();
     assert!(
         m.solution
             .starts_with("#![allow(dead_code)]\n//! doc #[allow(unused_imports, dead_code, unused_macros)] pub(crate) mod __assay_tests"),
@@ -132,7 +132,7 @@ fn what_cannot_be_laid_out() {
     // A program that does not end with the problem's tests.
     let p = problem(PROMPT, TESTS);
     assert_eq!(
-        lay_out(&p, "fn main() {}", "c0", true),
+        lay_out(&p, "fn main() {}", "c0", true, Edition::E2021),
         Err(Unlaid::Unparsed)
     );
     // Tests with no main, or that do not parse.
@@ -178,7 +178,7 @@ fn crate_paths_name_the_programs_own_module() {
         &p,
         "fn double(x: i32) -> i32 { crate::helper(x) }\nfn helper(x: i32) -> i32 { x * 2 }",
     );
-    let m = lay_out(&p, &program, "c4", true).unwrap();
+    let m = lay_out(&p, &program, "c4", true, Edition::E2021).unwrap();
     assert!(
         m.solution.contains("crate::c4::helper(x)"),
         "{}",

@@ -40,7 +40,7 @@ pub(crate) mod scan;
 
 use proc_macro2::{TokenStream, TokenTree};
 
-pub use rebase::rebase_crate_paths;
+pub use rebase::{raw_2015_names, rebase_2015_root_paths, rebase_crate_paths};
 use scan::Found;
 
 use crate::spec::{Policy, Rule};

@@ -515,3 +515,101 @@ fn a_rebased_source_passes_the_policy_it_passed() {
         assert_eq!(rebased.lines().count(), source.lines().count());
     }
 }
+
+/// In 2015 a `use` path and a `::` path start at the crate root: the
+/// program's own top level when it is built alone. Each gets the module's
+/// path, but for what the shared root holds as the program's root did;
+/// every other byte, and every line, stays.
+#[test]
+fn crate_root_paths_of_2015_are_rebased_onto_the_module() {
+    let cases: &[(&str, &str)] = &[
+        ("use Color::*;", "use crate::c0::Color::*;"),
+        ("use ::Color::Red;", "use crate::c0::Color::Red;"),
+        ("pub use a::{b, c};", "pub use crate::c0::a::{b, c};"),
+        (
+            "use {a, std::fmt, b::c};",
+            "use {crate::c0::a, std::fmt, crate::c0::b::c};",
+        ),
+        ("use ::{a, std::fmt};", "use {crate::c0::a, std::fmt};"),
+        ("use *;", "use crate::c0::*;"),
+        (
+            "fn f() { use m::g; g() }",
+            "fn f() { use crate::c0::m::g; g() }",
+        ),
+        ("mod m { use X; }", "mod m { use crate::c0::X; }"),
+        ("use core::mem;", "use crate::c0::core::mem;"),
+        (
+            "fn f() -> ::Color { ::Color::Red }",
+            "fn f() -> crate::c0::Color { crate::c0::Color::Red }",
+        ),
+        (
+            "fn f(x: ::A) -> Vec<::B> { match x { _ => ::g() } }",
+            "fn f(x: crate::c0::A) -> Vec<crate::c0::B> { match x { _ => crate::c0::g() } }",
+        ),
+        ("fn f(x: &'a ::A) {}", "fn f(x: &'a crate::c0::A) {}"),
+        (
+            "fn f() { vec![::A::new()]; }",
+            "fn f() { vec![crate::c0::A::new()]; }",
+        ),
+        // What the shared root holds as the program's did, or a path's
+        // middle, stays.
+        (
+            "use std::collections::HashMap; use self::a::b; use super::c; use crate::c0::d;",
+            "use std::collections::HashMap; use self::a::b; use super::c; use crate::c0::d;",
+        ),
+        (
+            "fn f() { ::std::process::exit(0); a::b(); Vec::<u8>::new(); <T as Tr>::f(); }",
+            "fn f() { ::std::process::exit(0); a::b(); Vec::<u8>::new(); <T as Tr>::f(); }",
+        ),
+        (
+            "fn r#use() {} fn g() { r#use() }",
+            "fn r#use() {} fn g() { r#use() }",
+        ),
+        (
+            "// use a::b;\nfn f() -> &'static str { \"use x; ::y\" }",
+            "// use a::b;\nfn f() -> &'static str { \"use x; ::y\" }",
+        ),
+    ];
+    for (source, want) in cases {
+        assert_eq!(
+            super::rebase_2015_root_paths(source, &["c0"]),
+            *want,
+            "{source}"
+        );
+    }
+    assert_eq!(super::rebase_2015_root_paths("use a;", &[]), "use a;");
+}
+
+/// A 2015 program's names that later editions made keywords become raw
+/// identifiers, which a 2015 rustc reads as the same names; `dyn` before
+/// a bound stays a keyword.
+#[test]
+fn names_that_are_keywords_today_are_made_raw_in_2015() {
+    let cases: &[(&str, &str)] = &[
+        ("let dyn = x + 1; dyn", "let r#dyn = x + 1; r#dyn"),
+        (
+            "fn async() {} fn f() { async(); try!(g()); }",
+            "fn r#async() {} fn f() { r#async(); r#try!(g()); }",
+        ),
+        (
+            "fn f(await: u8) -> u8 { await }",
+            "fn f(r#await: u8) -> u8 { r#await }",
+        ),
+        (
+            "fn f(dyn: i64) -> i64 { dyn * 2 }",
+            "fn f(r#dyn: i64) -> i64 { r#dyn * 2 }",
+        ),
+        (
+            "fn f(a: &dyn Tr, b: Box<dyn ?Sized>, c: &(dyn 'a + Tr), d: Box<dyn ::m::Tr>) {}",
+            "fn f(a: &dyn Tr, b: Box<dyn ?Sized>, c: &(dyn 'a + Tr), d: Box<dyn ::m::Tr>) {}",
+        ),
+        (
+            "// dyn\nfn f() -> &'static str { \"async\" }",
+            "// dyn\nfn f() -> &'static str { \"async\" }",
+        ),
+        ("let r#dyn = 1;", "let r#dyn = 1;"),
+    ];
+    for (source, want) in cases {
+        assert_eq!(super::raw_2015_names(source), *want, "{source}");
+    }
+}

@@ -138,6 +138,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
             waves: assay::spec::WavePolicy::default(),
             build_timeout,
             build: args.build,
+            edition: args.edition,
             cases: args.cases,
             work_item: args.work_item,
         };
@@ -187,13 +188,13 @@ async fn queue(
 ) -> Result<ExitCode> {
     let (suite, problems, per_problem, draw) = match work {
         Work::Completions(input) => (
-            suite_run::queue(input, store).await?,
+            suite_run::queue(input, args.edition, store).await?,
             input.set.problems.len(),
             input.completions.iter().map(Vec::len).max().unwrap_or(1),
             None,
         ),
         Work::Draw(set, draw) => (
-            suite_run::queue_draw(set, draw, store).await?,
+            suite_run::queue_draw(set, draw, args.edition, store).await?,
             set.problems.len(),
             draw.n,
             Some(enqueue::queued_draw(&args.draw.flags(), &set.path)?),

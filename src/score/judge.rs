@@ -434,6 +434,12 @@ async fn read_to_mark(
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         match find(&data[from..], mark).map(|at| at + from) {
+            Some(at) if strict && at > cap => {
+                return ReadToMark {
+                    text: data,
+                    end: Some(Err(())),
+                }
+            }
             Some(at) => {
                 let rest = &data[at + mark.len()..];
                 if let Some(nl) = rest.iter().position(|b| *b == b'\n') {
@@ -540,5 +546,49 @@ mod tests {
             read_answer("0 p\n3 f extra\n", &outputs),
             Judged::Failed(_)
         ));
+    }
+
+    /// Reads what `chunks` stream up to `mark`, as the judge's reader does.
+    fn read(
+        chunks: &[&[u8]],
+        mark: &str,
+        cap: usize,
+        strict: bool,
+    ) -> (Vec<u8>, Option<Result<String, ()>>) {
+        let mut stream = std::io::Cursor::new(chunks.concat());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let read = rt.block_on(read_to_mark(&mut stream, mark, cap, strict));
+        (read.text, read.end)
+    }
+
+    #[test]
+    fn an_answer_ends_at_its_own_mark() {
+        let (text, end) = read(&[b"0 p\n3 f\n\nN end exit 0\n"], "\nN end ", 100, true);
+        assert_eq!(text, b"0 p\n3 f\n");
+        assert_eq!(end, Some(Ok("exit 0".to_owned())));
+        // Another request's mark is text, not an end.
+        let (text, end) = read(&[b"x\nM end exit 0\n"], "\nN end ", 100, true);
+        assert_eq!(text, b"x\nM end exit 0\n");
+        assert_eq!(end, None);
+    }
+
+    #[test]
+    fn past_its_cap_a_strict_read_gives_up_and_stderr_keeps_its_start() {
+        let long = vec![b'a'; 10_000];
+        let (_, end) = read(&[&long, b"\nN end exit 0\n"], "\nN end ", 100, true);
+        assert_eq!(end, Some(Err(())));
+        let (text, end) = read(&[&long, b"\nN end\n"], "\nN end", 100, false);
+        assert_eq!(text, vec![b'a'; 100]);
+        assert_eq!(end, Some(Ok(String::new())));
+    }
+
+    #[test]
+    fn the_judges_end_lines() {
+        assert_eq!(parse_ended("exit 0"), Some(Ended::Code(0)));
+        assert_eq!(parse_ended("signal 6"), Some(Ended::Signal(6)));
+        assert_eq!(parse_ended("exit x"), None);
+        assert_eq!(parse_ended("done"), None);
     }
 }

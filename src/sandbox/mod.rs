@@ -499,6 +499,24 @@ impl RunConfinement {
             .any(|c| c.oom_kills() > 0)
     }
 
+    /// How many processes the kernel OOM-killed in the run's memory cgroup
+    /// so far (0 without one).
+    pub fn oom_kills(&self) -> u64 {
+        self.cgroups
+            .iter()
+            .filter(|c| c.has(Controller::Memory))
+            .map(|c| c.oom_kills())
+            .sum()
+    }
+
+    /// How many processes the run's pids cgroup holds now, when there is
+    /// one.
+    pub fn processes(&self) -> Option<usize> {
+        let cg = self.cgroups.iter().find(|c| c.has(Controller::Pids))?;
+        let procs = std::fs::read_to_string(cg.dir.join("cgroup.procs")).ok()?;
+        Some(procs.lines().filter(|l| !l.trim().is_empty()).count())
+    }
+
     /// Whether the run has a memory cgroup whose OOM kills can be watched.
     pub fn watches_memory(&self) -> bool {
         self.cgroups.iter().any(|c| c.has(Controller::Memory))

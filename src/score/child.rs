@@ -68,7 +68,8 @@ impl Drop for Feeder {
     }
 }
 
-fn send_all(stream: &UnixStream, mut bytes: &[u8]) {
+/// Sends all of `bytes` (`MSG_NOSIGNAL`), until the reader is gone.
+pub(crate) fn send_all(stream: &UnixStream, mut bytes: &[u8]) {
     while !bytes.is_empty() {
         match rustix::net::send(stream, bytes, SendFlags::NOSIGNAL) {
             Ok(n) => bytes = &bytes[n..],

@@ -244,19 +244,40 @@ fn copy_task(from: &Path, to: &Path) -> std::path::PathBuf {
 /// `assay run` of the task in `spec`, its store in `root/name`, its work
 /// directory `root/work-WORK`; each candidate's verdicts as `probe score`.
 fn run_task(spec: &Path, root: &Path, name: &str, work: &str) -> Run {
+    let args = ["run".into(), spec.as_os_str().to_owned(), "--json".into()];
+    assay(&args, root, name, work, |report| {
+        report["candidates"]
+            .as_array()
+            .expect("candidates")
+            .iter()
+            .map(|c| format!("{} {}", c["probe"], c["score"]))
+            .collect()
+    })
+}
+
+/// Runs `assay ARGS` with its store in `root/name` and its work directory
+/// `root/work-WORK`, timed, and reads each unit's verdict from its JSON
+/// report with `verdicts`.
+fn assay(
+    args: &[std::ffi::OsString],
+    root: &Path,
+    name: &str,
+    work: &str,
+    verdicts: impl FnOnce(&serde_json::Value) -> Vec<String>,
+) -> Run {
     let dir = root.join(name);
     std::fs::create_dir_all(&dir).expect("run dir");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_assay"));
     match std::env::var("ASSAY_BENCH_LOG") {
+        // Where assay's time goes: its shared builds, on stderr.
         Ok(filter) if !filter.is_empty() => cmd.env("RUST_LOG", filter),
         _ => cmd.env_remove("RUST_LOG"),
     };
     let cpu0 = children_cpu();
     let started = Instant::now();
     let out = cmd
-        .arg("run")
-        .arg(spec)
-        .args(["--json", "--db"])
+        .args(args)
+        .arg("--db")
         .arg(dir.join("assay.db"))
         .arg("--out")
         .arg(dir.join("out"))
@@ -275,16 +296,10 @@ fn run_task(spec: &Path, root: &Path, name: &str, work: &str) -> Run {
             String::from_utf8_lossy(&out.stderr)
         )
     });
-    let statuses = report["candidates"]
-        .as_array()
-        .expect("candidates")
-        .iter()
-        .map(|c| format!("{} {}", c["probe"], c["score"]))
-        .collect();
     Run {
         wall,
         cpu,
-        statuses,
+        statuses: verdicts(&report),
         phases: phases(&report),
     }
 }
@@ -319,59 +334,34 @@ struct Run {
 }
 
 /// `assay suite run` of `rows` in `root/name`, its work directory
-/// `root/work`, built `build`.
+/// `root/work-WORK`, built `build`; each problem's one status.
 fn run(rows: &[mbpp::Solved], root: &Path, name: &str, work: &str, build: &str) -> Run {
     let dir = root.join(name);
     std::fs::create_dir_all(&dir).expect("run dir");
     let (problems, completions) = mbpp::write_suite(rows, &dir);
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_assay"));
-    match std::env::var("ASSAY_BENCH_LOG") {
-        Ok(filter) if !filter.is_empty() => cmd.env("RUST_LOG", filter),
-        _ => cmd.env_remove("RUST_LOG"),
-    };
-    let cpu0 = children_cpu();
-    let started = Instant::now();
-    let out = cmd
-        .args(["suite", "run"])
-        .arg(&problems)
-        .arg("--completions")
-        .arg(&completions)
-        .args(["--build", build, "--json", "--db"])
-        .arg(dir.join("assay.db"))
-        .arg("--out")
-        .arg(dir.join("out"))
-        .arg("--work-dir")
-        .arg(root.join(format!("work-{work}")))
-        .output()
-        .expect("assay starts");
-    let wall = started.elapsed().as_secs_f64();
-    let cpu = children_cpu() - cpu0;
-    if std::env::var_os("ASSAY_BENCH_LOG").is_some() {
-        eprint!("{}", String::from_utf8_lossy(&out.stderr));
-    }
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{name}: no JSON report ({e}): {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    let statuses = report["problems"]
-        .as_array()
-        .expect("problems")
-        .iter()
-        .map(|p| {
-            p["multiple_statuses"][0]
-                .as_str()
-                .expect("one status a problem")
-                .to_owned()
-        })
-        .collect();
-    Run {
-        wall,
-        cpu,
-        statuses,
-        phases: phases(&report),
-    }
+    let args: Vec<std::ffi::OsString> = vec![
+        "suite".into(),
+        "run".into(),
+        problems.into(),
+        "--completions".into(),
+        completions.into(),
+        "--build".into(),
+        build.into(),
+        "--json".into(),
+    ];
+    assay(&args, root, name, work, |report| {
+        report["problems"]
+            .as_array()
+            .expect("problems")
+            .iter()
+            .map(|p| {
+                p["multiple_statuses"][0]
+                    .as_str()
+                    .expect("one status a problem")
+                    .to_owned()
+            })
+            .collect()
+    })
 }
 
 /// CPU seconds of this process's reaped children (assay, and the cargo,

@@ -45,6 +45,9 @@ impl Figures {
     }
 }
 
+/// One figure of a side's batch, read off its measurements.
+type Figure<'a> = &'a dyn Fn(&Figures) -> f64;
+
 fn main() -> anyhow::Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let old_bin = PathBuf::from(
@@ -78,12 +81,12 @@ fn main() -> anyhow::Result<()> {
         "{:<44}{:>10}{:>10}{:>10}",
         "figure", "old", "new", "new/old"
     );
-    let median = |side: usize, f: &dyn Fn(&Figures) -> f64| {
+    let median = |side: usize, f: Figure| {
         let mut v: Vec<f64> = figures[side].iter().map(f).collect();
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    let rows: [(&str, &dyn Fn(&Figures) -> f64); 5] = [
+    let rows: [(&str, Figure); 5] = [
         ("score run CPU-s", &|f| f.score_run),
         ("candidates' own runs, CPU-s", &|f| f.runs),
         ("  of which runs that finished", &|f| f.runs_finished),

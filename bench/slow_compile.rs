@@ -40,6 +40,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
+use assay::support::account::reaped_children_cpu_seconds;
+
 /// The suite's per-unit compile limit (MultiPL-E's 15 s), CPU seconds.
 const UNIT_LIMIT_SECS: f64 = 15.0;
 
@@ -273,7 +275,7 @@ fn assay(
         Ok(filter) if !filter.is_empty() => cmd.env("RUST_LOG", filter),
         _ => cmd.env_remove("RUST_LOG"),
     };
-    let cpu0 = children_cpu();
+    let cpu0 = reaped_children_cpu_seconds();
     let started = Instant::now();
     let out = cmd
         .args(args)
@@ -286,7 +288,7 @@ fn assay(
         .output()
         .expect("assay starts");
     let wall = started.elapsed().as_secs_f64();
-    let cpu = children_cpu() - cpu0;
+    let cpu = reaped_children_cpu_seconds() - cpu0;
     if std::env::var_os("ASSAY_BENCH_LOG").is_some() {
         eprint!("{}", String::from_utf8_lossy(&out.stderr));
     }
@@ -362,17 +364,4 @@ fn run(rows: &[mbpp::Solved], root: &Path, name: &str, work: &str, build: &str) 
             })
             .collect()
     })
-}
-
-/// CPU seconds of this process's reaped children (assay, and the cargo,
-/// rustc and runs it waited for).
-fn children_cpu() -> f64 {
-    // SAFETY: rusage is plain data, for which all zeroes is a value;
-    // getrusage writes into the struct it is handed, nothing else.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
-        return f64::NAN;
-    }
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    secs(usage.ru_utime) + secs(usage.ru_stime)
 }

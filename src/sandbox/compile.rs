@@ -225,7 +225,11 @@ fn wrapper(settings_json: &str) -> Result<i32> {
     if let Some(name) = &crate_name {
         let _ = std::fs::write(
             settings.verdicts.join(cpu_file(name)),
-            format!("{}\n", children_cpu_secs()),
+            // Its one rustc, with the linker rustc ran and waited for.
+            format!(
+                "{}\n",
+                crate::support::account::reaped_children_cpu_seconds()
+            ),
         );
     }
     let hit = match status.signal() {
@@ -250,21 +254,6 @@ fn wrapper(settings_json: &str) -> Result<i32> {
     Ok(status
         .code()
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
-}
-
-/// The CPU seconds of the wrapper's reaped children: its one rustc, with
-/// the linker and whatever else rustc ran and waited for.
-fn children_cpu_secs() -> f64 {
-    // SAFETY: rusage is plain data (integers), for which all zeroes is a
-    // value.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage writes into the struct it is handed, nothing else
-    // (rustix does not wrap it; see `support::account`).
-    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
-        return f64::NAN;
-    }
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
 /// Copies rustc's stderr to ours line by line; true if rustc said that an

@@ -178,21 +178,28 @@ impl Sampler {
 
 /// CPU seconds of this process and every child it has reaped.
 pub fn process_cpu_seconds() -> f64 {
-    fn of(who: libc::c_int) -> f64 {
-        // SAFETY: rusage is plain data (integers), for which all zeroes is
-        // a value.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: getrusage writes into the struct it is handed, nothing
-        // else. Neither rustix nor std wraps it, and no other call gives
-        // the reaped children's CPU time to the microsecond (`/proc`'s
-        // `cutime` counts clock ticks).
-        if unsafe { libc::getrusage(who, &mut usage) } != 0 {
-            return 0.0;
-        }
-        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-        secs(usage.ru_utime) + secs(usage.ru_stime)
+    cpu_seconds(libc::RUSAGE_SELF) + reaped_children_cpu_seconds()
+}
+
+/// CPU seconds of every child this process has reaped (and of theirs
+/// that they reaped).
+pub fn reaped_children_cpu_seconds() -> f64 {
+    cpu_seconds(libc::RUSAGE_CHILDREN)
+}
+
+fn cpu_seconds(who: libc::c_int) -> f64 {
+    // SAFETY: rusage is plain data (integers), for which all zeroes is a
+    // value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into the struct it is handed, nothing else.
+    // Neither rustix nor std wraps it, and no other call gives the reaped
+    // children's CPU time to the microsecond (`/proc`'s `cutime` counts
+    // clock ticks).
+    if unsafe { libc::getrusage(who, &mut usage) } != 0 {
+        return 0.0;
     }
-    of(libc::RUSAGE_SELF) + of(libc::RUSAGE_CHILDREN)
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
 /// CPU seconds of this process's whole live tree, each process counted with

@@ -716,3 +716,40 @@ fn task_new_quotes_the_commands_it_prints() {
         "task\ncheck\nweird dir/x\n"
     );
 }
+
+/// A flag's value is read through the library's rules: a number out of its
+/// bounds is one line naming the flag (clap's own words for no number at
+/// all), and a closed set of names is listed in `--help`.
+#[test]
+fn flag_values_out_of_bounds_name_the_flag() {
+    let scratch = Scratch::new();
+    let out = scratch.assay(&["lane", "--jobs", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: --jobs: at least 1\n"
+    );
+    let out = scratch.assay(&["lane", "--jobs", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("invalid value 'x' for '--jobs"), "{err}");
+    let out = scratch.assay(&["suite", "compare", "1", "2", "-k", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: -k: must be at least 1\n"
+    );
+    let help = scratch.assay(&["run", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    let split = help
+        .lines()
+        .skip_while(|l| !l.contains("--split"))
+        .take(12)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        split.contains("fixed") && split.contains("race"),
+        "--help lists every value of --split: {split}"
+    );
+    nothing_written(&scratch);
+}

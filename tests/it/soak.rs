@@ -237,9 +237,16 @@ impl Job {
                 return;
             }
             if let Some(status) = self.child.try_wait().unwrap() {
-                panic!("{} ended ({status}) before {wanted:?}: {printed}", self.name);
+                panic!(
+                    "{} ended ({status}) before {wanted:?}: {printed}",
+                    self.name
+                );
             }
-            assert!(Instant::now() < deadline, "{} never printed {wanted:?}", self.name);
+            assert!(
+                Instant::now() < deadline,
+                "{} never printed {wanted:?}",
+                self.name
+            );
             std::thread::sleep(Duration::from_millis(200));
         }
     }

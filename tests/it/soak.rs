@@ -228,29 +228,6 @@ impl Job {
         }
     }
 
-    /// Waits until the job has printed `wanted` on stderr, at most until
-    /// `deadline`; fails at once if the job ends first.
-    fn wait_for_stderr(&mut self, wanted: &str, deadline: Instant) {
-        loop {
-            let printed = std::fs::read_to_string(&self.stderr).unwrap_or_default();
-            if printed.contains(wanted) {
-                return;
-            }
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!(
-                    "{} ended ({status}) before {wanted:?}: {printed}",
-                    self.name
-                );
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{} never printed {wanted:?}",
-                self.name
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-
     fn kill9(mut self) {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
@@ -519,7 +496,7 @@ impl Lanes {
     fn start(soak: &Soak, schema: pg::PgSchema, deadline: Instant) -> Lanes {
         let outs = [Scratch::new(), Scratch::new(), Scratch::new()];
         let db = schema.url.clone();
-        let mut a = lane(soak, &db, "a", &outs[0], Some("pause@probe.stored"));
+        let a = lane(soak, &db, "a", &outs[0], Some("pause@probe.stored"));
         // Lane b starts once lane a holds an item, so lane a has one to be
         // killed in however slowly it starts.
         let killed_item: i64 = wait_for_value(
@@ -531,10 +508,20 @@ impl Lanes {
         .parse()
         .unwrap();
         let b = lane(soak, &db, "b", &outs[1], None);
-        // Lane a says so on stderr once it waits at the point, after its
-        // probe verdicts are stored. (No column of probe_runs tells: even
-        // `origin` has a default, so it is set from the run's first write.)
-        a.wait_for_stderr("assay-test: pause at probe.stored", deadline);
+        // `builds` is set by record_probe_run_stats, the run's last write
+        // before the point: once it is, the verdicts are stored. (Not
+        // `origin`: it has a default, so it is set from the run's first
+        // write. Nor lane a's stderr: the run is the lane's child, whose
+        // stderr the lane keeps.)
+        wait_for_value(
+            &schema,
+            "lane a's run stored its probe",
+            &format!(
+                "SELECT r.builds FROM work_items w JOIN probe_runs r USING (batch_id)
+                  WHERE w.id = {killed_item} AND r.builds IS NOT NULL"
+            ),
+            deadline,
+        );
         a.kill9();
         let c = lane(soak, &db, "c", &outs[2], None);
         Lanes {

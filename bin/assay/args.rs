@@ -65,6 +65,11 @@ pub enum Command {
         /// Print the batch as one JSON object (docs/reports.md).
         #[arg(long)]
         json: bool,
+        /// Print what rustc said of each candidate that did not build (or
+        /// of CANDIDATE only), from the store: the text of its error file,
+        /// on any machine.
+        #[arg(long, value_name = "CANDIDATE", num_args = 0..=1)]
+        errors: Option<Option<usize>>,
     },
     /// Write an admitted candidate that beat the reference in its batch over
     /// the task's committed file, with a provenance header. Shows the change
@@ -447,6 +452,11 @@ pub enum SuiteCommand {
         /// Print the suite as one JSON object (docs/suites.md).
         #[arg(long)]
         json: bool,
+        /// Print what rustc said of each program that did not build (or
+        /// of PROBLEM's only), from the store: the text of its error file,
+        /// on any machine.
+        #[arg(long, value_name = "PROBLEM", num_args = 0..=1)]
+        errors: Option<Option<String>>,
     },
     /// Put two runs over the same problems side by side: per-problem pass
     /// rates, both means, the difference with a paired bootstrap 95%

@@ -2,12 +2,15 @@
 //! candidate or a suite's program: a header line naming the unit and its
 //! verdict, a blank line, then what rustc said. The store keeps the same
 //! diagnostics beside the verdict, so the file is a convenience on the
-//! machine that built it, never the only copy.
+//! machine that built it, never the only copy: `show --errors` prints the
+//! same text from the store (`report::errors`).
 
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+
+use crate::report::errors::file_text;
 
 /// Writes `dir/file_name` and returns its path.
 pub fn write(
@@ -18,7 +21,7 @@ pub fn write(
     diagnostics: &str,
 ) -> Result<PathBuf> {
     let path = dir.join(file_name);
-    std::fs::write(&path, format!("{unit}: {verdict}\n\n{diagnostics}"))
+    std::fs::write(&path, file_text(unit, verdict, diagnostics))
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path)
 }

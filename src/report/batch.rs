@@ -308,7 +308,13 @@ impl Summary {
             );
         }
         if let Some(dir) = self.errors_dir.as_ref().filter(|_| self.any_errors) {
-            let _ = writeln!(out, "compiler errors: {dir}/");
+            // The folder is on the machine that ran the batch; the store
+            // holds the same text for any other.
+            let _ = writeln!(
+                out,
+                "compiler errors: {dir}/ (from any machine: assay show {} --errors)",
+                self.batch_id
+            );
         }
         if let Some(failure) = &self.failure {
             let word = match self.status.as_str() {

@@ -423,6 +423,8 @@ fn suite_run_show_export_and_compare_on_the_fixture() {
         "{error_file}"
     );
 
+    errors_come_from_the_store(&s);
+
     // A second run over the same problems: each problem's first completion
     // twice, so the copy shares its program (one program per problem).
     let second = s.path().join("first-twice.jsonl");
@@ -968,5 +970,58 @@ fn a_servers_error_inside_the_stream_is_no_completion_of_the_model() {
     assert!(
         text.contains("server errors: 2 requests got no reply from the server"),
         "{text}"
+    );
+}
+
+/// Issue 36: `suite show --errors` prints the text of each error file the
+/// run wrote, from the store: the same texts once the files are gone.
+fn errors_come_from_the_store(s: &Scratch) {
+    let mut files = Vec::new();
+    let mut dirs = vec![s.path().to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if dir.file_name().is_some_and(|n| n == "errors") {
+                files.push(std::fs::read_to_string(&path).unwrap());
+                std::fs::remove_file(&path).unwrap();
+            }
+        }
+    }
+    assert!(
+        !files.is_empty(),
+        "the fixture has programs that do not build"
+    );
+    let units = s.json(&["suite", "show", "1", "--errors", "--json"]);
+    let mut stored: Vec<String> = units
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| {
+            format!(
+                "{}: {}\n\n{}",
+                u["unit"].as_str().unwrap(),
+                u["verdict"].as_str().unwrap(),
+                u["diagnostics"].as_str().unwrap()
+            )
+        })
+        .collect();
+    files.sort();
+    stored.sort();
+    assert_eq!(stored, files);
+    // One problem's only, by name; a name the suite does not hold is refused.
+    let name = units[0]["unit"]
+        .as_str()
+        .unwrap()
+        .split(" #")
+        .next()
+        .unwrap();
+    let text = s.assay_ok(&["suite", "show", "1", "--errors", name]);
+    assert!(text.starts_with(&format!("{name} #")), "{text}");
+    let out = s.assay(&["suite", "show", "1", "--errors", "no_such_problem"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("suite 1 has no problem `no_such_problem`")
     );
 }

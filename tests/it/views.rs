@@ -163,3 +163,75 @@ fn show_adds_the_draw_figures() {
         "{text}"
     );
 }
+
+/// Issue 36: the compiler errors come back from the store, not from the
+/// disk of the machine that built the batch: `show --errors` prints each
+/// error file's text, and still does once the files are gone.
+#[test]
+fn show_errors_prints_the_error_files_from_the_store() {
+    let scratch = Scratch::new();
+    let run = scratch.json(&["run", &tiny(), "--json"]);
+    let files: Vec<(u64, String)> = run["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| {
+            let file = c["error_file"].as_str()?;
+            Some((
+                c["candidate_id"].as_u64()?,
+                std::fs::read_to_string(file).unwrap(),
+            ))
+        })
+        .collect();
+    assert!(
+        !files.is_empty(),
+        "the tiny corpus has a candidate that does not build"
+    );
+    let joined = |files: &[(u64, String)]| {
+        files
+            .iter()
+            .map(|(_, text)| format!("{}\n", text.trim_end_matches('\n')))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let dir = run["errors_dir"].as_str().unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+
+    assert_eq!(scratch.assay_ok(&["show", "1", "--errors"]), joined(&files));
+    let (first, text) = &files[0];
+    let one = first.to_string();
+    assert_eq!(
+        scratch.assay_ok(&["show", "1", "--errors", &one]),
+        joined(&files[..1])
+    );
+    let units = scratch.json(&["show", "1", "--errors", &one, "--json"]);
+    assert_eq!(
+        format!(
+            "{}: {}\n\n{}",
+            units[0]["unit"].as_str().unwrap(),
+            units[0]["verdict"].as_str().unwrap(),
+            units[0]["diagnostics"].as_str().unwrap()
+        ),
+        *text
+    );
+    // A candidate that built has none (said on stderr); one the batch does
+    // not hold is refused.
+    let built = run["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["probe"] == "compiled")
+        .unwrap()["candidate_id"]
+        .to_string();
+    let out = scratch.assay(&["show", "1", "--errors", &built]);
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("has no compiler errors"));
+    let out = scratch.assay(&["show", "1", "--errors", "99"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("batch 1 has no candidate 99"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -37,7 +37,12 @@ pub async fn dispatch(command: Command) -> Result<ExitCode> {
             db,
             yes,
         } => promote::promote(batch, candidate, db, yes).await,
-        Command::Show { batch, db, json } => show::show(batch, db, json).await,
+        Command::Show {
+            batch,
+            db,
+            json,
+            errors,
+        } => show::show(batch, db, json, errors).await,
         Command::Compare(args) => compare::compare(args).await,
         Command::Task(command) => task::task(command).await,
         Command::Ladder(args) => ladder::ladder(args).await,

@@ -28,7 +28,12 @@ pub async fn dispatch(command: SuiteCommand) -> Result<ExitCode> {
                     None => e,
                 })
         }
-        SuiteCommand::Show { suite, db, json } => show::show(suite, db, json).await,
+        SuiteCommand::Show {
+            suite,
+            db,
+            json,
+            errors,
+        } => show::show(suite, db, json, errors).await,
         SuiteCommand::Compare {
             a,
             b,

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::suite_rounds::passed;
+use super::suite::rounds::passed;
 use crate::repair::settings::{stop_rule, Next, RepairSettings, Stopped};
 use crate::repair::{self, Attempt, PromptContext, ShownCase};
 use crate::repair::{solution_of, suite_repair_prompt, ProgramState};

@@ -6,6 +6,8 @@
 //! source snippets (which may quote the tests), and how many asserts
 //! failed.
 
+pub(super) mod rounds;
+
 use std::fmt::Write as _;
 
 use super::feedback::{

@@ -107,7 +107,7 @@ pub fn suite_round_figures(
 }
 
 /// Whether the completion's program passed every assert.
-pub(super) fn passed(c: &SuiteCompletionRow) -> bool {
+pub(in crate::repair) fn passed(c: &SuiteCompletionRow) -> bool {
     c.outcome
         .as_ref()
         .is_some_and(|o| o.outcome.status() == Status::Ok)

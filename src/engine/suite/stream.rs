@@ -22,7 +22,7 @@ use tokio::sync::{mpsc, Semaphore};
 
 use super::SuiteConfig;
 use crate::build::exec::isolated::TARGETS_PER_BUILD;
-use crate::build::exec::{BuildMode, Layout, Settled, SharedBuild};
+use crate::build::exec::{Layout, Settled, SharedBuild};
 use crate::build::package::{ModuleKey, Package, Profile};
 use crate::build::probe::stream::{StreamCandidate, Waves};
 use crate::build::probe::{ProbeFailure, ProbeStats, ProbeVerdict, Probed};
@@ -486,22 +486,8 @@ async fn build_wave(
     let mut hand_on = |s: Settled| settle(s, None, built, &mut failed);
     // A relaxed policy lets a program reach its image-mates: one image each
     // then, as a task's probe does.
-    match cfg.build {
-        BuildMode::Shared if package.policy().shares_an_image() => {
-            shared.build(&keys, &mut stats, &mut hand_on).await?
-        }
-        BuildMode::Shared | BuildMode::Isolated => {
-            crate::build::exec::isolated::build(
-                package,
-                &SuiteLayout,
-                &keys,
-                crate::build::exec::isolated::TARGETS_PER_BUILD,
-                &mut stats,
-                &mut hand_on,
-            )
-            .await?
-        }
-    }
+    crate::build::exec::wave::build(shared, cfg.build.into(), &keys, &mut stats, &mut hand_on)
+        .await?;
     let why: std::collections::HashMap<usize, Unlaid> =
         unchanged.iter().map(|(id, why, _)| (*id, *why)).collect();
     let layout = Unchanged(

@@ -6,26 +6,16 @@ use anyhow::Result;
 
 use crate::draw::{Drawn, Outcome, Reply};
 use crate::spec::Edition;
-use crate::store::{
-    BatchId, BatchStatus, NewCompletion, NewProblem, NewSuite, Store, SuiteId, SuiteOrigin,
-};
+use crate::store::{BatchStatus, NewCompletion, NewProblem, NewSuite, Store, SuiteId, SuiteOrigin};
 use crate::support::owner::Owner;
 use crate::text::extract::Extraction;
 
 use super::input::{duplicates, Key};
 use super::{DrawSettings, ProblemSet, SuiteInput, COMPLETIONS_POOL};
 
-/// A suite of completions stored, nothing run yet.
-pub(super) struct Staged {
-    pub(super) suite: SuiteId,
-    pub(super) batches: Vec<BatchId>,
-    pub(super) extractions: Vec<Vec<Extraction>>,
-    pub(super) groups: Vec<Vec<Option<usize>>>,
-}
-
 /// Stores a suite of completions (its input, programs and groups, in one
 /// transaction), to be built in `edition`, and runs nothing.
-pub(super) async fn stage(input: &SuiteInput, edition: Edition, store: &Store) -> Result<Staged> {
+pub(super) async fn stage(input: &SuiteInput, edition: Edition, store: &Store) -> Result<SuiteId> {
     let problems = &input.set.problems;
     // Everything pure first: the programs, their fingerprints and their
     // groups, so the suite's input is stored in one transaction.
@@ -88,27 +78,14 @@ pub(super) async fn stage(input: &SuiteInput, edition: Edition, store: &Store) -
         )
         .await?;
     tracing::info!(suite, problems = batches.len(), "suite started");
-    Ok(Staged {
-        suite,
-        batches,
-        extractions,
-        groups,
-    })
+    Ok(suite)
 }
 
 /// `suite run --queue`: the suite stored, nothing run, its batches left for
 /// lanes to resume part by part (`resume` with a `SuitePart`) in `edition`.
 pub async fn queue(input: &SuiteInput, edition: Edition, store: &Store) -> Result<SuiteId> {
-    let staged = stage(input, edition, store).await?;
-    store
-        .finish_suite(
-            staged.suite,
-            &Owner::current(),
-            BatchStatus::Interrupted,
-            Some("queued: lanes run it"),
-        )
-        .await?;
-    Ok(staged.suite)
+    let suite = stage(input, edition, store).await?;
+    leave_to_lanes(store, suite, "queued: lanes run it").await
 }
 
 /// `suite run --pool ... --queue`: the suite stored with its problems and
@@ -120,13 +97,18 @@ pub async fn queue_draw(
     edition: Edition,
     store: &Store,
 ) -> Result<SuiteId> {
-    let (suite, _) = begin_draw(set, settings, edition, store).await?;
+    let suite = begin_draw(set, settings, edition, store).await?;
+    leave_to_lanes(store, suite, "queued: lanes draw and run it").await
+}
+
+/// A queued suite stops here, `why`: lanes resume it part by part.
+async fn leave_to_lanes(store: &Store, suite: SuiteId, why: &str) -> Result<SuiteId> {
     store
         .finish_suite(
             suite,
             &Owner::current(),
             BatchStatus::Interrupted,
-            Some("queued: lanes draw and run it"),
+            Some(why),
         )
         .await?;
     Ok(suite)
@@ -139,7 +121,7 @@ pub(super) async fn begin_draw(
     settings: &DrawSettings,
     edition: Edition,
     store: &Store,
-) -> Result<(SuiteId, Vec<BatchId>)> {
+) -> Result<SuiteId> {
     let new_problems: Vec<NewProblem> = set
         .problems
         .iter()
@@ -150,7 +132,7 @@ pub(super) async fn begin_draw(
         })
         .collect();
     let label = settings.plan.label();
-    let begun = store
+    let (suite, batches) = store
         .begin_suite(
             &NewSuite {
                 problems_path: &set.path,
@@ -164,6 +146,6 @@ pub(super) async fn begin_draw(
             &Owner::current(),
         )
         .await?;
-    tracing::info!(suite = begun.0, problems = begun.1.len(), pools = %label, "suite draw stored");
-    Ok(begun)
+    tracing::info!(suite, problems = batches.len(), pools = %label, "suite draw stored");
+    Ok(suite)
 }

@@ -27,7 +27,8 @@
 //! builds go on ([`run_draw`], `draw`). A killed suite is found by its
 //! batches' dead owner (as any batch), and [`resume`] finishes it: it draws
 //! only the completions not stored, and builds and runs only the programs
-//! without an outcome.
+//! without an outcome. A fresh suite is a resume of nothing: once stored
+//! (`begin`), it runs by the same path (`resume::go_on`).
 //!
 //! A live draw with repair rounds (`--rounds`) has `rounds` as
 //! its producer: each round's completions go down the same stream, and the
@@ -46,24 +47,21 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::engine::draw::TokenBudget;
 use crate::engine::interrupt::{Interrupt, Run};
 use crate::spec::WavePolicy;
 use crate::store::{BatchStatus, Store, SuiteId, SuitePart};
 use crate::support::account::{Phase, PhaseGuard};
 use crate::support::owner::Owner;
 use crate::support::progress::Progress;
-use crate::text::extract::Extraction;
 
-use begin::{begin_draw, stage, Staged};
+use begin::{begin_draw, stage};
 pub use begin::{queue, queue_draw};
 pub use draw::DrawSettings;
-use draw::{Ask, ProblemDraw, SuiteDraw};
 pub use input::{ProblemSet, SuiteInput, COMPLETIONS_POOL};
 pub use resume::resume;
+use resume::{go_on, Stored};
 pub use rounds::resolve as resolve_repair;
-use rounds::{Resume, Rounds};
-use stream::{Programs, Stream, Work};
+use stream::{Programs, Stream};
 
 /// Where a suite run writes and how it builds and runs.
 #[derive(Debug, Clone)]
@@ -118,6 +116,8 @@ impl Default for SuiteLimits {
 }
 
 /// Runs a suite of completions read from files to the end; returns its id.
+/// A fresh suite is a resume of nothing: stored, then run on from what it
+/// stored by the one path a resume takes.
 pub async fn run(
     cfg: &SuiteConfig,
     input: &SuiteInput,
@@ -126,41 +126,11 @@ pub async fn run(
     interrupt: &Interrupt,
 ) -> Result<SuiteId> {
     let guard = PhaseGuard::start(Phase::Prepare);
-    let Staged {
-        suite,
-        batches,
-        extractions,
-        groups,
-    } = stage(input, cfg.edition, store).await?;
-    let problems = &input.set.problems;
-    let (programs, rx) = Programs::new();
-    for (p, problem) in problems.iter().enumerate() {
-        let mut ids = vec![None; groups[p].len()];
-        for (i, extraction) in extractions[p].iter().enumerate() {
-            let Extraction::Source(program) = extraction else {
-                continue;
-            };
-            match groups[p][i] {
-                None => ids[i] = Some(programs.add(Work::new(batches[p], p, problem, i, program))),
-                Some(rep) => {
-                    let id = ids[rep].expect("a representative comes before its duplicates");
-                    programs.share(id, i);
-                }
-            }
-        }
-    }
-    let producer = async { Ok(None) };
-    drive(
-        cfg,
-        store,
-        progress,
-        interrupt,
-        suite,
-        SuitePart::all(),
-        &programs,
-        rx,
-        producer,
-        guard,
+    let suite = stage(input, cfg.edition, store).await?;
+    let stored = Stored::read(store, suite, SuitePart::all()).await?;
+    let part = SuitePart::all();
+    go_on(
+        cfg, store, progress, interrupt, suite, part, None, stored, guard,
     )
     .await
 }
@@ -176,84 +146,53 @@ pub async fn run_draw(
     interrupt: &Interrupt,
 ) -> Result<SuiteId> {
     let guard = PhaseGuard::start(Phase::Prepare);
-    let (suite, batches) = begin_draw(set, settings, cfg.edition, store).await?;
-    let repair = settings.repair.settings.as_ref();
-    if let Some(repair) = repair {
+    let suite = begin_draw(set, settings, cfg.edition, store).await?;
+    if let Some(repair) = &settings.repair.settings {
         store.begin_suite_repair(suite, &repair.to_json()).await?;
     }
-    let (programs, rx) = Programs::new();
-    let mut jobs: Vec<ProblemDraw> = set
-        .problems
-        .iter()
-        .zip(&batches)
-        .enumerate()
-        .map(|(pos, (problem, batch))| ProblemDraw::fresh(*batch, pos, problem.clone()))
-        .collect();
-    let draw = SuiteDraw {
-        settings,
-        store,
-        progress,
-        programs: &programs,
-        budget: TokenBudget::new(repair.and_then(|r| r.max_tokens), 0),
-    };
-    let producer = async {
-        match repair {
-            None => draw.run(&mut jobs, &Ask::First).await.map(Some),
-            Some(repair) => {
-                let rounds = Rounds {
-                    suite,
-                    settings: repair,
-                    draw: &draw,
-                    store,
-                    progress,
-                };
-                rounds.run(&mut jobs, Resume::First).await.map(|()| None)
-            }
-        }
-    };
-    drive(
-        cfg,
-        store,
-        progress,
-        interrupt,
-        suite,
-        SuitePart::all(),
-        &programs,
-        rx,
-        producer,
-        guard,
+    let stored = Stored::read(store, suite, SuitePart::all()).await?;
+    let (part, settings) = (SuitePart::all(), Some(settings));
+    go_on(
+        cfg, store, progress, interrupt, suite, part, settings, stored, guard,
     )
     .await
 }
 
-/// Runs the suite's stream until every program has its outcome and marks
-/// the suite finished; a failure or a signal is written by the one drive.
-#[allow(clippy::too_many_arguments)]
-async fn drive(
-    cfg: &SuiteConfig,
-    store: &Store,
-    progress: &Progress,
-    interrupt: &Interrupt,
-    suite: SuiteId,
-    part: SuitePart,
-    programs: &Programs,
-    rx: tokio::sync::mpsc::UnboundedReceiver<crate::build::probe::stream::StreamCandidate>,
-    producer: impl std::future::Future<Output = Result<Option<PhaseGuard>>>,
-    prepare: PhaseGuard,
-) -> Result<SuiteId> {
-    let stream = Stream {
-        cfg,
-        store,
-        progress,
-        suite,
-        part,
-    };
-    let work = async {
-        stream.execute(programs, rx, producer, prepare).await?;
-        store
-            .finish_suite(suite, &Owner::current(), BatchStatus::Finished, None)
-            .await?;
-        Ok(suite)
-    };
-    crate::engine::drive::drive(store, interrupt, Run::Suite(suite), work).await
+impl<'a> Stream<'a> {
+    fn new(
+        cfg: &'a SuiteConfig,
+        store: &'a Store,
+        progress: &'a Progress,
+        suite: SuiteId,
+        part: SuitePart,
+    ) -> Stream<'a> {
+        Stream {
+            cfg,
+            store,
+            progress,
+            suite,
+            part,
+        }
+    }
+
+    /// Runs the stream until every program has its outcome and marks the
+    /// suite finished; a failure or a signal is written by the one drive.
+    async fn drive(
+        &self,
+        interrupt: &Interrupt,
+        programs: &Programs,
+        rx: tokio::sync::mpsc::UnboundedReceiver<crate::build::probe::stream::StreamCandidate>,
+        producer: impl std::future::Future<Output = Result<Option<PhaseGuard>>>,
+        prepare: PhaseGuard,
+    ) -> Result<SuiteId> {
+        let (store, suite) = (self.store, self.suite);
+        let work = async {
+            self.execute(programs, rx, producer, prepare).await?;
+            store
+                .finish_suite(suite, &Owner::current(), BatchStatus::Finished, None)
+                .await?;
+            Ok(suite)
+        };
+        crate::engine::drive::drive(store, interrupt, Run::Suite(suite), work).await
+    }
 }

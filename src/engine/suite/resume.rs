@@ -7,7 +7,9 @@ use anyhow::Result;
 use crate::engine::draw::TokenBudget;
 use crate::engine::interrupt::Interrupt;
 use crate::repair::RepairSettings;
-use crate::store::{BatchStatus, Claim, Store, StoreError, SuiteId, SuitePart};
+use crate::store::{
+    BatchStatus, Claim, Store, StoreError, SuiteCompletionRow, SuiteId, SuitePart, SuiteProblemRow,
+};
 use crate::support::account::{Phase, PhaseGuard};
 use crate::support::owner::Owner;
 use crate::support::progress::Progress;
@@ -16,8 +18,8 @@ use crate::text::extract::{Extraction, NoCode};
 use super::draw::{self, Ask, DrawSettings, ProblemDraw, SuiteDraw};
 use super::input::Key;
 use super::rounds::{self, Resume, Rounds};
-use super::stream::{Programs, Work};
-use super::{drive, SuiteConfig};
+use super::stream::{Programs, Stream, Work};
+use super::SuiteConfig;
 
 /// Finishes an interrupted or failed suite: takes its unfinished batches
 /// over (one process wins), draws the completions a live draw did not
@@ -45,21 +47,8 @@ pub async fn resume(
         edition: row.edition,
         ..cfg.clone()
     };
-    let problems = store.suite_problems(suite).await?;
-    let completions = store.suite_completions(suite).await?;
-    // The first draw's: repair rounds' completions come on top of `n`.
-    let missing: usize = problems
-        .iter()
-        .enumerate()
-        .filter(|(pos, _)| part.contains(*pos))
-        .map(|(_, p)| {
-            let stored = completions
-                .iter()
-                .filter(|c| c.batch_id == p.batch_id && c.round == 0)
-                .count();
-            p.n.saturating_sub(stored)
-        })
-        .sum();
+    let stored = Stored::read(store, suite, part).await?;
+    let missing = stored.missing;
     if missing > 0 && settings.is_none() && row.status != BatchStatus::Finished {
         return Err(not_resumable(format!(
             "lacks {missing} completions of its draw from {}; name the pools again \
@@ -68,16 +57,11 @@ pub async fn resume(
         ))
         .into());
     }
-    let repair = match store.suite_repair(suite).await? {
-        Some(json) => Some(RepairSettings::from_json(&json).ok_or_else(|| {
-            not_resumable(format!("has repair settings assay cannot read: {json}"))
-        })?),
-        None => None,
-    };
-    let at = match &repair {
-        Some(_) => Some(rounds::resume_point(store, suite).await?),
-        None => None,
-    };
+    let repair = stored
+        .repair
+        .clone()
+        .map_err(|json| not_resumable(format!("has repair settings assay cannot read: {json}")))?;
+    let at = stored.at;
     if let (Some(repair), Some(at)) = (&repair, at) {
         if part != SuitePart::all() {
             return Err(not_resumable(
@@ -122,6 +106,83 @@ pub async fn resume(
         }
         Claim::Running(_) => return Err(not_resumable("is a suite still running".into()).into()),
     }
+    tracing::info!(suite, missing, "suite resumed");
+    go_on(
+        cfg, store, progress, interrupt, suite, part, settings, stored, guard,
+    )
+    .await
+}
+
+/// What a suite has stored of the part a run goes on with.
+pub(super) struct Stored {
+    problems: Vec<SuiteProblemRow>,
+    completions: Vec<SuiteCompletionRow>,
+    /// Completions of the first draw not stored yet (repair rounds' come
+    /// on top of `n`).
+    missing: usize,
+    /// Its repair settings, or the JSON assay cannot read.
+    repair: Result<Option<RepairSettings>, String>,
+    /// Where its rounds go on from, when it repairs.
+    at: Option<Resume>,
+}
+
+impl Stored {
+    pub(super) async fn read(store: &Store, suite: SuiteId, part: SuitePart) -> Result<Stored> {
+        let problems = store.suite_problems(suite).await?;
+        let completions = store.suite_completions(suite).await?;
+        let missing: usize = problems
+            .iter()
+            .enumerate()
+            .filter(|(pos, _)| part.contains(*pos))
+            .map(|(_, p)| {
+                let stored = completions
+                    .iter()
+                    .filter(|c| c.batch_id == p.batch_id && c.round == 0)
+                    .count();
+                p.n.saturating_sub(stored)
+            })
+            .sum();
+        let repair = match store.suite_repair(suite).await? {
+            Some(json) => RepairSettings::from_json(&json).map(Some).ok_or(json),
+            None => Ok(None),
+        };
+        let at = match &repair {
+            Ok(Some(_)) => Some(rounds::resume_point(store, suite).await?),
+            _ => None,
+        };
+        Ok(Stored {
+            problems,
+            completions,
+            missing,
+            repair,
+            at,
+        })
+    }
+}
+
+/// Runs `part` of `suite` on from what it has `stored`, a fresh suite's
+/// nothing or a resume's rows: every stored program without an outcome is
+/// built and run, and what is not drawn is drawn (from `settings`' pools).
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn go_on(
+    cfg: &SuiteConfig,
+    store: &Store,
+    progress: &Progress,
+    interrupt: &Interrupt,
+    suite: SuiteId,
+    part: SuitePart,
+    settings: Option<&DrawSettings>,
+    stored: Stored,
+    guard: PhaseGuard,
+) -> Result<SuiteId> {
+    let Stored {
+        problems,
+        completions,
+        missing,
+        repair,
+        at,
+    } = stored;
+    let repair = repair.ok().flatten();
     let (programs, rx) = Programs::new();
     let mut jobs = Vec::new();
     for (pos, p) in problems.iter().enumerate() {
@@ -174,7 +235,12 @@ pub async fn resume(
         job.n = p.n;
         jobs.push(job);
     }
-    tracing::info!(suite, programs = programs.count(), missing, "suite resumed");
+    tracing::info!(
+        suite,
+        programs = programs.count(),
+        missing,
+        "suite programs loaded"
+    );
     let spent: u64 = completions
         .iter()
         .filter_map(|c| c.drawn.reply.completion_tokens)
@@ -206,8 +272,8 @@ pub async fn resume(
             _ => Ok(None),
         }
     };
-    drive(
-        cfg, store, progress, interrupt, suite, part, &programs, rx, producer, guard,
-    )
-    .await
+    let stream = Stream::new(cfg, store, progress, suite, part);
+    stream
+        .drive(interrupt, &programs, rx, producer, guard)
+        .await
 }

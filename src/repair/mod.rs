@@ -51,7 +51,9 @@ pub use parents::{choose_parents, spread, Parent};
 pub use prompt::{fill, repair_prompt, PromptContext};
 pub use rounds::{attempts, RoundFigures, RoundsTable};
 pub use settings::{stop_rule, Next, RepairFlags, RepairSettings, Stopped};
-pub use suite::rounds::{pass_at_1_after, suite_round_figures, SuiteRoundFigures, SuiteRounds};
+pub use suite::rounds::{
+    of_problem, pass_at_1_after, suite_round_figures, SuiteRoundFigures, SuiteRounds,
+};
 pub use suite::{
     panic_message, solution_of, suite_repair_prompt, FailedAssert, ProgramState, KEPT_MESSAGE_CHARS,
 };

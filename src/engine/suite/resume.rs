@@ -189,10 +189,7 @@ pub(super) async fn go_on(
         if !part.contains(pos) {
             continue;
         }
-        let of_problem: Vec<_> = completions
-            .iter()
-            .filter(|c| c.batch_id == p.batch_id)
-            .collect();
+        let of_problem = crate::repair::of_problem(&completions, p.batch_id);
         let mut job = ProblemDraw::fresh(p.batch_id, pos, p.problem.clone());
         // Representatives first, so every duplicate finds its program.
         for c in of_problem.iter().filter(|c| c.dup_of.is_none()) {

@@ -5,11 +5,13 @@
 
 pub mod batch;
 pub mod command_store;
+mod draw;
 pub mod drive;
 pub mod errors;
 pub mod exit;
 pub mod interrupt;
 pub mod outputs;
+mod package;
 pub mod promote;
 pub mod replay;
 pub mod resume;

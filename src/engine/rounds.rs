@@ -1,5 +1,5 @@
 //! The round loop, written once for both kinds of problem (issue 35): a
-//! task's batch (`batch.rs`) and a suite (`suite/rounds.rs`) each say how
+//! task's batch (`batch/rounds.rs`) and a suite (`suite/rounds.rs`) each say how
 //! to run, end, plan and stop one of their rounds ([`RoundKind`]); the
 //! order is this module's alone.
 //!

@@ -71,11 +71,7 @@ fn broken(verdict: &str, diagnostics: &str, limits: FeedbackLimits) -> Feedback 
     } else if verdict.starts_with("compile_out_of_memory") {
         "Its compile was stopped at the memory limit.".to_owned()
     } else {
-        match errors.len() {
-            0 => format!("It did not build ({verdict})."),
-            1 => "It did not compile: 1 error.".to_owned(),
-            n => format!("It did not compile: {n} errors."),
-        }
+        errors_summary(errors.len()).unwrap_or_else(|| format!("It did not build ({verdict})."))
     };
     let section = if errors.is_empty() {
         // The policy's own rendering, or a limit's note: no rustc error.
@@ -87,19 +83,7 @@ fn broken(verdict: &str, diagnostics: &str, limits: FeedbackLimits) -> Feedback 
         }
     } else {
         let shown: Vec<&str> = errors.iter().take(limits.errors).copied().collect();
-        let title = if errors.len() > shown.len() {
-            format!(
-                "The compiler's first {} of {} errors:",
-                shown.len(),
-                errors.len()
-            )
-        } else {
-            "The compiler's errors:".to_owned()
-        };
-        fenced(
-            &title,
-            &cap(shown.join("\n").trim_end(), limits.error_chars),
-        )
+        errors_section(&shown, errors.len(), limits)
     };
     Feedback {
         summary,
@@ -157,6 +141,37 @@ fn ran_summary(verdict: &str, cases: &[CaseOutcome], visible: Option<(usize, usi
     line
 }
 
+/// "It did not compile" with its count of errors; `None` for none.
+pub(super) fn errors_summary(errors: usize) -> Option<String> {
+    match errors {
+        0 => None,
+        1 => Some("It did not compile: 1 error.".to_owned()),
+        n => Some(format!("It did not compile: {n} errors.")),
+    }
+}
+
+/// The compiler's errors `shown` (the first of `total`), capped, fenced.
+pub(super) fn errors_section(shown: &[&str], total: usize, limits: FeedbackLimits) -> String {
+    let title = if total > shown.len() {
+        format!("The compiler's first {} of {total} errors:", shown.len())
+    } else {
+        "The compiler's errors:".to_owned()
+    };
+    fenced(
+        &title,
+        &cap(shown.join("\n").trim_end(), limits.error_chars),
+    )
+}
+
+/// The line over the failed `noun` (cases, tests) shown of those failed.
+pub(super) fn failed_heading(noun: &str, shown: usize, failed: usize) -> String {
+    if shown < failed {
+        format!("\nThe first {shown} failed {noun} of {failed}:\n\n")
+    } else {
+        format!("\nThe failed {noun}:\n\n")
+    }
+}
+
 /// The failed visible cases, first ones first, each value capped.
 fn cases_section(
     failed: &[&ShownCase],
@@ -168,15 +183,7 @@ fn cases_section(
         return String::new();
     }
     let shown = &failed[..failed.len().min(limits.cases)];
-    let mut out = if shown.len() < failed.len() {
-        format!(
-            "\nThe first {} failed cases of {}:\n\n",
-            shown.len(),
-            failed.len()
-        )
-    } else {
-        "\nThe failed cases:\n\n".to_owned()
-    };
+    let mut out = failed_heading("cases", shown.len(), failed.len());
     for case in shown {
         match &case.name {
             Some(name) => {

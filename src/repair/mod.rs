@@ -18,9 +18,10 @@
 //! - `chart.rs`: that comparison as an SVG chart.
 //! - `rounds.rs`: a batch's stored rows as attempts, and each round's
 //!   figures.
-//! - `suite.rs`: a suite program's feedback (compiler errors, or the failed
-//!   assert's line and panic; `errors_only`: no test text) and its prompt.
-//! - `suite_rounds.rs`: a suite's rounds as figures, pass@1 after each.
+//! - `suite/`: a suite program's feedback (compiler errors, or the failed
+//!   assert's line and panic; `errors_only`: no test text) and its prompt
+//!   (`mod.rs`), and a suite's rounds as figures, pass@1 after each
+//!   (`rounds.rs`). A task's are `feedback.rs` and `rounds.rs`.
 //!
 //! Invariant: hidden cases never reach a prompt. The only case text this
 //! module is ever given is [`ShownCase`]s, which [`ShownCase::visible`]
@@ -37,7 +38,6 @@ mod rounds;
 pub mod settings;
 pub mod setup;
 mod suite;
-mod suite_rounds;
 
 use std::collections::BTreeMap;
 
@@ -51,10 +51,12 @@ pub use parents::{choose_parents, spread, Parent};
 pub use prompt::{fill, repair_prompt, PromptContext};
 pub use rounds::{attempts, RoundFigures, RoundsTable};
 pub use settings::{stop_rule, Next, RepairFlags, RepairSettings, Stopped};
+pub use suite::rounds::{
+    of_problem, pass_at_1_after, suite_round_figures, SuiteRoundFigures, SuiteRounds,
+};
 pub use suite::{
     panic_message, solution_of, suite_repair_prompt, FailedAssert, ProgramState, KEPT_MESSAGE_CHARS,
 };
-pub use suite_rounds::{pass_at_1_after, suite_round_figures, SuiteRoundFigures, SuiteRounds};
 
 /// One stored candidate of a batch as repair sees it: a representative of
 /// its dedup group, with code.

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::suite_rounds::passed;
+use super::suite::rounds::{of_problem, passed};
 use crate::repair::settings::{stop_rule, Next, RepairSettings, Stopped};
 use crate::repair::{self, Attempt, PromptContext, ShownCase};
 use crate::repair::{solution_of, suite_repair_prompt, ProgramState};
@@ -269,10 +269,7 @@ fn plan_suite_round(
 ) -> Vec<ProblemRound> {
     let mut plans = Vec::new();
     for p in problems {
-        let of: Vec<&SuiteCompletionRow> = completions
-            .iter()
-            .filter(|c| c.batch_id == p.batch_id)
-            .collect();
+        let of = of_problem(completions, p.batch_id);
         if of.iter().any(|c| passed(c)) {
             continue;
         }

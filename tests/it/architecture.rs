@@ -94,17 +94,6 @@ const LONG_FILES: &[(&str, &str)] = &[
     // Pure algorithms, one lexer each: long, and clearer whole.
     ("src/text/dedup/alpha/tokens.rs", "a lexer"),
     ("src/text/dedup/lex.rs", "a lexer"),
-    // Each kind's stages around the one round loop (engine/rounds.rs):
-    // draw, probe and score of a task, the stream of a suite, until issue
-    // 35 makes them engine stages over the two kinds.
-    (
-        "src/engine/batch.rs",
-        "a task's stages around engine/rounds.rs, split by issue 35",
-    ),
-    (
-        "src/engine/suite",
-        "a suite's stages around engine/rounds.rs, split by issue 35",
-    ),
 ];
 
 /// Lines of code one file of the binary may hold: it parses, calls and

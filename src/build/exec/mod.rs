@@ -16,8 +16,10 @@ pub mod budget;
 pub mod isolated;
 pub mod oversize;
 pub mod shared;
+pub mod wave;
 
 pub use shared::{owner_of_file, scaled, Image, Layout, Settled, SharedBuild};
+pub use wave::Units;
 
 /// How a run's units are built (`suite run --build`, stored in a queued
 /// part as its snake_case name).

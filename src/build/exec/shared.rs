@@ -156,6 +156,16 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
         }
     }
 
+    /// The package it builds in.
+    pub fn package(&self) -> &'a Package {
+        self.package
+    }
+
+    /// How it lays out an image.
+    pub fn layout(&self) -> &'a L {
+        self.layout
+    }
+
     /// Builds `units` (their module files written), calling `settled` for
     /// each unit as its verdict is known, in no particular order. Failures
     /// that can be transient (cargo killed, failing without a word) are

@@ -42,7 +42,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use crate::build::exec::{Image, Settled, SharedBuild};
+use crate::build::exec::{Image, Settled, SharedBuild, Units};
 use crate::build::package::{ModuleKey, Package};
 use crate::support::testpoint;
 
@@ -278,24 +278,8 @@ async fn probe_once(
         );
         on_progress(by_idx.len());
     };
-    let per_build = crate::build::exec::isolated::TARGETS_PER_BUILD;
-    match mode {
-        ProbeMode::Shared if package.policy().shares_an_image() => {
-            SharedBuild::new(package, &layout, package.run_memory())
-                .build(&keys, &mut stats, &mut take)
-                .await?
-        }
-        ProbeMode::Shared => {
-            crate::build::exec::isolated::build(
-                package, &layout, &keys, per_build, &mut stats, &mut take,
-            )
-            .await?
-        }
-        ProbeMode::Serial => {
-            crate::build::exec::isolated::build(package, &layout, &keys, 1, &mut stats, &mut take)
-                .await?
-        }
-    }
+    let shared = SharedBuild::new(package, &layout, package.run_memory());
+    crate::build::exec::wave::build(&shared, mode.into(), &keys, &mut stats, &mut take).await?;
     Ok(ProbeOutcome {
         probed: candidates
             .iter()
@@ -312,6 +296,15 @@ fn last_line(text: &str) -> &str {
         .rev()
         .find(|l| !l.trim().is_empty())
         .unwrap_or_default()
+}
+
+impl From<ProbeMode> for Units {
+    fn from(mode: ProbeMode) -> Units {
+        match mode {
+            ProbeMode::Shared => Units::Shared,
+            ProbeMode::Serial => Units::Isolated { per_build: 1 },
+        }
+    }
 }
 
 impl ProbeMode {

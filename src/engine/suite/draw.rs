@@ -14,7 +14,7 @@
 //! without code) is a completion that did not build.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -22,13 +22,14 @@ use anyhow::{Context, Result};
 use futures::stream::{StreamExt, TryStreamExt};
 use tokio::sync::mpsc;
 
+use super::input::Key;
 use super::stream::{Programs, Work};
-use super::Key;
 use crate::draw::http::Prompt;
-use crate::draw::{DrawEvent, Drawn, EarlyStop, Plan};
+use crate::draw::{Drawn, EarlyStop, Plan};
+use crate::engine::draw::{settle, Asks, TokenBudget};
 use crate::engine::rounds::Round;
 use crate::repair::planner::SuiteRoundPlan;
-use crate::store::{BatchId, NewCompletion, PlannedParent, Store, SuiteOutcomeRow};
+use crate::store::{BatchId, NewCompletion, Store, SuiteOutcomeRow};
 use crate::suite::{
     chat_program, chat_prompt, completion_program, entry_name, CompletionOutcome, Problem,
     ProgramMode,
@@ -84,10 +85,9 @@ pub(super) struct SuiteDraw<'a> {
     pub store: &'a Store,
     pub progress: &'a Progress,
     pub programs: &'a Programs,
-    /// Output tokens the suite's replies have spent, and the budget after
-    /// which no problem's draw starts (`--max-tokens`).
-    pub spent: AtomicU64,
-    pub budget: Option<u64>,
+    /// Output tokens the suite's replies have spent against the budget
+    /// after which no problem's draw starts (`--max-tokens`).
+    pub budget: TokenBudget,
 }
 
 /// How many replies came back ok, and the first failure, for a draw that
@@ -147,12 +147,6 @@ impl SuiteDraw<'_> {
         Ok(guard)
     }
 
-    /// Whether the output-token budget is spent: no draw starts then.
-    fn over_budget(&self) -> bool {
-        self.budget
-            .is_some_and(|max| self.spent.load(Ordering::Relaxed) >= max)
-    }
-
     async fn draw_problem(
         &self,
         job: &mut ProblemDraw,
@@ -160,157 +154,101 @@ impl SuiteDraw<'_> {
         tally: &Tally,
         bar: &indicatif::ProgressBar,
     ) -> Result<()> {
-        if self.over_budget() {
+        if self.budget.is_spent() {
             return Ok(());
         }
-        match ask {
-            Round::First => self.draw_first(job, tally, bar).await,
+        let entry_stop = || {
+            entry_name(&job.problem).map_or(EarlyStop::Never, |entry| EarlyStop::AtAnswer { entry })
+        };
+        let (plan, asks, mode, parent_of, doing) = match ask {
+            Round::First => {
+                // Pools draw indices in order from `skip`; replies past a
+                // gap that are already stored are passed by (a race may
+                // leave gaps).
+                let skip = (0..)
+                    .take_while(|i| job.stored.contains(i))
+                    .count()
+                    .min(job.n);
+                if skip >= job.n {
+                    return Ok(());
+                }
+                let (prompt, early_stop) = match self.settings.mode {
+                    // Closed once the reply holds what `program_of` extracts.
+                    ProgramMode::Chat => (Prompt::Chat(chat_prompt(&job.problem)), entry_stop()),
+                    ProgramMode::Completion => (
+                        Prompt::Completion {
+                            prompt: job.problem.prompt.clone(),
+                            stop: job.problem.stop_tokens.clone(),
+                        },
+                        EarlyStop::Never,
+                    ),
+                };
+                let plan = self.settings.plan.for_prompt(&prompt, &early_stop);
+                let asks = Asks::Count { n: job.n, skip };
+                (plan, asks, self.settings.mode, None, "drawing")
+            }
+            // Each parent's children asked the parent's prompt, as a chat
+            // message (a repair prompt is an instruction, whatever the
+            // suite's mode), from the repair pools.
             Round::Repair(SuiteRoundPlan { round, plans }) => {
                 let Some(parents) = plans.get(&job.batch) else {
                     return Ok(());
                 };
-                self.draw_repairs(job, *round, parents, tally, bar).await
-            }
-        }
-    }
-
-    /// A repair round's completions of one problem: each parent's child
-    /// asked the parent's prompt, as a chat message (a repair prompt is an
-    /// instruction, whatever the suite's mode), from the repair pools.
-    async fn draw_repairs(
-        &self,
-        job: &mut ProblemDraw,
-        round: u32,
-        parents: &[PlannedParent],
-        tally: &Tally,
-        bar: &indicatif::ProgressBar,
-    ) -> Result<()> {
-        let mut asks = BTreeMap::new();
-        let mut parent_of = HashMap::new();
-        for p in parents {
-            for idx in p.first_idx..p.first_idx + p.children {
-                asks.insert(idx, p.prompt.clone());
-                parent_of.insert(idx, p.parent);
-            }
-        }
-        if asks.keys().all(|i| job.stored.contains(i)) {
-            return Ok(());
-        }
-        let early_stop = entry_name(&job.problem)
-            .map_or(EarlyStop::Never, |entry| EarlyStop::AtAnswer { entry });
-        let plan = self
-            .settings
-            .repair
-            .plan
-            .as_ref()
-            .unwrap_or(&self.settings.plan)
-            .for_prompt(&Prompt::Chat(String::new()), &early_stop);
-        let (tx, mut rx) = mpsc::channel(64);
-        let quiet = Progress::hidden();
-        let stored = job.stored.clone();
-        let drawing = async {
-            plan.draw_asking(asks, &stored, tx, &quiet)
-                .await
-                .map_err(anyhow::Error::from)
-        };
-        let receiving = async {
-            while let Some(event) = rx.recv().await {
-                match event {
-                    DrawEvent::Reply(drawn) => {
-                        if job.stored.insert(drawn.idx) {
-                            let parent = *parent_of
-                                .get(&drawn.idx)
-                                .context("a repair reply outside its round")?;
-                            let lineage = Some((round, parent));
-                            self.take(job, drawn, ProgramMode::Chat, lineage, tally)
-                                .await?;
-                            bar.inc(1);
-                        }
+                let mut asks = BTreeMap::new();
+                let mut parent_of = HashMap::new();
+                for p in parents {
+                    for idx in p.first_idx..p.first_idx + p.children {
+                        asks.insert(idx, p.prompt.clone());
+                        parent_of.insert(idx, p.parent);
                     }
-                    event => self.note(job.batch, event).await?,
                 }
+                if asks.keys().all(|i| job.stored.contains(i)) {
+                    return Ok(());
+                }
+                let plan = self
+                    .settings
+                    .repair
+                    .plan
+                    .as_ref()
+                    .unwrap_or(&self.settings.plan)
+                    .for_prompt(&Prompt::Chat(String::new()), &entry_stop());
+                let stored = job.stored.clone();
+                let asks = Asks::Prompts { asks, stored };
+                let lineage = Some((*round, parent_of));
+                (plan, asks, ProgramMode::Chat, lineage, "repairing")
             }
-            anyhow::Ok(())
         };
-        tokio::try_join!(drawing, receiving)
-            .with_context(|| format!("repairing problem `{}`", job.problem.name))?;
-        Ok(())
-    }
-
-    /// A draw event other than a reply: stored, or said.
-    async fn note(&self, batch: BatchId, event: DrawEvent) -> Result<()> {
-        match event {
-            DrawEvent::Reply(_) => {}
-            DrawEvent::Cancelled { pool, attempts } => {
-                self.store.record_cancelled(batch, &pool, &attempts).await?;
-            }
-            DrawEvent::PoolStopped { pool, reason } => {
-                self.progress.note(&format!(
-                    "warning: pool `{pool}` stopped: {reason}; its remaining requests are not sent"
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// The first draw's completions of one problem.
-    async fn draw_first(
-        &self,
-        job: &mut ProblemDraw,
-        tally: &Tally,
-        bar: &indicatif::ProgressBar,
-    ) -> Result<()> {
-        // Pools draw indices in order from `skip`; replies past a gap that
-        // are already stored are passed by (a race may leave gaps).
-        let skip = (0..)
-            .take_while(|i| job.stored.contains(i))
-            .count()
-            .min(job.n);
-        if skip >= job.n {
-            return Ok(());
-        }
-        let (prompt, early_stop) = match self.settings.mode {
-            // Closed once the reply holds what `program_of` extracts.
-            ProgramMode::Chat => (
-                Prompt::Chat(chat_prompt(&job.problem)),
-                entry_name(&job.problem)
-                    .map_or(EarlyStop::Never, |entry| EarlyStop::AtAnswer { entry }),
-            ),
-            ProgramMode::Completion => (
-                Prompt::Completion {
-                    prompt: job.problem.prompt.clone(),
-                    stop: job.problem.stop_tokens.clone(),
-                },
-                EarlyStop::Never,
-            ),
-        };
-        let plan = self.settings.plan.for_prompt(&prompt, &early_stop);
         let (tx, mut rx) = mpsc::channel(64);
         // One bar for the suite; the problems' own draws are quiet.
         let quiet = Progress::hidden();
-        let n = job.n;
         let drawing = async {
-            plan.draw(n, skip, tx, &quiet)
+            asks.draw(&plan, tx, &quiet)
                 .await
                 .map_err(anyhow::Error::from)
         };
-        let mode = self.settings.mode;
         let receiving = async {
             while let Some(event) = rx.recv().await {
-                match event {
-                    DrawEvent::Reply(drawn) => {
-                        if job.stored.insert(drawn.idx) {
-                            self.take(job, drawn, mode, None, tally).await?;
-                            bar.inc(1);
+                let Some(drawn) = settle(self.store, self.progress, job.batch, event).await? else {
+                    continue;
+                };
+                if job.stored.insert(drawn.idx) {
+                    let lineage = match &parent_of {
+                        None => None,
+                        Some((round, parents)) => {
+                            let parent = parents
+                                .get(&drawn.idx)
+                                .context("a repair reply outside its round")?;
+                            Some((*round, *parent))
                         }
-                    }
-                    event => self.note(job.batch, event).await?,
+                    };
+                    self.take(job, drawn, mode, lineage, tally).await?;
+                    bar.inc(1);
                 }
             }
             anyhow::Ok(())
         };
         tokio::try_join!(drawing, receiving)
-            .with_context(|| format!("drawing problem `{}`", job.problem.name))?;
+            .with_context(|| format!("{doing} problem `{}`", job.problem.name))?;
         Ok(())
     }
 
@@ -326,10 +264,7 @@ impl SuiteDraw<'_> {
         lineage: Option<(u32, usize)>,
         tally: &Tally,
     ) -> Result<()> {
-        self.spent.fetch_add(
-            drawn.reply.completion_tokens.unwrap_or(0),
-            Ordering::Relaxed,
-        );
+        self.budget.spend(&drawn);
         if drawn.reply.outcome.is_ok() {
             tally.ok.fetch_add(1, Ordering::Relaxed);
         } else {

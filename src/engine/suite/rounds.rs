@@ -13,7 +13,7 @@
 //! failing completion of the last round that gave a program is a parent
 //! and gets one child, so every completion descends from one of round 0's:
 //! a chain, and pass@1 after round r is the share of chains that passed by
-//! then (`repair::suite_rounds`). A completion that gave no program (a
+//! then (`repair::suite::rounds`). A completion that gave no program (a
 //! failed request, a reply without code) ends its chain.
 //!
 //! A round's plan is stored before any of its requests is sent (the
@@ -25,8 +25,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::draw::SuiteDraw;
-use super::ProblemDraw;
+use super::draw::{ProblemDraw, SuiteDraw};
+
 use crate::draw::{DrawOptions, Plan};
 pub(super) use crate::engine::rounds::Resume;
 use crate::engine::rounds::{self, Planned, Round, RoundKind};

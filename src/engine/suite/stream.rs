@@ -22,7 +22,7 @@ use tokio::sync::{mpsc, Semaphore};
 
 use super::SuiteConfig;
 use crate::build::exec::isolated::TARGETS_PER_BUILD;
-use crate::build::exec::{BuildMode, Layout, Settled, SharedBuild};
+use crate::build::exec::{Layout, Settled, SharedBuild};
 use crate::build::package::{ModuleKey, Package, Profile};
 use crate::build::probe::stream::{StreamCandidate, Waves};
 use crate::build::probe::{ProbeFailure, ProbeStats, ProbeVerdict, Probed};
@@ -317,10 +317,9 @@ impl Stream<'_> {
                 sandbox.warnings(),
             )
             .await?;
-        let mut package = {
+        let package = {
             let (work_dir, limits, edition) = (cfg.work_dir.clone(), cfg.limits, cfg.edition);
-            // Off the async threads: another suite may hold the lock.
-            tokio::task::spawn_blocking(move || {
+            let open = move || {
                 Package::open_suite(
                     &work_dir,
                     &work_dir.join("suite").join("target"),
@@ -332,11 +331,9 @@ impl Stream<'_> {
                     limits.memory_bytes,
                     edition,
                 )
-            })
-            .await
-            .context("the package task panicked")??
+            };
+            crate::engine::package::open(open, cfg.build_timeout).await?
         };
-        package.set_build_timeout(cfg.build_timeout);
         store
             .record_suite_phase(suite, &part, &prepare.finish())
             .await?;
@@ -486,48 +483,11 @@ async fn build_wave(
     }
     let mut stats = ProbeStats::default();
     let keys: Vec<ModuleKey> = modules.iter().map(|&id| ModuleKey::Candidate(id)).collect();
-    let mut hand_on = |s: Settled| {
-        let ModuleKey::Candidate(id) = s.key else {
-            return;
-        };
-        match s.image {
-            Some(image) => {
-                let _ = built.send(Built {
-                    work: id,
-                    image: Arc::new(image.path.clone()),
-                    how: Runs::Module,
-                });
-            }
-            None => failed.push((
-                id,
-                Probed {
-                    idx: id,
-                    verdict: s.verdict,
-                    diagnostics: s.diagnostics,
-                    warnings: s.warnings,
-                },
-                None,
-            )),
-        }
-    };
+    let mut hand_on = |s: Settled| settle(s, None, built, &mut failed);
     // A relaxed policy lets a program reach its image-mates: one image each
     // then, as a task's probe does.
-    match cfg.build {
-        BuildMode::Shared if package.policy().shares_an_image() => {
-            shared.build(&keys, &mut stats, &mut hand_on).await?
-        }
-        BuildMode::Shared | BuildMode::Isolated => {
-            crate::build::exec::isolated::build(
-                package,
-                &SuiteLayout,
-                &keys,
-                crate::build::exec::isolated::TARGETS_PER_BUILD,
-                &mut stats,
-                &mut hand_on,
-            )
-            .await?
-        }
-    }
+    crate::build::exec::wave::build(shared, cfg.build.into(), &keys, &mut stats, &mut hand_on)
+        .await?;
     let why: std::collections::HashMap<usize, Unlaid> =
         unchanged.iter().map(|(id, why, _)| (*id, *why)).collect();
     let layout = Unchanged(
@@ -544,32 +504,48 @@ async fn build_wave(
         TARGETS_PER_BUILD,
         &mut stats,
         |s: Settled| {
-            let ModuleKey::Candidate(id) = s.key else {
-                return;
+            let why = match s.key {
+                ModuleKey::Candidate(id) => why.get(&id).copied(),
+                ModuleKey::Committed => None,
             };
-            match s.image {
-                Some(image) => {
-                    let _ = built.send(Built {
-                        work: id,
-                        image: Arc::new(image.path.clone()),
-                        how: Runs::Unchanged(why[&id]),
-                    });
-                }
-                None => failed.push((
-                    id,
-                    Probed {
-                        idx: id,
-                        verdict: s.verdict,
-                        diagnostics: s.diagnostics,
-                        warnings: s.warnings,
-                    },
-                    Some(why[&id]),
-                )),
-            }
+            settle(s, why, built, &mut failed)
         },
     )
     .await?;
     Ok(WaveEnd { failed })
+}
+
+/// Hands a settled program on: to the runs when its image is there (as a
+/// module, or as it stands when assay refused to lay it out, `unlaid`), or
+/// to `failed` with its verdict.
+fn settle(
+    s: Settled,
+    unlaid: Option<Unlaid>,
+    built: &mpsc::UnboundedSender<Built>,
+    failed: &mut Vec<(usize, Probed, Option<Unlaid>)>,
+) {
+    let ModuleKey::Candidate(id) = s.key else {
+        return;
+    };
+    match s.image {
+        Some(image) => {
+            let _ = built.send(Built {
+                work: id,
+                image: Arc::new(image.path.clone()),
+                how: unlaid.map_or(Runs::Module, Runs::Unchanged),
+            });
+        }
+        None => failed.push((
+            id,
+            Probed {
+                idx: id,
+                verdict: s.verdict,
+                diagnostics: s.diagnostics,
+                warnings: s.warnings,
+            },
+            unlaid,
+        )),
+    }
 }
 
 /// Runs one built program: the whole `main` first, then (when it splits)

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::build::probe::ProbeVerdict;
-use crate::store::{SuiteCompletionRow, SuiteProblemRow, SuiteRoundRow};
+use crate::store::{BatchId, SuiteCompletionRow, SuiteProblemRow, SuiteRoundRow};
 use crate::suite::Status;
 
 /// A suite's repair rounds. The problems' table and pass@k above are the
@@ -106,8 +106,13 @@ pub fn suite_round_figures(
         .collect()
 }
 
+/// The completions of the problem stored as batch `batch`.
+pub fn of_problem(completions: &[SuiteCompletionRow], batch: BatchId) -> Vec<&SuiteCompletionRow> {
+    completions.iter().filter(|c| c.batch_id == batch).collect()
+}
+
 /// Whether the completion's program passed every assert.
-pub(super) fn passed(c: &SuiteCompletionRow) -> bool {
+pub(in crate::repair) fn passed(c: &SuiteCompletionRow) -> bool {
     c.outcome
         .as_ref()
         .is_some_and(|o| o.outcome.status() == Status::Ok)
@@ -123,10 +128,7 @@ pub fn pass_at_1_after(
 ) -> Option<f64> {
     let mut rates = Vec::new();
     for p in problems {
-        let of: Vec<&SuiteCompletionRow> = completions
-            .iter()
-            .filter(|c| c.batch_id == p.batch_id)
-            .collect();
+        let of = of_problem(completions, p.batch_id);
         let parent: HashMap<usize, Option<usize>> = of.iter().map(|c| (c.idx, c.parent)).collect();
         let root = |mut idx: usize| {
             // Parents come before their children; the bound guards a

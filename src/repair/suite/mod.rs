@@ -6,9 +6,13 @@
 //! source snippets (which may quote the tests), and how many asserts
 //! failed.
 
+pub(super) mod rounds;
+
 use std::fmt::Write as _;
 
-use super::feedback::{cap, compiler_errors, fenced, Feedback};
+use super::feedback::{
+    cap, compiler_errors, errors_section, errors_summary, failed_heading, Feedback,
+};
 use crate::spec::{Feedback as FeedbackMode, FeedbackLimits, Template};
 use crate::suite::module::tests_part;
 use crate::suite::{chat_prompt, split_cases, CaseEnd, CompletionOutcome, Problem, Split};
@@ -152,29 +156,14 @@ impl Feedback {
                         FeedbackMode::ErrorsOnly => without_snippets(e),
                     })
                     .collect();
-                let summary = match errors.len() {
-                    0 => "It did not build.".to_owned(),
-                    1 => "It did not compile: 1 error.".to_owned(),
-                    n => format!("It did not compile: {n} errors."),
-                };
-                let title = if errors.len() > shown.len() {
-                    format!(
-                        "The compiler's first {} of {} errors:",
-                        shown.len(),
-                        errors.len()
-                    )
-                } else {
-                    "The compiler's errors:".to_owned()
-                };
+                let shown: Vec<&str> = shown.iter().map(String::as_str).collect();
                 Feedback {
-                    summary,
+                    summary: errors_summary(errors.len())
+                        .unwrap_or_else(|| "It did not build.".to_owned()),
                     errors: if shown.is_empty() {
                         String::new()
                     } else {
-                        fenced(
-                            &title,
-                            &cap(shown.join("\n").trim_end(), limits.error_chars),
-                        )
+                        errors_section(&shown, errors.len(), limits)
                     },
                     cases: String::new(),
                 }
@@ -208,15 +197,7 @@ fn failed_asserts(failed: &[FailedAssert], limits: FeedbackLimits) -> String {
         return String::new();
     }
     let shown = &failed[..failed.len().min(limits.cases)];
-    let mut out = if shown.len() < failed.len() {
-        format!(
-            "\nThe first {} failed tests of {}:\n\n",
-            shown.len(),
-            failed.len()
-        )
-    } else {
-        "\nThe failed tests:\n\n".to_owned()
-    };
+    let mut out = failed_heading("tests", shown.len(), failed.len());
     for a in shown {
         let _ = writeln!(
             out,

@@ -328,7 +328,13 @@ impl Packer<'_> {
             path: path.to_path_buf(),
             root: self.root.clone(),
         };
-        let rel = path.strip_prefix(self.dir).map_err(|_| outside())?;
+        // The spec's own path is as the user typed it, maybe relative;
+        // the folder and the paths in it are absolute.
+        let absolute = std::path::absolute(path).map_err(|source| CarryError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let rel = absolute.strip_prefix(self.dir).map_err(|_| outside())?;
         let mut parts = Vec::new();
         for part in rel.components() {
             match part {
@@ -511,6 +517,10 @@ mod tests {
             .collect();
         assert_eq!(executable, ["harness/gen.sh"]);
         assert_eq!(packed.blobs.len(), packed.task.blob_names().len());
+        // A spec named from the current folder, as `assay run specs/x` does.
+        let relative = pack_task(&Spec::load(Path::new("tests/fixtures/tiny")).unwrap()).unwrap();
+        assert_eq!(relative.task.spec, "spec.toml");
+        assert_eq!(relative.task.files.len(), paths.len() - 1, "no gen.sh");
     }
 
     /// The digest is the content's: the same files give the same digest

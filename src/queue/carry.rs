@@ -648,7 +648,9 @@ mod tests {
         );
         std::fs::remove_file(task.join("harness/src/prompt.md")).unwrap();
 
-        let cases: [(&str, &dyn Fn(&Path) -> PathBuf); 4] = [
+        /// Plants something bad in a task: the path the error must name.
+        type Plant = dyn Fn(&Path) -> PathBuf;
+        let cases: [(&str, &Plant); 4] = [
             ("outside", &|task| {
                 let link = task.join("harness/src/leak.rs");
                 std::os::unix::fs::symlink(task.join("../secret.txt"), &link).unwrap();

@@ -8,7 +8,10 @@
 //! ([`FLAG_VARIABLES`]). An item is stored as JSON and becomes the run's
 //! arguments in one place, [`WorkItem::args`]; nothing parses a command
 //! line back. No key can be in an item (no field has room for one): each
-//! lane draws with its own. Plain data, no IO.
+//! lane draws with its own. Nor a path of the queueing machine: a batch
+//! carries its task and pools file by content (`carry`), placed by the
+//! lane where [`Placed`] says; only an item an older assay queued names
+//! paths ([`QueuedTask::Paths`]). Plain data, no IO.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -8,7 +8,10 @@
 //! ([`FLAG_VARIABLES`]). An item is stored as JSON and becomes the run's
 //! arguments in one place, [`WorkItem::args`]; nothing parses a command
 //! line back. No key can be in an item (no field has room for one): each
-//! lane draws with its own. Plain data, no IO.
+//! lane draws with its own. Nor a path of the queueing machine: a batch
+//! carries its task and pools file by content (`carry`), placed by the
+//! lane where [`Placed`] says; only an item an older assay queued names
+//! paths ([`QueuedTask::Paths`]). Plain data, no IO.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -19,8 +22,8 @@ use serde_with::{serde_as, DisplayFromStr};
 
 use crate::build::exec::BuildMode;
 use crate::build::probe::ProbeMode;
-use crate::draw::pools::PoolsFile;
 use crate::draw::DrawOptions;
+use crate::queue::carry::{CarriedPools, CarriedTask};
 use crate::repair::RepairFlags;
 use crate::spec::{PoolChoice, Spec, SplitMode, WavePolicy};
 use crate::store::{BatchId, SuiteId, SuitePart, WorkKind};
@@ -60,30 +63,112 @@ pub enum WorkItem {
 }
 
 /// A batch as `assay run` would have run it where it was queued.
-#[serde_as]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "RawBatchRun", into = "RawBatchRun")]
 pub struct BatchRun {
-    /// The spec, absolute: a lane runs in another folder.
-    pub spec: PathBuf,
+    /// The task and the pools file: by content, or, in an item an older
+    /// assay queued, by path.
+    pub task: QueuedTask,
     pub n: usize,
-    #[serde_as(as = "DisplayFromStr")]
     pub probe: ProbeMode,
     pub wave_size: usize,
-    #[serde(with = "seconds")]
     pub wave_wait: Duration,
-    #[serde(with = "seconds")]
     pub build_timeout: Duration,
-    /// The pools file, absolute, when one was named or found (beside the
-    /// spec or in the queueing command's folder); `None` when there is
-    /// none, which only a replay draw does without.
-    pub pools_file: Option<PathBuf>,
     pub draw: DrawChoice,
     /// The repair rounds and budget (issue 28). Left out of the JSON when
     /// empty, as an item queued before they were carried reads: such an
     /// item runs under the spec's `[repair]`, as it always did.
-    #[serde(default, skip_serializing_if = "RepairChoice::is_empty")]
     pub repair: RepairChoice,
+}
+
+/// What a batch item says of its task and pools file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QueuedTask {
+    /// Their content (issue 36): the task's files in the store's blobs,
+    /// the pools file's text (`None` when there is none, which only a
+    /// replay draw does without).
+    Carried {
+        task: CarriedTask,
+        pools: Option<CarriedPools>,
+    },
+    /// Paths on the queueing machine, as an assay before migration 0018
+    /// queued them: they run only on a lane that sees them there.
+    Paths {
+        spec: PathBuf,
+        pools_file: Option<PathBuf>,
+    },
+}
+
+/// A batch item as JSON: the task by content (`task`, `pools`) or, as an
+/// older assay wrote it, by path (`spec`, `pools_file`), never both.
+#[serde_as]
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBatchRun {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    task: Option<CarriedTask>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pools: Option<CarriedPools>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    spec: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pools_file: Option<PathBuf>,
+    n: usize,
+    #[serde_as(as = "DisplayFromStr")]
+    probe: ProbeMode,
+    wave_size: usize,
+    #[serde(with = "seconds")]
+    wave_wait: Duration,
+    #[serde(with = "seconds")]
+    build_timeout: Duration,
+    draw: DrawChoice,
+    #[serde(default, skip_serializing_if = "RepairChoice::is_empty")]
+    repair: RepairChoice,
+}
+
+impl TryFrom<RawBatchRun> for BatchRun {
+    type Error = &'static str;
+
+    fn try_from(raw: RawBatchRun) -> Result<BatchRun, &'static str> {
+        let task = match (raw.task, raw.pools, raw.spec, raw.pools_file) {
+            (Some(task), pools, None, None) => QueuedTask::Carried { task, pools },
+            (None, None, Some(spec), pools_file) => QueuedTask::Paths { spec, pools_file },
+            (None, _, None, _) => return Err("a batch item names no task"),
+            _ => return Err("a batch item names its task both by content and by path"),
+        };
+        Ok(BatchRun {
+            task,
+            n: raw.n,
+            probe: raw.probe,
+            wave_size: raw.wave_size,
+            wave_wait: raw.wave_wait,
+            build_timeout: raw.build_timeout,
+            draw: raw.draw,
+            repair: raw.repair,
+        })
+    }
+}
+
+impl From<BatchRun> for RawBatchRun {
+    fn from(b: BatchRun) -> RawBatchRun {
+        let (task, pools, spec, pools_file) = match b.task {
+            QueuedTask::Carried { task, pools } => (Some(task), pools, None, None),
+            QueuedTask::Paths { spec, pools_file } => (None, None, Some(spec), pools_file),
+        };
+        RawBatchRun {
+            task,
+            pools,
+            spec,
+            pools_file,
+            n: b.n,
+            probe: b.probe,
+            wave_size: b.wave_size,
+            wave_wait: b.wave_wait,
+            build_timeout: b.build_timeout,
+            draw: b.draw,
+            repair: b.repair,
+        }
+    }
 }
 
 /// A batch's repair flags as resolved where it is queued: the rounds
@@ -125,12 +210,77 @@ pub struct SuitePartRun {
 
 /// A part of a live suite: the part, and the draw its lane does.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "RawLiveSuitePart", into = "RawLiveSuitePart")]
 pub struct LiveSuitePart {
     pub part: SuitePartRun,
-    /// The pools file, absolute: every lane must see it there.
-    pub pools_file: PathBuf,
+    pub pools: QueuedPools,
     pub draw: DrawChoice,
+}
+
+/// What a live part says of its pools file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QueuedPools {
+    /// Its text (issue 36).
+    Carried(CarriedPools),
+    /// A path on the queueing machine, as an assay before migration 0018
+    /// queued it.
+    Path(PathBuf),
+}
+
+/// A live part as JSON: the pools file's text (`pools`) or, as an older
+/// assay wrote it, its path (`pools_file`).
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLiveSuitePart {
+    part: SuitePartRun,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pools: Option<CarriedPools>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pools_file: Option<PathBuf>,
+    draw: DrawChoice,
+}
+
+impl TryFrom<RawLiveSuitePart> for LiveSuitePart {
+    type Error = &'static str;
+
+    fn try_from(raw: RawLiveSuitePart) -> Result<LiveSuitePart, &'static str> {
+        let pools = match (raw.pools, raw.pools_file) {
+            (Some(pools), None) => QueuedPools::Carried(pools),
+            (None, Some(path)) => QueuedPools::Path(path),
+            (None, None) => return Err("a live suite part names no pools file"),
+            (Some(_), Some(_)) => {
+                return Err("a live suite part names its pools both by content and by path")
+            }
+        };
+        Ok(LiveSuitePart {
+            part: raw.part,
+            pools,
+            draw: raw.draw,
+        })
+    }
+}
+
+impl From<LiveSuitePart> for RawLiveSuitePart {
+    fn from(p: LiveSuitePart) -> RawLiveSuitePart {
+        let (pools, pools_file) = match p.pools {
+            QueuedPools::Carried(pools) => (Some(pools), None),
+            QueuedPools::Path(path) => (None, Some(path)),
+        };
+        RawLiveSuitePart {
+            part: p.part,
+            pools,
+            pools_file,
+            draw: p.draw,
+        }
+    }
+}
+
+/// Where a lane put what an item carries, on its own disk: the task's
+/// spec (a batch's) and the pools file (when the item has one).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Placed {
+    pub spec: Option<PathBuf>,
+    pub pools_file: Option<PathBuf>,
 }
 
 /// The draw flags as resolved: the pools chosen (empty: the spec's), the
@@ -172,12 +322,19 @@ impl WorkItem {
     /// The JSON the store keeps. Refuses a path that is not UTF-8, which
     /// JSON cannot hold.
     pub fn to_json(&self) -> Result<serde_json::Value, NotUtf8> {
+        // Only an item an older assay queued holds paths.
         let paths: Vec<&Path> = match self {
-            WorkItem::Batch(b) => std::iter::once(b.spec.as_path())
-                .chain(b.pools_file.as_deref())
+            WorkItem::Batch(BatchRun {
+                task: QueuedTask::Paths { spec, pools_file },
+                ..
+            }) => std::iter::once(spec.as_path())
+                .chain(pools_file.as_deref())
                 .collect(),
-            WorkItem::SuitePart(_) => Vec::new(),
-            WorkItem::LiveSuitePart(p) => vec![p.pools_file.as_path()],
+            WorkItem::LiveSuitePart(LiveSuitePart {
+                pools: QueuedPools::Path(path),
+                ..
+            }) => vec![path.as_path()],
+            WorkItem::Batch(_) | WorkItem::SuitePart(_) | WorkItem::LiveSuitePart(_) => Vec::new(),
         };
         if let Some(bad) = paths.into_iter().find(|p| p.to_str().is_none()) {
             return Err(NotUtf8(bad.to_path_buf()));
@@ -191,22 +348,24 @@ impl WorkItem {
     }
 
     /// The arguments of the `assay` run that does the item, after the
-    /// program's name: every setting as its flag. `begun` is the batch an
-    /// earlier claim of a batch item began: the run resumes it (its spec
-    /// and `-n` are the batch's own). The lane adds its store, folders and
-    /// `--json`.
-    pub fn args(&self, begun: Option<BatchId>) -> Vec<OsString> {
+    /// program's name: every setting as its flag, and the spec and pools
+    /// file where the lane `placed` them. `begun` is the batch an earlier
+    /// claim of a batch item began: the run resumes it (its `-n` is the
+    /// batch's own). The lane adds its store, folders and `--json`.
+    pub fn args(&self, begun: Option<BatchId>, placed: &Placed) -> Vec<OsString> {
         let mut args = Args::default();
         match self {
-            WorkItem::Batch(b) => b.args(begun, &mut args),
+            WorkItem::Batch(b) => b.args(begun, placed, &mut args),
             WorkItem::SuitePart(p) => p.args(&mut args),
             WorkItem::LiveSuitePart(LiveSuitePart {
                 part,
-                pools_file,
+                pools: _,
                 draw,
             }) => {
                 part.args(&mut args);
-                args.flag("--pools", pools_file);
+                if let Some(file) = &placed.pools_file {
+                    args.flag("--pools", file);
+                }
                 draw.args(&mut args);
             }
         }
@@ -218,7 +377,10 @@ impl WorkItem {
         match self {
             WorkItem::Batch(b) => format!(
                 "batch {} -n {}{}",
-                b.spec.display(),
+                match &b.task {
+                    QueuedTask::Carried { task, .. } => task.describe(),
+                    QueuedTask::Paths { spec, .. } => format!("{} (by path)", spec.display()),
+                },
                 b.n,
                 b.repair.describe()
             ),
@@ -231,63 +393,56 @@ impl WorkItem {
 }
 
 impl BatchRun {
-    /// A batch as `assay run` resolved it where it is queued: `spec` as
-    /// loaded, `n` and the probe's settings from the flags, their
-    /// variables or the spec, and the draw's options; the spec and the
-    /// pools file (given, or found beside the spec or in this folder)
-    /// made absolute.
+    /// A batch as `assay run` resolved it where it is queued: `task` as
+    /// packed (`queue::enqueue::QueuedBatch::pack`), `n` and the probe's
+    /// settings from the flags, their variables or the spec, and the
+    /// draw's and repair's options.
     pub fn resolved(
-        spec: &Spec,
+        task: QueuedTask,
         n: usize,
         probe: ProbeMode,
         waves: WavePolicy,
         build_timeout: Duration,
         draw: &DrawOptions,
-        repair: &RepairFlags,
+        repair: RepairChoice,
     ) -> BatchRun {
-        let pools_file = draw
-            .pools_file
-            .clone()
-            .or_else(|| PoolsFile::default_path(&spec.dir));
         BatchRun {
-            spec: absolute(&spec.path),
+            task,
             n,
             probe,
             wave_size: waves.size,
             wave_wait: waves.wait,
             build_timeout,
-            pools_file: pools_file.as_deref().map(absolute),
             draw: DrawChoice::of(draw),
-            repair: RepairChoice::resolved(spec, repair),
+            repair,
         }
     }
 
-    fn args(&self, begun: Option<BatchId>, args: &mut Args) {
+    fn args(&self, begun: Option<BatchId>, placed: &Placed, args: &mut Args) {
         // Every field named, so a new setting cannot be left out here.
         let BatchRun {
-            spec,
+            task: _,
             n,
             probe,
             wave_size,
             wave_wait,
             build_timeout,
-            pools_file,
             draw,
             repair,
         } = self;
         args.word("run");
+        if let Some(spec) = &placed.spec {
+            args.word(spec);
+        }
         match begun {
             Some(batch) => args.flag("--resume", batch),
-            None => {
-                args.word(spec);
-                args.flag("-n", n);
-            }
+            None => args.flag("-n", n),
         }
         args.flag("--probe", probe);
         args.flag("--wave-size", wave_size);
         args.flag("--wave-wait", wave_wait.as_secs_f64());
         args.flag("--build-timeout", build_timeout.as_secs_f64());
-        if let Some(file) = pools_file {
+        if let Some(file) = &placed.pools_file {
             args.flag("--pools", file);
         }
         draw.args(args);
@@ -384,8 +539,8 @@ pub struct SuiteQueue {
     pub build_timeout: Duration,
     pub build: BuildMode,
     pub cases: CaseRuns,
-    /// A live draw's pools file (absolute) and choices, for every part.
-    pub draw: Option<(PathBuf, DrawChoice)>,
+    /// A live draw's pools file and choices, for every part.
+    pub draw: Option<(CarriedPools, DrawChoice)>,
 }
 
 impl SuiteQueue {
@@ -416,9 +571,9 @@ impl SuiteQueue {
                 };
                 match &self.draw {
                     None => WorkItem::SuitePart(part),
-                    Some((pools_file, choice)) => WorkItem::LiveSuitePart(LiveSuitePart {
+                    Some((pools, choice)) => WorkItem::LiveSuitePart(LiveSuitePart {
                         part,
-                        pools_file: pools_file.clone(),
+                        pools: QueuedPools::Carried(pools.clone()),
                         draw: choice.clone(),
                     }),
                 }
@@ -462,11 +617,6 @@ impl DrawChoice {
             args.flag("--max-completion-tokens", t);
         }
     }
-}
-
-/// `path` from this process's folder, as a lane elsewhere must see it.
-fn absolute(path: &Path) -> PathBuf {
-    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// A command line being built.
@@ -588,15 +738,47 @@ mod tests {
         assert_eq!(given.items().len(), 1);
     }
 
+    /// A carried task of two files, its digest made to match.
+    fn carried() -> CarriedTask {
+        let files = vec![
+            crate::queue::carry::CarriedFile {
+                path: "cases.jsonl".into(),
+                blob: "c".repeat(64),
+                size: 10,
+                executable: false,
+            },
+            crate::queue::carry::CarriedFile {
+                path: "spec.toml".into(),
+                blob: "5".repeat(64),
+                size: 20,
+                executable: false,
+            },
+        ];
+        CarriedTask {
+            digest: CarriedTask::digest_of("tiny", "spec.toml", &files),
+            name: "tiny".into(),
+            spec: "spec.toml".into(),
+            files,
+        }
+    }
+
+    fn pools() -> CarriedPools {
+        CarriedPools {
+            text: "[pools.fast]\nbase_url = \"http://gw:8000/v1\"\nmodel = \"m\"\n".into(),
+        }
+    }
+
     fn batch() -> BatchRun {
         BatchRun {
-            spec: "/tasks/tiny/spec.toml".into(),
+            task: QueuedTask::Carried {
+                task: carried(),
+                pools: Some(pools()),
+            },
             n: 5,
             probe: ProbeMode::Serial,
             wave_size: 8,
             wave_wait: Duration::from_millis(1500),
             build_timeout: Duration::from_secs(90),
-            pools_file: Some("/tasks/pools.toml".into()),
             draw: DrawChoice {
                 pools: vec!["fast=3".parse().unwrap(), "slow=1".parse().unwrap()],
                 split: Some(SplitMode::Fixed),
@@ -632,7 +814,7 @@ mod tests {
     fn live() -> LiveSuitePart {
         LiveSuitePart {
             part: part(),
-            pools_file: "/rig/pools.toml".into(),
+            pools: QueuedPools::Carried(pools()),
             draw: DrawChoice {
                 pools: vec!["tiny".parse().unwrap()],
                 split: Some(SplitMode::Race),
@@ -642,9 +824,32 @@ mod tests {
         }
     }
 
+    /// Where a lane put the task and the pools file.
+    fn placed() -> Placed {
+        Placed {
+            spec: Some("/lane/carried/d1/spec.toml".into()),
+            pools_file: Some("/lane/carried/pools-p1.toml".into()),
+        }
+    }
+
     fn line(item: &WorkItem, begun: Option<BatchId>) -> String {
+        let placed = match item {
+            WorkItem::Batch(BatchRun {
+                task: QueuedTask::Carried { pools: None, .. },
+                ..
+            }) => Placed {
+                pools_file: None,
+                ..placed()
+            },
+            WorkItem::Batch(_) => placed(),
+            WorkItem::SuitePart(_) => Placed::default(),
+            WorkItem::LiveSuitePart(_) => Placed {
+                spec: None,
+                ..placed()
+            },
+        };
         let args: Vec<String> = item
-            .args(begun)
+            .args(begun, &placed)
             .into_iter()
             .map(|a| a.into_string().unwrap())
             .collect();
@@ -657,35 +862,38 @@ mod tests {
             (
                 WorkItem::Batch(batch()),
                 None,
-                "run /tasks/tiny/spec.toml -n 5 --probe serial --wave-size 8 --wave-wait 1.5 \
-                 --build-timeout 90 --pools /tasks/pools.toml --pool fast=3 --pool slow=1 \
+                "run /lane/carried/d1/spec.toml -n 5 --probe serial --wave-size 8 --wave-wait 1.5 \
+                 --build-timeout 90 --pools /lane/carried/pools-p1.toml --pool fast=3 --pool slow=1 \
                  --split fixed --max-in-flight 2 --max-completion-tokens 4000",
             ),
             // A resume: the batch has its spec and n; the rest is the item's.
             (
                 WorkItem::Batch(batch()),
                 Some(12),
-                "run --resume 12 --probe serial --wave-size 8 --wave-wait 1.5 \
-                 --build-timeout 90 --pools /tasks/pools.toml --pool fast=3 --pool slow=1 \
+                "run /lane/carried/d1/spec.toml --resume 12 --probe serial --wave-size 8 --wave-wait 1.5 \
+                 --build-timeout 90 --pools /lane/carried/pools-p1.toml --pool fast=3 --pool slow=1 \
                  --split fixed --max-in-flight 2 --max-completion-tokens 4000",
             ),
             // Unset overrides stay unset: the spec's and pools file's own.
             (
                 WorkItem::Batch(BatchRun {
-                    pools_file: None,
+                    task: QueuedTask::Carried {
+                        task: carried(),
+                        pools: None,
+                    },
                     draw: DrawChoice::default(),
                     ..batch()
                 }),
                 None,
-                "run /tasks/tiny/spec.toml -n 5 --probe serial --wave-size 8 --wave-wait 1.5 \
+                "run /lane/carried/d1/spec.toml -n 5 --probe serial --wave-size 8 --wave-wait 1.5 \
                  --build-timeout 90",
             ),
             // Repair: its flags after the draw's.
             (
                 WorkItem::Batch(repairing()),
                 None,
-                "run /tasks/tiny/spec.toml -n 5 --probe serial --wave-size 8 --wave-wait 1.5 \
-                 --build-timeout 90 --pools /tasks/pools.toml --pool fast=3 --pool slow=1 \
+                "run /lane/carried/d1/spec.toml -n 5 --probe serial --wave-size 8 --wave-wait 1.5 \
+                 --build-timeout 90 --pools /lane/carried/pools-p1.toml --pool fast=3 --pool slow=1 \
                  --split fixed --max-in-flight 2 --max-completion-tokens 4000 --rounds 2 \
                  --repair-pool big=1 --max-tokens 9000",
             ),
@@ -693,8 +901,8 @@ mod tests {
             (
                 WorkItem::Batch(repairing()),
                 Some(12),
-                "run --resume 12 --probe serial --wave-size 8 --wave-wait 1.5 \
-                 --build-timeout 90 --pools /tasks/pools.toml --pool fast=3 --pool slow=1 \
+                "run /lane/carried/d1/spec.toml --resume 12 --probe serial --wave-size 8 --wave-wait 1.5 \
+                 --build-timeout 90 --pools /lane/carried/pools-p1.toml --pool fast=3 --pool slow=1 \
                  --split fixed --max-in-flight 2 --max-completion-tokens 4000",
             ),
             (
@@ -707,7 +915,7 @@ mod tests {
                 WorkItem::LiveSuitePart(live()),
                 None,
                 "suite run --resume 7 --part 4..8 --run-timeout 2.5 --build-timeout 600 \
-                 --build isolated --cases all --pools /rig/pools.toml --pool tiny --split race \
+                 --build isolated --cases all --pools /lane/carried/pools-p1.toml --pool tiny --split race \
                  --max-completion-tokens 64",
             ),
         ];
@@ -732,6 +940,11 @@ mod tests {
         assert_eq!(json["probe"], "serial");
         assert_eq!(json["wave_wait"], 1.5);
         assert_eq!(json["draw"]["pools"][0], "fast=3");
+        // The task by content, the pools by text: no path.
+        assert_eq!(json["task"]["digest"], carried().digest.as_str());
+        assert_eq!(json["task"]["files"][1]["path"], "spec.toml");
+        assert_eq!(json["pools"]["text"], pools().text.as_str());
+        assert!(json.get("spec").is_none() && json.get("pools_file").is_none());
         // No repair: no key, so a lane of an older assay still runs it.
         assert!(json.get("repair").is_none(), "{json}");
         let json = WorkItem::Batch(repairing()).to_json().unwrap();
@@ -741,12 +954,16 @@ mod tests {
         );
         assert_eq!(
             WorkItem::Batch(repairing()).describe(),
-            "batch /tasks/tiny/spec.toml -n 5 --rounds 2 --repair-pool big=1 --max-tokens 9000"
+            format!(
+                "batch tiny@{} -n 5 --rounds 2 --repair-pool big=1 --max-tokens 9000",
+                &carried().digest[..12]
+            )
         );
     }
 
-    /// An item queued before repair settings were carried (its JSON as
-    /// that assay wrote it) reads as asking no repair of its own.
+    /// An item queued before tasks were carried, or before repair settings
+    /// were (its JSON as that assay wrote it), reads: its task by path, no
+    /// repair of its own.
     #[test]
     fn an_item_queued_without_repair_settings_still_reads() {
         let old = serde_json::json!({
@@ -765,7 +982,49 @@ mod tests {
                 "max_completion_tokens": 4000
             }
         });
-        assert_eq!(WorkItem::from_json(&old).unwrap(), WorkItem::Batch(batch()));
+        let by_path = BatchRun {
+            task: QueuedTask::Paths {
+                spec: "/tasks/tiny/spec.toml".into(),
+                pools_file: Some("/tasks/pools.toml".into()),
+            },
+            ..batch()
+        };
+        assert_eq!(
+            WorkItem::from_json(&old).unwrap(),
+            WorkItem::Batch(by_path.clone())
+        );
+        assert_eq!(
+            WorkItem::Batch(by_path).to_json().unwrap(),
+            old,
+            "written back as read"
+        );
+        assert_eq!(
+            WorkItem::from_json(&old).unwrap().describe(),
+            "batch /tasks/tiny/spec.toml (by path) -n 5"
+        );
+        // Both ways at once, or neither, is no item.
+        let mut both = old.clone();
+        both["task"] = serde_json::to_value(carried()).unwrap();
+        let e = WorkItem::from_json(&both).unwrap_err().to_string();
+        assert!(e.contains("both by content and by path"), "{e}");
+        let mut neither = old.clone();
+        neither.as_object_mut().unwrap().remove("spec");
+        let e = WorkItem::from_json(&neither).unwrap_err().to_string();
+        assert!(e.contains("names no task"), "{e}");
+        let live_by_path = serde_json::json!({
+            "kind": "live_suite_part",
+            "part": serde_json::to_value(part()).unwrap(),
+            "pools_file": "/rig/pools.toml",
+            "draw": {"pools": ["tiny"], "split": "race", "max_in_flight": null, "max_completion_tokens": 64}
+        });
+        let read = WorkItem::from_json(&live_by_path).unwrap();
+        assert_eq!(
+            read,
+            WorkItem::LiveSuitePart(LiveSuitePart {
+                pools: QueuedPools::Path("/rig/pools.toml".into()),
+                ..live()
+            })
+        );
         // A repair key this assay does not know is refused, not dropped.
         let mut json = WorkItem::Batch(repairing()).to_json().unwrap();
         json["repair"]["feedback"] = "full".into();
@@ -845,7 +1104,10 @@ mod tests {
         use std::os::unix::ffi::OsStrExt;
         let bad = PathBuf::from(std::ffi::OsStr::from_bytes(b"/tasks/\xff/spec.toml"));
         let item = WorkItem::Batch(BatchRun {
-            spec: bad.clone(),
+            task: QueuedTask::Paths {
+                spec: bad.clone(),
+                pools_file: None,
+            },
             ..batch()
         });
         assert_eq!(item.to_json().unwrap_err().0, bad);

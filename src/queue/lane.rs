@@ -24,7 +24,8 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 use tokio::task::JoinSet;
 
 use crate::engine::exit::ExitClass;
-use crate::queue::item::{LiveSuitePart, WorkItem, FLAG_VARIABLES};
+use crate::queue::item::{LiveSuitePart, Placed, WorkItem, FLAG_VARIABLES};
+use crate::queue::place::{place, PlaceError};
 use crate::store::{BatchId, BatchStatus, Claimed, Db, Store, WorkItemRow};
 use crate::support::backoff::Policy;
 use crate::support::owner::Owner;
@@ -153,7 +154,15 @@ async fn work(
             None
         }
     };
-    let mut child = command(cfg, &item, begun, claimed.id)
+    // The task and pools file as queued, on this machine's disk.
+    let placed = match place(store, &item, &cfg.work_dir).await {
+        Ok(placed) => placed,
+        Err(PlaceError::Store(e)) if e.is_away() => {
+            return end(cfg, store, &claimed, RunOutcome::GiveBack).await
+        }
+        Err(e) => return end(cfg, store, &claimed, RunOutcome::Failed(e.to_string())).await,
+    };
+    let mut child = command(cfg, &item, begun, &placed, claimed.id)
         .spawn()
         .with_context(|| format!("cannot start {}", cfg.exe.display()))?;
     let result = read_all(child.stdout.take().expect("piped"));
@@ -288,10 +297,11 @@ fn command(
     cfg: &LaneConfig,
     item: &WorkItem,
     begun: Option<BatchId>,
+    placed: &Placed,
     id: i64,
 ) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(&cfg.exe);
-    cmd.args(item.args(begun))
+    cmd.args(item.args(begun, placed))
         .arg("--work-item")
         .arg(id.to_string())
         .arg("--db")

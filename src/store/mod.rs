@@ -16,6 +16,7 @@ use sqlx::AnyPool;
 
 mod backend;
 mod batches;
+mod blobs;
 mod candidates;
 mod draws;
 mod phases;
@@ -1398,6 +1399,7 @@ mod tests {
                 "SELECT table_name::text, column_name::text,
                         CASE data_type WHEN 'bigint' THEN 'integer'
                                        WHEN 'double precision' THEN 'real'
+                                       WHEN 'bytea' THEN 'blob'
                                        ELSE data_type::text END,
                         CASE is_nullable WHEN 'NO' THEN 1 ELSE 0 END
                  FROM information_schema.columns WHERE table_schema = current_schema()"

@@ -25,7 +25,7 @@ fn assay(db: &str, args: &[&str]) -> Output {
         .expect("assay starts")
 }
 
-fn ok_json(db: &str, args: &[&str]) -> Value {
+pub(crate) fn ok_json(db: &str, args: &[&str]) -> Value {
     let out = assay(db, args);
     assert!(
         out.status.success(),
@@ -35,7 +35,7 @@ fn ok_json(db: &str, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn ok_text(db: &str, args: &[&str]) -> String {
+pub(crate) fn ok_text(db: &str, args: &[&str]) -> String {
     let out = assay(db, args);
     assert!(out.status.success(), "assay {args:?}");
     String::from_utf8(out.stdout).unwrap()
@@ -43,7 +43,7 @@ fn ok_text(db: &str, args: &[&str]) -> String {
 
 const SECRET: &str = "lane-secret-5b1e9c";
 
-fn lane(db: &str, name: &str, out: &Scratch, test_point: Option<&str>) -> Child {
+pub(crate) fn lane(db: &str, name: &str, out: &Scratch, test_point: Option<&str>) -> Child {
     lane_command(db, name, out, test_point)
         .spawn()
         .expect("lane starts")
@@ -74,10 +74,10 @@ fn lane_command(db: &str, name: &str, out: &Scratch, test_point: Option<&str>) -
 }
 
 /// A lane that is killed if the test ends before it does.
-struct Running(Child);
+pub(crate) struct Running(pub(crate) Child);
 
 impl Running {
-    fn wait(mut self) -> std::process::ExitStatus {
+    pub(crate) fn wait(mut self) -> std::process::ExitStatus {
         self.0.wait().unwrap()
     }
 }
@@ -525,8 +525,13 @@ fn lanes_draw_and_run_a_queued_live_suite() {
         2,
         "{queued}"
     );
+    // The pools file travels as its text (issue 36), never as a path.
     let items = ok_json(db, &["queue", "--json"]);
-    assert!(items.to_string().contains(&pools), "{items:#}");
+    let text = std::fs::read_to_string(&pools).unwrap();
+    for w in items.as_array().unwrap() {
+        assert_eq!(w["item"]["pools"]["text"], text.as_str(), "{w:#}");
+    }
+    assert!(!items.to_string().contains(&pools), "{items:#}");
 
     let outs = [Scratch::new(), Scratch::new()];
     let lanes = [lane(db, "a", &outs[0], None), lane(db, "b", &outs[1], None)];
@@ -665,13 +670,12 @@ fn issue_25_settings_given_by_environment_reach_the_lane_s_run() {
     assert_eq!(queued["draw"]["max_in_flight"], 1, "NEV_CONCURRENCY=1");
     assert_eq!(queued["draw"]["max_completion_tokens"], 10);
     assert_eq!(queued["draw"]["pools"], serde_json::json!(["tiny"]));
+    // The pools file travels as its text (issue 36), never as a path.
     assert_eq!(
-        queued["pools_file"],
-        std::path::Path::new(&task)
-            .join("pools.toml")
-            .display()
-            .to_string()
+        queued["pools"]["text"],
+        std::fs::read_to_string(std::path::Path::new(&task).join("pools.toml")).unwrap()
     );
+    assert!(queued.get("pools_file").is_none(), "{queued:#}");
 }
 
 /// A lane that ran a batch to its end but could not end its item (the

@@ -20,6 +20,7 @@ mod admission;
 mod architecture;
 mod bad_input;
 mod build_trust;
+mod carry;
 mod crash;
 mod e2e;
 mod etxtbsy;

@@ -95,7 +95,7 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
     flags.check_task(&spec)?;
     if args.queue {
         setup::check_queued(&spec, &draw, &flags)?;
-        let item = assay::queue::item::BatchRun::resolved(
+        let item = assay::queue::enqueue::QueuedBatch::pack(
             &spec,
             n,
             probe.mode,
@@ -103,7 +103,7 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
             probe.build_timeout,
             &draw,
             &flags,
-        );
+        )?;
         return queue_run(&args.db.db()?, args.json, item).await;
     }
     let resumed_out = resumed
@@ -200,12 +200,12 @@ async fn run_batch(args: RunArgs) -> Result<ExitCode> {
 /// spec's defaults, the pools file found from here, the repair rounds and
 /// budget) becomes a queue item; the store, output and work folders are
 /// the lane's.
-async fn queue_run(db: &Db, json: bool, batch: assay::queue::item::BatchRun) -> Result<ExitCode> {
-    let item = assay::queue::item::WorkItem::Batch(batch);
-    let id = command_store::writing(db, async |store| {
-        Ok(store.enqueue(item.kind(), &item.to_json()?).await?)
-    })
-    .await?;
+async fn queue_run(
+    db: &Db,
+    json: bool,
+    batch: assay::queue::enqueue::QueuedBatch,
+) -> Result<ExitCode> {
+    let id = command_store::writing(db, async |store| batch.enqueue(store).await).await?;
     if json {
         println!("{}", serde_json::json!({ "work_item": id }));
     } else {

@@ -25,6 +25,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::spec::Spec;
+use crate::task::is_harness_source;
 
 /// The most a queued task's files may hold together: the bundled tasks
 /// hold under 0.5 MiB; a task past this is a folder holding more than
@@ -181,8 +182,8 @@ impl CarriedPools {
 }
 
 /// Packs the task `spec` was loaded from: the files it names and its
-/// harness crate (but hidden entries, `target` and `Cargo.lock`, as
-/// `task::spec_digest` leaves them out), as they are now.
+/// harness crate (what `task::is_harness_source` keeps, as the task's
+/// digest reads it), as they are now.
 pub fn pack_task(spec: &Spec) -> Result<Packed, CarryError> {
     let root = spec.dir.canonicalize().map_err(|source| CarryError::Read {
         path: spec.dir.clone(),
@@ -303,8 +304,7 @@ impl Packer<'_> {
         entries.sort();
         for path in entries {
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-            let name = name.unwrap_or_default();
-            if name.starts_with('.') || name == "target" || name == "Cargo.lock" {
+            if !is_harness_source(&name.unwrap_or_default()) {
                 continue;
             }
             let own = std::fs::symlink_metadata(&path).map_err(|source| CarryError::Read {

@@ -30,15 +30,20 @@ pub fn spec_digest(spec: &Spec) -> String {
     h.finalize().to_hex()[..32].to_owned()
 }
 
+/// Whether an entry of a harness crate's folder named `name` is part of
+/// the crate: not a build output (`target`, `Cargo.lock`) and not hidden.
+/// The digest reads these, and a queued task carries these.
+pub fn is_harness_source(name: &str) -> bool {
+    !(name.starts_with('.') || name == "target" || name == "Cargo.lock")
+}
+
 /// The harness crate's files, minus build outputs and hidden entries.
 fn harness_files(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if name.starts_with('.') || name == "target" || name == "Cargo.lock" {
+        if !is_harness_source(&entry.file_name().to_string_lossy()) {
             continue;
         }
         let path = entry.path();

@@ -32,7 +32,7 @@ mod skeleton;
 
 pub use check::{check, harness_fault_in_batch, CacheUse, FirstFailure, Outcome, Report, Warning};
 pub use contract::{ContractItem, Fault};
-pub use digest::spec_digest;
+pub use digest::{is_harness_source, spec_digest};
 pub use load::load;
 pub use mistake::{HarnessFailed, Mistake, TaskError};
 pub use skeleton::{write as write_skeleton, SkeletonError};

@@ -5,6 +5,7 @@
 //! what the lane that built the batch found, whichever disk holds the
 //! files.
 
+use std::collections::HashMap;
 use std::fmt;
 
 use crate::store::{BatchId, Store, StoreError, SuiteId};
@@ -65,9 +66,13 @@ pub async fn batch_errors(
     batch: BatchId,
     only: Option<usize>,
 ) -> Result<Vec<UnitErrors>, ErrorsError> {
-    let candidates = store.candidates(batch).await?;
     if let Some(candidate) = only {
-        if !candidates.iter().any(|c| c.idx == candidate) {
+        if !store
+            .candidates(batch)
+            .await?
+            .iter()
+            .any(|c| c.idx == candidate)
+        {
             return Err(ErrorsError::NoCandidate { batch, candidate });
         }
     }
@@ -103,15 +108,13 @@ pub async fn suite_errors(
             });
         }
     }
-    let name_of = |batch: BatchId| {
-        problems
-            .iter()
-            .find(|p| p.batch_id == batch)
-            .map(|p| p.problem.name.as_str())
-    };
+    let names: HashMap<BatchId, &str> = problems
+        .iter()
+        .map(|p| (p.batch_id, p.problem.name.as_str()))
+        .collect();
     let mut units = Vec::new();
     for c in store.suite_completions(suite).await? {
-        let Some(name) = name_of(c.batch_id) else {
+        let Some(&name) = names.get(&c.batch_id) else {
             continue;
         };
         if problem.is_some_and(|p| p != name) {

@@ -7,7 +7,7 @@
 //! [`SAMPLE_INTERVAL`]: the largest CPU-s / s seen over one interval.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -88,6 +88,29 @@ pub struct PhaseGuard {
     started: Instant,
     cpu_at_start: f64,
     sampler: Option<Sampler>,
+    /// Where the figures go if the guard is dropped unfinished.
+    cut: Option<CutPhases>,
+}
+
+/// The phases a run was in when it was cut short (interrupted, or failed
+/// with an error): a guard started here and dropped unfinished leaves its
+/// figures, measured up to the drop, so the run's record still says what
+/// the phase it stopped in cost. Finished guards leave nothing.
+#[derive(Debug, Clone, Default)]
+pub struct CutPhases(Arc<Mutex<Vec<PhaseFigures>>>);
+
+impl CutPhases {
+    /// Starts a phase whose figures are kept here if it is cut short.
+    pub fn start(&self, phase: Phase) -> PhaseGuard {
+        let mut guard = PhaseGuard::start(phase);
+        guard.cut = Some(self.clone());
+        guard
+    }
+
+    /// The cut phases' figures, in the order they were dropped.
+    pub fn take(&self) -> Vec<PhaseFigures> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
 }
 
 struct Sampler {
@@ -122,10 +145,17 @@ impl PhaseGuard {
             started: Instant::now(),
             cpu_at_start: process_cpu_seconds(),
             sampler: Sampler::spawn(),
+            cut: None,
         }
     }
 
     pub fn finish(mut self) -> PhaseFigures {
+        self.cut = None;
+        self.measure()
+    }
+
+    /// The figures from the start to now; stops the sampler.
+    fn measure(&mut self) -> PhaseFigures {
         let wall_s = self.started.elapsed().as_secs_f64();
         let cpu_s = (process_cpu_seconds() - self.cpu_at_start).max(0.0);
         let avg_busy = if wall_s > 0.0 { cpu_s / wall_s } else { 0.0 };
@@ -138,6 +168,24 @@ impl PhaseGuard {
             cpu_s,
             avg_busy,
             peak_busy: sampled_peak.max(avg_busy),
+        }
+    }
+}
+
+impl Drop for PhaseGuard {
+    /// An unfinished guard still stops its sampler (whose thread would
+    /// otherwise sample for the life of the process), and leaves its
+    /// figures where it was started to.
+    fn drop(&mut self) {
+        if self.sampler.is_none() && self.cut.is_none() {
+            return;
+        }
+        let figures = self.measure();
+        if let Some(cut) = self.cut.take() {
+            cut.0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(figures);
         }
     }
 }
@@ -265,5 +313,20 @@ mod tests {
         assert_eq!((both.wall_s, both.cpu_s), (4.0, 5.2));
         assert!((both.avg_busy - 1.3).abs() < 1e-9);
         assert_eq!(both.peak_busy, 1.9);
+    }
+
+    #[test]
+    fn a_phase_cut_short_leaves_its_figures_and_a_finished_one_none() {
+        let cut = CutPhases::default();
+        let finished = cut.start(Phase::Prepare).finish();
+        assert_eq!(finished.phase, Phase::Prepare);
+        let dropped = cut.start(Phase::Draw);
+        std::thread::sleep(Duration::from_millis(20));
+        drop(dropped);
+        let left = cut.take();
+        assert_eq!(left.len(), 1, "{left:?}");
+        assert_eq!(left[0].phase, Phase::Draw);
+        assert!(left[0].wall_s >= 0.02, "{left:?}");
+        assert!(cut.take().is_empty(), "taken once");
     }
 }

@@ -278,6 +278,38 @@ fn ctrl_c_keeps_what_was_stored_and_marks_the_batch_interrupted() {
     check_complete(&scratch, 1, "after Ctrl-C");
 }
 
+/// Issue 38: a batch interrupted in its draw records the draw, measured up
+/// to the interrupt, so the resumed batch's table shows what its first
+/// attempt spent drawing (a SIGKILL can record nothing; the resume's
+/// `first_phase` then says where the next attempt starts).
+#[test]
+fn an_interrupted_draw_is_recorded_up_to_the_interrupt() {
+    let scratch = Scratch::new();
+    let stopped = scratch.start_at("pause@draw.reply#2", &["run", &tiny()]);
+    stopped.signal(libc::SIGINT);
+    let (status, stderr) = stopped.wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    let phases = |shown: &serde_json::Value| -> Vec<String> {
+        shown["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["phase"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let shown = scratch.json(&["show", "1", "--json"]);
+    assert_eq!(phases(&shown), ["prepare", "draw"], "{shown}");
+
+    let summary = scratch.json(&["run", "--resume", "1", "--json"]);
+    assert_eq!(summary["resumes"][0]["first_phase"], 2, "{summary}");
+    assert_eq!(phases(&summary)[..3], ["prepare", "draw", "prepare"]);
+    let text = scratch.assay_ok(&["show", "1"]);
+    let first = text.find("first attempt").expect(&text);
+    let resumed = text.find("resume 1 at").expect(&text);
+    let drew = text[first..resumed].lines().any(|l| l.starts_with("draw "));
+    assert!(drew, "the first attempt's draw row: {text}");
+}
+
 #[test]
 fn sigterm_stops_cleanly_too() {
     let scratch = Scratch::new();

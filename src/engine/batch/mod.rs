@@ -38,7 +38,7 @@ use crate::engine::resume::ResumePlan;
 use crate::repair::setup::Repairing;
 use crate::spec::{Spec, WavePolicy};
 use crate::store::{BatchId, BatchStatus, Claim, NewBatch, Store, StoreError};
-use crate::support::account::{Phase, PhaseFigures, PhaseGuard};
+use crate::support::account::{CutPhases, Phase, PhaseFigures, PhaseGuard};
 use crate::support::owner::Owner;
 use crate::support::progress::Progress;
 use crate::support::testpoint;
@@ -188,6 +188,7 @@ pub async fn run(
         store.attach_batch(item, batch).await?;
     }
     tracing::info!(batch, task = %cfg.spec.name, n = cfg.n, "batch started");
+    let cut = CutPhases::default();
     let rounds = run_rounds(
         cfg,
         &plan,
@@ -196,8 +197,10 @@ pub async fn run(
         batch,
         ResumePlan::fresh(),
         checked.0,
+        &cut,
     );
-    drive(store, interrupt, Run::Batch(batch), rounds).await?;
+    let driven = drive(store, interrupt, Run::Batch(batch), rounds).await;
+    record_cut(store, batch, &cut, driven).await?;
     Ok(batch)
 }
 
@@ -288,8 +291,10 @@ pub async fn resume(
     let mut stored = ResumePlan::load(store, batch).await?;
     stored.attempt = store.record_resume(batch, &stored.kept(), change).await?;
     tracing::info!(batch, attempt = stored.attempt, kept = ?stored.kept(), "batch resumed");
-    let rounds = run_rounds(cfg, &plan, store, progress, batch, stored, checked.0);
-    drive(store, interrupt, Run::Batch(batch), rounds).await?;
+    let cut = CutPhases::default();
+    let rounds = run_rounds(cfg, &plan, store, progress, batch, stored, checked.0, &cut);
+    let driven = drive(store, interrupt, Run::Batch(batch), rounds).await;
+    record_cut(store, batch, &cut, driven).await?;
     Ok(batch)
 }
 
@@ -316,6 +321,26 @@ async fn finish(store: &Store, batch: BatchId) -> Result<()> {
         .await?;
     record(store, batch, guard.finish()).await?;
     Ok(())
+}
+
+/// A batch cut short (interrupted, or failed) still records the phases it
+/// was in, each measured up to the cut, so a resumed batch's table shows
+/// what its earlier attempt spent. Best effort: the run's own outcome is
+/// what is returned.
+async fn record_cut<T>(
+    store: &Store,
+    batch: BatchId,
+    cut: &CutPhases,
+    driven: Result<T>,
+) -> Result<T> {
+    if driven.is_err() {
+        for figures in cut.take() {
+            if let Err(e) = store.record_phase(batch, &figures).await {
+                tracing::warn!("cannot record the cut {} phase: {e:#}", figures.phase);
+            }
+        }
+    }
+    driven
 }
 
 async fn record(store: &Store, batch: BatchId, figures: PhaseFigures) -> Result<()> {

@@ -15,7 +15,7 @@ use crate::repair::planner::{self, RoundPlan};
 use crate::repair::{Next, RepairSettings, Stopped};
 use crate::sandbox::Sandbox;
 use crate::store::{BatchId, Store};
-use crate::support::account::{Phase, PhaseFigures, PhaseGuard};
+use crate::support::account::{CutPhases, Phase, PhaseFigures};
 use crate::support::progress::Progress;
 use crate::support::testpoint;
 
@@ -57,6 +57,7 @@ pub(super) async fn run_rounds(
     batch: BatchId,
     stored: ResumePlan,
     prepared: PhaseFigures,
+    cut: &CutPhases,
 ) -> Result<()> {
     let settings = store
         .repair_settings(batch)
@@ -71,6 +72,7 @@ pub(super) async fn run_rounds(
         stored,
         prepared: Some(prepared),
         max_tokens: None,
+        cut,
     };
     let Some(settings) = settings else {
         kind.run_round(&Round::First).await?;
@@ -108,6 +110,8 @@ pub(super) struct TaskRounds<'a> {
     /// The check's figures, recorded with the first round's `prepare`.
     pub(super) prepared: Option<PhaseFigures>,
     pub(super) max_tokens: Option<u64>,
+    /// Where a phase cut short leaves its figures.
+    pub(super) cut: &'a CutPhases,
 }
 
 /// A batch that repairs: its rounds, and the settings they were asked with.
@@ -175,6 +179,7 @@ impl TaskRounds<'_> {
             progress,
             batch,
             max_tokens,
+            cut,
             ref stored,
             ..
         } = *self;
@@ -203,7 +208,7 @@ impl TaskRounds<'_> {
         // Opened before the draw, so waves can build while replies arrive; off
         // the async threads, since another batch may hold its lock for a while
         // and Ctrl-C must still work.
-        let guard = PhaseGuard::start(Phase::Prepare);
+        let guard = cut.start(Phase::Prepare);
         let package = open_package(cfg).await?;
         let figures = guard.finish();
         record(store, batch, prepared.map_or(figures, |p| p.then(figures))).await?;
@@ -226,7 +231,7 @@ impl TaskRounds<'_> {
             candidates_tx,
         ));
         let drawing = async {
-            let guard = PhaseGuard::start(Phase::Draw);
+            let guard = cut.start(Phase::Draw);
             let replies = draw(
                 plan,
                 round.end(cfg.n),
@@ -239,7 +244,7 @@ impl TaskRounds<'_> {
                 max_tokens,
             )
             .await;
-            (replies, guard.finish(), PhaseGuard::start(Phase::Probe))
+            (replies, guard.finish(), cut.start(Phase::Probe))
         };
         let streaming = stream_probe(&package, cfg.probe, candidates_rx, progress);
         let ((replies, draw_figures, tail), streamed, toolchain) =
@@ -255,7 +260,7 @@ impl TaskRounds<'_> {
             anyhow::bail!(why);
         }
 
-        let guard = PhaseGuard::start(Phase::ExtractDedup);
+        let guard = cut.start(Phase::ExtractDedup);
         let extracted = extract_and_dedup(
             &cfg.spec,
             &replies,
@@ -327,6 +332,7 @@ impl TaskRounds<'_> {
             // Only a batch with repair rounds shows a model its wrong answers.
             keep_answers: cfg.repair.settings.as_ref().is_some_and(|s| s.rounds > 0),
             toolchain: toolchain.as_ref(),
+            cut,
         };
         scoring
             .build_and_score(package, keys, ready, sandbox)

@@ -15,7 +15,7 @@ use crate::score::admit;
 use crate::score::{self, RunLimits, ScoreVerdict, Scored};
 use crate::spec::Spec;
 use crate::store::{BatchId, Store};
-use crate::support::account::{Phase, PhaseGuard};
+use crate::support::account::{CutPhases, Phase};
 use crate::support::progress::Progress;
 use crate::support::testpoint;
 use crate::task;
@@ -39,6 +39,8 @@ pub(super) struct Scoring<'a> {
     /// The toolchain the probe asked, which lets a score build whose
     /// inputs are unchanged skip cargo (`score::build_images`).
     pub(super) toolchain: Option<&'a probe::Toolchain>,
+    /// Where a phase cut short leaves its figures.
+    pub(super) cut: &'a CutPhases,
 }
 
 impl Scoring<'_> {
@@ -54,12 +56,15 @@ impl Scoring<'_> {
         ready: Vec<(ModuleKey, PathBuf)>,
         sandbox: Arc<Sandbox>,
     ) -> Result<()> {
-        let guard = PhaseGuard::start(Phase::ScoreBuild);
+        let guard = self.cut.start(Phase::ScoreBuild);
         let (built_tx, built_rx) = mpsc::unbounded_channel();
         // The judge every run needs, and the committed candidate's image
         // (both fresh in a warm target directory: neither changes between
         // batches); the candidates' images are the probe's.
         let wanted = !keys.is_empty() || !ready.is_empty();
+        // Every key's image either comes or fails to build: the bar's
+        // total is known now, and only shrinks, by the images that failed.
+        let expected = ready.len() + if wanted { keys.len() } else { 0 };
         let building = async move {
             if wanted {
                 let spinner = self.progress.spinner("scorer");
@@ -70,9 +75,9 @@ impl Scoring<'_> {
             drop(package);
             record(self.store, self.batch, guard.finish()).await?;
             testpoint::reached("score.built").await;
-            anyhow::Ok(PhaseGuard::start(Phase::ScoreRun))
+            anyhow::Ok(self.cut.start(Phase::ScoreRun))
         };
-        let (tail, scored) = tokio::join!(building, self.run_as_built(built_rx, ready, sandbox));
+        let (tail, scored) = tokio::join!(building, self.run_as_built(built_rx, ready, expected, sandbox));
         let tail = tail?;
         scored?;
         // Decided over every stored run of the batch, so that runs stored by
@@ -144,6 +149,7 @@ impl Scoring<'_> {
         &self,
         mut built: mpsc::UnboundedReceiver<score::Built>,
         ready: Vec<(ModuleKey, PathBuf)>,
+        expected: usize,
         sandbox: Arc<Sandbox>,
     ) -> Result<()> {
         let dir = self.batch_dir.join("images");
@@ -156,18 +162,21 @@ impl Scoring<'_> {
             crate::sandbox::place_executable(from, &to)?;
             Ok(to)
         };
-        let bar = self.progress.bar("score", 0);
+        let bar = self.progress.bar("score", expected);
         let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
         let mut runs: Option<score::Runs> = None;
         // Images built before the judge, which every run needs: the
         // probe's, then any the score build makes.
-        bar.inc_length(ready.len() as u64);
+        let mut images = ready.len();
         let mut waiting = ready;
         let mut building = true;
         loop {
             tokio::select! {
                 next = built.recv(), if building => match next {
-                    None => building = false,
+                    None => {
+                        building = false;
+                        bar.set_length(images as u64);
+                    }
                     Some(score::Built::Judge(path)) if runs.is_none() => {
                         let judge = copy(&path, "judge")?;
                         let oracle = score::Oracle::new(
@@ -189,7 +198,7 @@ impl Scoring<'_> {
                     Some(score::Built::Judge(_)) => {}
                     Some(score::Built::Image(key, path)) => {
                         let image = copy(&path, &key.name())?;
-                        bar.inc_length(1);
+                        images += 1;
                         match runs.as_mut() {
                             Some(runs) => runs.spawn(key, image),
                             None => waiting.push((key, image)),

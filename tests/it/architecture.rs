@@ -51,6 +51,19 @@ const MAY_RETRY_BUILDS: &[&str] = &[
     "src/build/verdict/mod.rs",
 ];
 
+/// How a shared build is started: the one wave builder, and the probe over
+/// it. Outside `src/build`, only the engine may name them, for both kinds.
+const STARTS_SHARED_BUILD: &[&str] = &["wave::build(", "probe::probe("];
+
+/// The engine's files that start shared builds: a task's batch (its
+/// stream and its rounds), a replay, and a suite's stream.
+const MAY_START_SHARED_BUILD: &[&str] = &[
+    "src/engine/batch/probe.rs",
+    "src/engine/batch/rounds.rs",
+    "src/engine/replay.rs",
+    "src/engine/suite/stream.rs",
+];
+
 /// Where a tokio runtime may be built.
 const MAY_START_RUNTIME: &[(&str, &str)] = &[
     ("bin/assay/main.rs", "the command's one runtime"),
@@ -156,6 +169,28 @@ fn only_the_probe_and_the_executor_build_again() {
         set(MAY_RETRY_BUILDS),
         "who retries a build"
     );
+}
+
+#[test]
+fn only_the_engine_starts_a_shared_build_for_both_kinds() {
+    let found = shared_build_callers(&Sources::read());
+    assert_eq!(
+        found,
+        set(MAY_START_SHARED_BUILD),
+        "who starts a shared build"
+    );
+    assert!(
+        found.iter().all(|p| p.starts_with("src/engine/")),
+        "{found:?}"
+    );
+}
+
+/// The files outside `src/build` that start a shared build.
+fn shared_build_callers(sources: &Sources) -> BTreeSet<String> {
+    users(sources, STARTS_SHARED_BUILD)
+        .into_iter()
+        .filter(|p| !p.starts_with("src/build/"))
+        .collect()
 }
 
 #[test]
@@ -273,6 +308,24 @@ fn planted_a_spawn_outside_the_list_is_found() {
         "// Command::new(\"sh\")\npub const S: &str = \"Command::new\";",
     )]);
     assert!(spawning(&quiet).is_empty());
+}
+
+#[test]
+fn planted_a_shared_build_outside_the_engine_is_found() {
+    let sources = Sources::planted(&[
+        (
+            "src/report/views.rs",
+            "fn f() { crate::build::exec::wave::build(a, b, c, d, e); }",
+        ),
+        (
+            "src/build/probe/mod.rs",
+            "fn g() { super::exec::wave::build(); }",
+        ),
+    ]);
+    assert_eq!(
+        shared_build_callers(&sources),
+        set(&["src/report/views.rs"])
+    );
 }
 
 #[test]

@@ -43,7 +43,7 @@ use crate::support::owner::Owner;
 use crate::support::progress::Progress;
 use crate::support::testpoint;
 use crate::task;
-use rounds::run_rounds;
+use rounds::{run_rounds, TaskRounds};
 
 /// Everything a batch needs besides the store.
 #[derive(Debug, Clone)]
@@ -189,16 +189,8 @@ pub async fn run(
     }
     tracing::info!(batch, task = %cfg.spec.name, n = cfg.n, "batch started");
     let cut = CutPhases::default();
-    let rounds = run_rounds(
-        cfg,
-        &plan,
-        store,
-        progress,
-        batch,
-        ResumePlan::fresh(),
-        checked.0,
-        &cut,
-    );
+    let rounds = TaskRounds::new(cfg, &plan, store, progress, batch, &cut);
+    let rounds = run_rounds(rounds, ResumePlan::fresh(), checked.0);
     let driven = drive(store, interrupt, Run::Batch(batch), rounds).await;
     record_cut(store, batch, &cut, driven).await?;
     Ok(batch)
@@ -292,7 +284,8 @@ pub async fn resume(
     stored.attempt = store.record_resume(batch, &stored.kept(), change).await?;
     tracing::info!(batch, attempt = stored.attempt, kept = ?stored.kept(), "batch resumed");
     let cut = CutPhases::default();
-    let rounds = run_rounds(cfg, &plan, store, progress, batch, stored, checked.0, &cut);
+    let rounds = TaskRounds::new(cfg, &plan, store, progress, batch, &cut);
+    let rounds = run_rounds(rounds, stored, checked.0);
     let driven = drive(store, interrupt, Run::Batch(batch), rounds).await;
     record_cut(store, batch, &cut, driven).await?;
     Ok(batch)

@@ -50,30 +50,23 @@ impl Round<RoundPlan> {
 /// (the round loop around the one-round batch: the same stages on the
 /// replies the store lacks). Then the batch is finished.
 pub(super) async fn run_rounds(
-    cfg: &RunConfig,
-    plan: &Plan,
-    store: &Store,
-    progress: &Progress,
-    batch: BatchId,
+    mut kind: TaskRounds<'_>,
     stored: ResumePlan,
     prepared: PhaseFigures,
-    cut: &CutPhases,
 ) -> Result<()> {
+    let TaskRounds {
+        cfg,
+        store,
+        progress,
+        batch,
+        ..
+    } = kind;
     let settings = store
         .repair_settings(batch)
         .await?
         .and_then(|json| RepairSettings::from_json(&json));
-    let mut kind = TaskRounds {
-        cfg,
-        plan,
-        store,
-        progress,
-        batch,
-        stored,
-        prepared: Some(prepared),
-        max_tokens: None,
-        cut,
-    };
+    kind.stored = stored;
+    kind.prepared = Some(prepared);
     let Some(settings) = settings else {
         kind.run_round(&Round::First).await?;
         return finish(store, batch).await;
@@ -167,7 +160,29 @@ impl RoundKind for RepairRounds<'_> {
     }
 }
 
-impl TaskRounds<'_> {
+impl<'a> TaskRounds<'a> {
+    /// A batch's rounds, with nothing stored yet.
+    pub(super) fn new(
+        cfg: &'a RunConfig,
+        plan: &'a Plan,
+        store: &'a Store,
+        progress: &'a Progress,
+        batch: BatchId,
+        cut: &'a CutPhases,
+    ) -> TaskRounds<'a> {
+        TaskRounds {
+            cfg,
+            plan,
+            store,
+            progress,
+            batch,
+            stored: ResumePlan::fresh(),
+            prepared: None,
+            max_tokens: None,
+            cut,
+        }
+    }
+
     /// One round of a batch: draws the replies `round` asks for that the
     /// store lacks, and extracts, dedups (against every earlier round),
     /// probes and scores what is new.

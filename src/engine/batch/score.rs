@@ -77,7 +77,10 @@ impl Scoring<'_> {
             testpoint::reached("score.built").await;
             anyhow::Ok(self.cut.start(Phase::ScoreRun))
         };
-        let (tail, scored) = tokio::join!(building, self.run_as_built(built_rx, ready, expected, sandbox));
+        let (tail, scored) = tokio::join!(
+            building,
+            self.run_as_built(built_rx, ready, expected, sandbox)
+        );
         let tail = tail?;
         scored?;
         // Decided over every stored run of the batch, so that runs stored by

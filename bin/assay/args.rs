@@ -86,6 +86,13 @@ pub enum Command {
         /// Write without asking.
         #[arg(long, short)]
         yes: bool,
+        /// The task's folder to promote into; it must hold what the batch
+        /// scored [default: the folder the batch ran; for a batch a lane
+        /// ran, its task placed from the store into WORK_DIR/promoted/]
+        #[arg(long, value_name = "DIR")]
+        task: Option<PathBuf>,
+        #[command(flatten)]
+        work: WorkDirArg,
     },
     /// Compare batches side by side: speed, quality, cost. Stored batches,
     /// or one new batch per pool with --spec and --pool.

@@ -6,6 +6,12 @@
 //! read (same blake3): a reference that has changed since proves nothing.
 //! The file is replaced atomically (written beside it, then renamed), with a
 //! provenance header, and the promotion is recorded in the store.
+//!
+//! The task is found where [`TaskAt`] says: the spec the batch ran, a
+//! folder the user names (which must hold what the batch scored: its spec
+//! digest), or, for a batch a lane ran on another machine, the task its
+//! queued item carried, placed from the store (`queue::place`, a tier
+//! above, chooses). The candidate's source always comes from the store.
 
 use std::path::{Path, PathBuf};
 
@@ -56,6 +62,31 @@ pub enum PromoteError {
         task: String,
         spec: String,
     },
+    #[error(
+        "{}: not the task batch {batch} scored (its cases, committed candidate, harness, \
+         limits or admission differ); name the folder the batch ran, unchanged",
+        dir.display()
+    )]
+    NotTheTaskScored { batch: BatchId, dir: PathBuf },
+    #[error(
+        "batch {batch}: its task is not on this machine ({spec}) and the store carries no \
+         copy of it; name the task's folder with --task DIR"
+    )]
+    TaskNotHere { batch: BatchId, spec: String },
+}
+
+/// Where a promotion finds the task whose committed file it replaces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskAt {
+    /// The spec the batch ran, at the path stored with it.
+    Ran,
+    /// A task folder (or spec file) the user names: promoted only if it
+    /// holds what the batch scored (`task::spec_digest`).
+    Named(PathBuf),
+    /// The spec of the task the batch's queued item carried, written from
+    /// the store's blobs (checked against the item's digest) on this
+    /// machine.
+    Placed(PathBuf),
 }
 
 /// Promotes the best admitted candidate of `batch` (rank 1) if it beat the
@@ -109,9 +140,19 @@ pub async fn apply(store: &Store, plan: Plan) -> anyhow::Result<PromotionRow> {
     Ok(plan.row)
 }
 
-/// Checks that candidate `idx` of `batch` may be promoted and what it would
-/// write, or says why not.
+/// Checks that candidate `idx` of `batch` may be promoted over the task
+/// the batch ran and what it would write, or says why not.
 pub async fn plan(store: &Store, batch: BatchId, idx: usize) -> anyhow::Result<Plan> {
+    plan_at(store, batch, idx, &TaskAt::Ran).await
+}
+
+/// As [`plan`], over the task `at` says.
+pub async fn plan_at(
+    store: &Store,
+    batch: BatchId,
+    idx: usize,
+    at: &TaskAt,
+) -> anyhow::Result<Plan> {
     let row = store.batch(batch).await?;
     let candidates = store.candidates(batch).await?;
     let candidate = candidates
@@ -136,14 +177,30 @@ pub async fn plan(store: &Store, batch: BatchId, idx: usize) -> anyhow::Result<P
         }
         .into());
     }
-    let spec = crate::task::load(Path::new(&row.spec_path))?;
+    let spec_path = match at {
+        TaskAt::Ran => Path::new(&row.spec_path),
+        TaskAt::Named(path) | TaskAt::Placed(path) => path.as_path(),
+    };
+    let spec = crate::task::load(spec_path)?;
     if spec.name != row.task {
         return Err(PromoteError::TaskMismatch {
             batch,
             task: row.task.clone(),
-            spec: row.spec_path.clone(),
+            spec: spec_path.display().to_string(),
         }
         .into());
+    }
+    if let TaskAt::Named(dir) = at {
+        // A batch begun before schema 5 stored no digest: nothing to
+        // check the folder against, so it is refused too.
+        let scored = store.spec_digest(batch).await?;
+        if scored.as_deref() != Some(crate::task::spec_digest(&spec).as_str()) {
+            return Err(PromoteError::NotTheTaskScored {
+                batch,
+                dir: dir.clone(),
+            }
+            .into());
+        }
     }
     // The policy as it stands now: a candidate scored under a relaxed
     // policy is not written where every later batch links it once the

@@ -25,7 +25,7 @@ use tokio::task::JoinSet;
 
 use crate::engine::exit::ExitClass;
 use crate::queue::item::{LiveSuitePart, Placed, WorkItem, FLAG_VARIABLES};
-use crate::queue::place::{place, PlaceError};
+use crate::queue::place::{place, prune_carried, PlaceError};
 use crate::store::{BatchId, BatchStatus, Claimed, Db, Store, WorkItemRow};
 use crate::support::backoff::Policy;
 use crate::support::owner::Owner;
@@ -155,7 +155,7 @@ async fn work(
         }
     };
     // The task and pools file as queued, on this machine's disk.
-    let placed = match place(store, &item, &cfg.work_dir).await {
+    let (placed, held) = match place(store, &item, &cfg.work_dir).await {
         Ok(placed) => placed,
         Err(PlaceError::Store(e)) if e.is_away() => {
             return end(cfg, store, &claimed, RunOutcome::GiveBack).await
@@ -209,7 +209,19 @@ async fn work(
             item.describe()
         );
     }
-    end(cfg, store, &claimed, outcome).await
+    let ending = end(cfg, store, &claimed, outcome).await;
+    drop(held);
+    match prune_carried(store, &cfg.work_dir).await {
+        Ok(removed) if !removed.is_empty() => {
+            tracing::info!(
+                "removed the task copies no item needs: {}",
+                removed.join(", ")
+            )
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!("cannot prune the task copies: {e}"),
+    }
+    ending
 }
 
 /// How an item's run ended, for the queue.

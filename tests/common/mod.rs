@@ -7,7 +7,8 @@
 //! it (`Scratch::db`, `store`, `connect`, `sql`, `draw_replies`), so a
 //! switch of the tests' database backend happens here.
 //!
-//! `scripted` holds the repair tests' gateway plumbing; `json` compares
+//! `scripted` holds the repair tests' gateway plumbing; `hosts` starts a
+//! lane as a second host that sees none of this one's folders; `json` compares
 //! reports, `llama` starts llama.cpp servers, `mbpp` reads MBPP-RS, `net`
 //! finds free ports and `pg` gives each test a PostgreSQL schema. Each is
 //! declared here once, so the one test binary holds one copy of each
@@ -15,6 +16,7 @@
 
 #![allow(dead_code)]
 
+pub mod hosts;
 pub mod json;
 pub mod llama;
 pub mod mbpp;

@@ -30,6 +30,7 @@ mod gateway;
 mod harness_fault;
 mod harnesses;
 mod hostile;
+mod hosts;
 mod lanes;
 mod llama;
 mod operator;

@@ -36,7 +36,9 @@ pub async fn dispatch(command: Command) -> Result<ExitCode> {
             candidate,
             db,
             yes,
-        } => promote::promote(batch, candidate, db, yes).await,
+            task,
+            work,
+        } => promote::promote(batch, candidate, db, yes, task, work).await,
         Command::Show {
             batch,
             db,

@@ -1,5 +1,6 @@
 //! `assay promote`: an admitted candidate over the task's committed file.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -9,12 +10,22 @@ use assay::engine::exit::UsageError;
 use assay::report::views;
 use assay::store::BatchId;
 
-use crate::args::DbArg;
+use crate::args::{DbArg, WorkDirArg};
 
-pub async fn promote(batch: BatchId, candidate: usize, db: DbArg, yes: bool) -> Result<ExitCode> {
+pub async fn promote(
+    batch: BatchId,
+    candidate: usize,
+    db: DbArg,
+    yes: bool,
+    task: Option<PathBuf>,
+    work: WorkDirArg,
+) -> Result<ExitCode> {
+    let work = work.resolve()?;
     reading(&db.db()?, async |store| {
         views::refuse_suite_batch(store, batch, &db.reach()).await?;
-        let plan = assay::engine::promote::plan(store, batch, candidate).await?;
+        let at =
+            assay::queue::place::task_to_promote(store, batch, task.as_deref(), &work.path).await?;
+        let plan = assay::engine::promote::plan_at(store, batch, candidate, &at).await?;
         print!("{}", plan.diff());
         if !yes && !confirm(&format!("write {}?", plan.path.display()))? {
             println!("not written");

@@ -38,6 +38,7 @@ mod probe;
 mod probe_ops;
 mod repair;
 mod schema;
+mod slots;
 mod soak;
 mod suite;
 mod suite_edition;

@@ -10,8 +10,10 @@
 //! one's units over. `--work-dir` or `ASSAY_WORK_DIR` chooses another.
 //!
 //! Locking. Two assays using one work directory at once is normal, and
-//! what they build there is already guarded: each task package by its own
-//! file lock, the target directory by cargo's. What no build lock covers is
+//! what they build there is already guarded: task packages and target
+//! directories are pools of build slots (`package::slots`), each slot
+//! locked by the batch or build using it, so two batches build side by
+//! side in slots of their own. What no build lock covers is
 //! the directory itself going away: every assay holds a shared `flock` on
 //! `WORK/.assay-lock` while it uses the directory (never an exclusive one,
 //! which would serialise whole batches), and the one thing that removes a

@@ -1,5 +1,6 @@
 //! The package a run builds in, a task's or a suite's, opened the one way:
-//! off the async threads, since another run may hold its lock for a while
+//! off the async threads, since when other runs hold every build slot of
+//! its folder the open waits for one (`build::package`, saying so once)
 //! and Ctrl-C must still work, with the run's limit on each build.
 
 use std::time::Duration;

@@ -115,12 +115,15 @@ pub async fn replay(store: &Store, cfg: &ReplayConfig) -> Result<ReplayReport> {
     } else {
         cfg.work_dir.clone()
     };
-    let mut package = Package::open(&spec, &work_dir, &work_dir.join("target"))?;
-    package.set_build_timeout(
-        cfg.build_timeout
-            .or(spec.probe.build_timeout)
-            .unwrap_or(crate::build::package::BUILD_TIMEOUT),
-    );
+    let limit = cfg
+        .build_timeout
+        .or(spec.probe.build_timeout)
+        .unwrap_or(crate::build::package::BUILD_TIMEOUT);
+    let package = {
+        let (spec, work_dir) = (spec.clone(), work_dir.clone());
+        let open = move || Package::open(&spec, &work_dir, &work_dir.join("target"));
+        crate::engine::package::open(open, limit).await?
+    };
     let toolchain = probe::toolchain(&package)
         .await
         .inspect_err(|e| tracing::warn!("cannot ask the probe's toolchain its version: {e:#}"))

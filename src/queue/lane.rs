@@ -23,6 +23,7 @@ use rustix::process::Signal;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 use tokio::task::JoinSet;
 
+use crate::build::package;
 use crate::engine::exit::ExitClass;
 use crate::queue::item::{LiveSuitePart, Placed, WorkItem, FLAG_VARIABLES};
 use crate::queue::place::{place, prune_carried, PlaceError};
@@ -329,6 +330,12 @@ fn command(
         .kill_on_drop(true);
     for var in FLAG_VARIABLES {
         cmd.env_remove(var);
+    }
+    // Up to `jobs` runs at once, each in a build slot of its own (a slot
+    // is held from before the draw), unless the lane was told how many.
+    if std::env::var_os(package::SLOTS_VAR).is_none() {
+        let slots = cfg.jobs.max(package::default_pool_size());
+        cmd.env(package::SLOTS_VAR, slots.to_string());
     }
     // SAFETY: the closure runs between fork and exec and makes one
     // async-signal-safe system call (prctl), which asks the kernel to kill

@@ -160,7 +160,10 @@ pub async fn check(
     tracing::info!(task = %spec.name, "task check: building the harness contract's probe, the cases' checker, the judge and the committed candidate");
 
     let h = &spec.harness.crate_name;
-    let t = Targets::new(&spec.name);
+    // Named by the package folder too: a same-named task in another build
+    // slot (an edited or carried copy) builds into the same target
+    // directories.
+    let t = Targets::new(&format!("{}_{}", spec.name, package.target_tag()));
     package.write_lib_root(&t.contract, &contract::probe_source(h))?;
     package.write_bin(&t.cases, &super::cases::checker_root(h))?;
     package.write_bin(&t.judge, &score::judge_root(h))?;

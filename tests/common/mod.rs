@@ -215,10 +215,16 @@ impl Scratch {
     /// variables from the test's own environment that would change a run
     /// (logging, a test point, an output folder, the draw's settings). For
     /// a command that starts `assay` itself (`/usr/bin/time`, `cargo run`).
+    /// One build slot (`ASSAY_BUILD_SLOTS`): the tests share one warm work
+    /// directory, and a test that asks its second batch to find the first
+    /// one's build warm must not find it built in another slot; so tests
+    /// wait for each other's builds, as before slots, unless they ask for
+    /// more (`tests/it/slots.rs`).
     pub fn prepare<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
         cmd.current_dir(self.path())
             .env("ASSAY_DB", self.db())
             .env("ASSAY_WORK_DIR", self.work_dir())
+            .env("ASSAY_BUILD_SLOTS", "1")
             .env_remove("RUST_LOG")
             .env_remove("ASSAY_TEST_POINT")
             .env_remove("ASSAY_OUT")

@@ -512,20 +512,6 @@ fn a_live_batch_of_another_process_is_left_alone() {
     );
 }
 
-/// Whether the process `pid` waits for a `flock`: /proc/locks lists each
-/// waiter as `N: -> FLOCK  ADVISORY  WRITE PID ...`.
-fn waits_on_a_flock(pid: u32) -> bool {
-    std::fs::read_to_string("/proc/locks")
-        .unwrap()
-        .lines()
-        .any(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            f.get(1) == Some(&"->")
-                && f.get(2) == Some(&"FLOCK")
-                && f.get(5) == Some(&pid.to_string().as_str())
-        })
-}
-
 /// Ctrl-C stops a run that is waiting for another batch to release the
 /// task's package.
 #[test]
@@ -533,12 +519,24 @@ fn ctrl_c_stops_a_run_waiting_for_the_package_lock() {
     let scratch = Scratch::new();
     // A holds the package from the probe to the end of its scorer build.
     let a = scratch.start_at("pause@probe.stored", &["run", &tiny()]);
+    // `-v`: B says in its log that it waits for a build slot.
     let mut b = scratch
-        .command(&["run", &tiny()])
+        .command(&["-v", "run", &tiny()])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    let (said_tx, said) = std::sync::mpsc::channel();
+    let stderr = b.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if line.contains("waiting for a build slot") {
+                let _ = said_tx.send(line);
+            }
+        }
+    });
     // B has stored its sandbox, the last thing before it opens the package
     // (before its draw, for the streaming probe), so it is at (or about to
     // be at) the lock.
@@ -559,15 +557,13 @@ fn ctrl_c_stops_a_run_waiting_for_the_package_lock() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    // And waits there: the kernel lists B as blocked on a flock.
-    while !waits_on_a_flock(b.id()) {
-        assert!(b.try_wait().unwrap().is_none(), "B did not wait for A");
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "B never waited on the package lock"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // And waits there (one slot: the tests' `ASSAY_BUILD_SLOTS`), saying
+    // so, naming A.
+    let line = said
+        .recv_timeout(Duration::from_secs(120))
+        .expect("B never waited on the package lock");
+    assert!(line.contains(&format!("(pid {})", a.child.id())), "{line}");
+    assert!(b.try_wait().unwrap().is_none(), "B did not wait for A");
     // SAFETY: kill only sends a signal to our own child.
     assert_eq!(unsafe { libc::kill(b.id() as i32, libc::SIGINT) }, 0);
     let stopped_at = std::time::Instant::now();

@@ -39,6 +39,7 @@ mod probe;
 mod probe_ops;
 mod repair;
 mod schema;
+mod slots;
 mod soak;
 mod suite;
 mod suite_edition;

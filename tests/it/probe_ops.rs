@@ -189,7 +189,7 @@ pub fn judge(case: &Case, output: &str) -> bool {
 /// A task with tiny's cases and a dependency-free harness whose replies
 /// are tiny's correct candidate and one whose constant takes forever to
 /// evaluate.
-fn spinning_task(scratch: &Scratch) -> PathBuf {
+pub(crate) fn spinning_task(scratch: &Scratch) -> PathBuf {
     let tiny = PathBuf::from(tiny());
     let dir = scratch.path().join("spin");
     std::fs::create_dir_all(dir.join("harness/src")).unwrap();

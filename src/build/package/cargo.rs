@@ -166,11 +166,15 @@ fn main() {{}}
         mut on_built: impl FnMut(&str, &Path),
     ) -> Result<BuildReport> {
         self.fetch_dependencies().await?;
+        // Ours until cargo has exited: no other build runs in it meanwhile,
+        // and cargo never waits on its lock. The images built stay there,
+        // under names no other package's builds use (`target_tag`).
+        let slot = self.take_target().await?;
         let mut cmd = scrubbed_cargo(self.toolchain.as_deref());
         let mut paths = crate::sandbox::BuildPaths {
             read: self.harness.iter().map(|h| h.dir.clone()).collect(),
-            write: vec![self.dir.clone(), self.target_dir.clone()],
-            cargo_home: self.target_dir.join("cargo-home"),
+            write: vec![self.dir.clone(), slot.path.clone()],
+            cargo_home: slot.path.join("cargo-home"),
         };
         paths
             .read
@@ -185,8 +189,8 @@ fn main() {{}}
             });
         }
         crate::sandbox::confine_cargo(&mut cmd, &paths)?;
-        let target_dir = std::path::absolute(&self.target_dir)
-            .with_context(|| format!("cannot resolve {}", self.target_dir.display()))?;
+        let target_dir = std::path::absolute(&slot.path)
+            .with_context(|| format!("cannot resolve {}", slot.path.display()))?;
         cmd.arg("build")
             .arg("--keep-going")
             .arg("--message-format=json")
@@ -267,6 +271,8 @@ fn main() {{}}
         report.success = status.success();
         report.signal = status.signal();
         report.stderr = stderr_task.await.unwrap_or_default();
+        // Cargo has exited: the slot is free for the next build.
+        drop(slot);
         for diag in report.diagnostics.values_mut() {
             diag.error_codes.sort();
             diag.error_codes.dedup();

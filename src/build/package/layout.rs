@@ -1,10 +1,8 @@
 //! What the package holds on disk and what its targets are named: the
-//! lock, the module files candidates become, the targets' roots, the
+//! module files candidates become, the targets' roots, the
 //! runner crate, and the manifest that lists a build's targets.
 
-use std::fs::File;
-use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 
@@ -147,46 +145,6 @@ fn target_tag_of(dir: &Path) -> String {
     blake3::hash(name.as_encoded_bytes()).to_hex()[..8].to_owned()
 }
 
-/// Creates `dir`, resolves it and takes the exclusive lock on its
-/// `.assay-lock`, blocking while another process holds it.
-pub(super) fn lock_dir(dir: &Path) -> Result<(PathBuf, File)> {
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create work directory {}", dir.display()))?;
-    let dir = std::fs::canonicalize(dir)
-        .with_context(|| format!("cannot resolve work directory {}", dir.display()))?;
-    let lock_path = dir.join(".assay-lock");
-    let lock = File::create(&lock_path)
-        .with_context(|| format!("cannot create {}", lock_path.display()))?;
-    take_lock(&lock, &lock_path, |why| {
-        // For the person waiting; a script's stderr keeps its one-line
-        // errors, and `-v` logs it there.
-        if std::io::stderr().is_terminal() {
-            eprintln!("assay: {why}");
-        }
-        tracing::info!("{why}");
-    })?;
-    Ok((dir, lock))
-}
-
-/// Takes the exclusive lock on `lock` (the file `lock_path`); when another
-/// process holds it, tells `say` once what it waits for, then waits. The
-/// wait may last another batch's whole build.
-fn take_lock(lock: &File, lock_path: &Path, say: impl FnOnce(String)) -> Result<()> {
-    let failed = || format!("cannot lock {}", lock_path.display());
-    match lock.try_lock() {
-        Ok(()) => Ok(()),
-        Err(std::fs::TryLockError::WouldBlock) => {
-            say(format!(
-                "waiting for another assay that holds {}; give this run its own \
-                 `--work-dir` to build side by side",
-                lock_path.display()
-            ));
-            lock.lock().with_context(failed)
-        }
-        Err(std::fs::TryLockError::Error(e)) => Err(e).with_context(failed),
-    }
-}
-
 /// Writes the runner every scoring image links (`runner_lib.rs`, beside this file),
 /// only where its text changed, so cargo keeps its build fresh.
 fn write_runner_crate(dir: &Path) -> Result<()> {
@@ -211,46 +169,20 @@ fn write(path: &Path, text: &str) -> Result<()> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_wait_for_the_lock_is_said_once_then_taken() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(".assay-lock");
-        let held = File::create(&path).unwrap();
-        held.lock().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let waiter = {
-            let path = path.clone();
-            std::thread::spawn(move || {
-                let lock = File::create(&path).unwrap();
-                take_lock(&lock, &path, |why| tx.send(why).unwrap()).unwrap();
-                lock
-            })
-        };
-        let said = rx.recv().unwrap();
-        assert!(
-            said.contains(&path.display().to_string()) && said.contains("--work-dir"),
-            "{said}"
-        );
-        drop(held);
-        let taken = waiter.join().unwrap();
-        assert!(
-            File::open(&path).unwrap().try_lock().is_err(),
-            "the waiter holds it"
-        );
-        drop(taken);
-        let free = File::create(&path).unwrap();
-        take_lock(&free, &path, |why| panic!("no wait, yet: {why}")).unwrap();
-    }
-
     /// Regression: on a fresh machine the confined cargo was denied creating
     /// the target directory beside itself, and every first batch failed.
     #[test]
     fn packages_of_one_work_directory_tag_their_targets_apart() {
         let work = Path::new("/w");
-        let tags: Vec<String> = ["tiny", "tiny-spin", "tiny_spin", "absolute"]
+        // Every build slot of a package is a folder of its own, sharing
+        // target directories with the others' (`slots`): their images'
+        // names must differ too.
+        let tags: Vec<String> = ["tiny", "tiny-spin", "tiny_spin", "absolute", "suite"]
             .iter()
-            .map(|t| target_tag_of(&work.join(t)))
+            .flat_map(|t| (0..4).map(move |k| super::super::slots::slot_path(&work.join(t), k)))
+            .map(|dir| target_tag_of(&dir))
             .collect();
+        assert_eq!(tags.len(), 20);
         for (i, a) in tags.iter().enumerate() {
             assert!(
                 a.len() == 8 && a.bytes().all(|b| b.is_ascii_hexdigit()),

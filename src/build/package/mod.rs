@@ -1,11 +1,16 @@
 //! The generated cargo package that probe and score build, and the one place
 //! that runs nested cargo.
 //!
-//! One package per task lives under the work directory; an exclusive file
-//! lock on it is held for as long as a batch writes sources into it, so two
-//! batches of one task never interleave. The manifest and every file in it
-//! are ours: candidates are only module files, so nothing a candidate writes
-//! can add a build script, a dependency or a path outside the package.
+//! One package per task lives under the work directory, and a few more
+//! when batches of it run at once: the package folder is a pool of build
+//! slots (`slots`), one held for as long as a batch writes sources into it,
+//! so two batches never interleave in one folder and never wait on each
+//! other while a slot is free. Its builds take a slot of the target
+//! directory's pool for each cargo run, the one the package last built in
+//! first (warm for it), so one batch's long compile never stalls another's
+//! build. The manifest and every file in it are ours: candidates are only
+//! module files, so nothing a candidate writes can add a build script, a
+//! dependency or a path outside the package.
 //!
 //! Nested cargo runs in a scrubbed environment (`scrubbed_cargo`, the only
 //! constructor of nested cargo commands): only an allow-list of variables
@@ -16,15 +21,16 @@
 //!
 //! One file per concern: `env` the scrubbed environment, `manifest` the
 //! manifests, `layout` the files and target names, `cargo` running cargo,
-//! `diag` reading what it said. This file opens the package.
+//! `diag` reading what it said, `slots` the pools of folders. This file
+//! opens the package.
 
 mod cargo;
 mod diag;
 mod env;
 mod layout;
 mod manifest;
+mod slots;
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -39,9 +45,10 @@ pub use diag::{
 pub use env::{
     default_toolchain, nested_env, scrubbed_cargo, scrubbed_command, INHERITED_ENV, TOOLCHAIN_VAR,
 };
-use layout::lock_dir;
 pub use layout::ModuleKey;
 use manifest::Manifest;
+pub use slots::{default_pool_size, pool_size, SLOTS_VAR};
+use slots::{Pool, Slot};
 
 /// The name of the scoring binary's target.
 pub const SCORER: &str = "assay_scorer";
@@ -49,8 +56,14 @@ pub const SCORER: &str = "assay_scorer";
 /// A task's generated package, locked for the caller's use.
 #[derive(Debug)]
 pub struct Package {
+    /// The package's folder: the build slot of its pool it holds.
     dir: PathBuf,
-    target_dir: PathBuf,
+    /// The target directory's pool of slots; each cargo run takes one.
+    targets: Pool,
+    /// The target slot this package last built in, tried first.
+    target_slot: std::sync::atomic::AtomicUsize,
+    /// Whether a wait for a target slot was said already: once a package.
+    said_wait: std::sync::atomic::AtomicBool,
     toolchain: Option<String>,
     build_timeout: Duration,
     /// How many rustc a shared build keeps busy side by side (see
@@ -72,8 +85,8 @@ pub struct Package {
     images: std::sync::atomic::AtomicUsize,
     /// The manifest without targets; each build's lists its own.
     manifest: Manifest,
-    /// Held for its lock; released on drop.
-    _lock: File,
+    /// The folder's slot, held for its lock; released on drop.
+    _folder: Slot,
 }
 
 /// What a task's package links every candidate with.
@@ -86,9 +99,12 @@ struct Harness {
 
 impl Package {
     /// Opens (creating if needed) the package of `spec`'s task under
-    /// `work_dir` and locks it. Blocks while another batch holds the lock.
-    /// The probe's toolchain is [`TOOLCHAIN_VAR`] if set, else rustup's
-    /// default for the work directory.
+    /// `work_dir`, in the first free build slot of its folder
+    /// (`work_dir/NAME`, then `NAME.slot1`...), and locks it. Blocks only
+    /// while every slot is busy, saying so once. Its builds go to a free
+    /// slot of `target_dir`'s pool. Both pools grow to [`pool_size`]
+    /// slots. The probe's toolchain is [`TOOLCHAIN_VAR`] if set, else
+    /// rustup's default for the work directory.
     pub fn open(spec: &Spec, work_dir: &Path, target_dir: &Path) -> Result<Package> {
         Package::open_with_toolchain(spec, work_dir, target_dir, default_toolchain())
     }
@@ -100,9 +116,12 @@ impl Package {
         target_dir: &Path,
         toolchain: Option<String>,
     ) -> Result<Package> {
-        let (dir, lock) = lock_dir(&work_dir.join(&spec.name))?;
+        let size = pool_size()?;
+        let (dir, folder) = lock_folder(&work_dir.join(&spec.name), size)?;
         let package = Package {
-            target_dir: create_target_dir(target_dir)?,
+            targets: target_pool(target_dir, size)?,
+            target_slot: Default::default(),
+            said_wait: Default::default(),
             toolchain,
             build_timeout: BUILD_TIMEOUT,
             build_parallelism: std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -121,7 +140,7 @@ impl Package {
                 &spec.harness.package,
                 &spec.harness.dir.display().to_string(),
             ),
-            _lock: lock,
+            _folder: folder,
             dir,
         };
         package.reset()?;
@@ -129,10 +148,12 @@ impl Package {
     }
 
     /// Opens (creating if needed) the package that builds suites'
-    /// programs, `WORK/suite`, and locks it: one suite at a time writes
-    /// programs into it. Programs are modules of shared images, or targets
-    /// of their own (`exec`), written with [`Package::write_cands_file`];
-    /// there is no harness. Every program is built in `edition`.
+    /// programs, in the first free build slot of `WORK/suite`, and locks
+    /// it: one suite at a time writes programs into a slot; its builds go
+    /// to a free slot of `target_dir`'s pool (see [`Package::open`]).
+    /// Programs are modules of shared images, or targets of their own
+    /// (`exec`), written with [`Package::write_cands_file`]; there is no
+    /// harness. Every program is built in `edition`.
     pub fn open_suite(
         work_dir: &Path,
         target_dir: &Path,
@@ -141,9 +162,12 @@ impl Package {
         run_memory: u64,
         edition: Edition,
     ) -> Result<Package> {
-        let (dir, lock) = lock_dir(&work_dir.join("suite"))?;
+        let size = pool_size()?;
+        let (dir, folder) = lock_folder(&work_dir.join("suite"), size)?;
         let package = Package {
-            target_dir: create_target_dir(target_dir)?,
+            targets: target_pool(target_dir, size)?,
+            target_slot: Default::default(),
+            said_wait: Default::default(),
             toolchain: default_toolchain(),
             build_timeout: BUILD_TIMEOUT,
             build_parallelism: std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -154,7 +178,7 @@ impl Package {
             run_memory,
             images: std::sync::atomic::AtomicUsize::new(0),
             manifest: Manifest::suite(edition),
-            _lock: lock,
+            _folder: folder,
             dir,
         };
         package.clear_sources()?;
@@ -166,8 +190,34 @@ impl Package {
         &self.dir
     }
 
-    pub fn target_dir(&self) -> &Path {
-        &self.target_dir
+    /// The target directory the package last built in (before its first
+    /// build, the one it will try first).
+    pub fn target_dir(&self) -> PathBuf {
+        self.targets
+            .path(self.target_slot.load(std::sync::atomic::Ordering::Acquire))
+    }
+
+    /// Takes a free slot of the target directory's pool for one build,
+    /// the one last built in first; while every slot is busy, waits,
+    /// saying so once for the package.
+    async fn take_target(&self) -> Result<Slot> {
+        use std::sync::atomic::Ordering;
+        let prefer = self.target_slot.load(Ordering::Acquire);
+        let slot = self
+            .targets
+            .take(prefer, |why| {
+                if !self.said_wait.swap(true, Ordering::AcqRel) {
+                    slots::say_waiting(why);
+                } else {
+                    tracing::debug!("{why}");
+                }
+            })
+            .await?;
+        if slot.index != prefer {
+            tracing::info!(target_dir = %slot.path.display(), "building in another slot of the target directory");
+        }
+        self.target_slot.store(slot.index, Ordering::Release);
+        Ok(slot)
     }
 
     /// The toolchain asked for, `None` for rustup's default.
@@ -210,15 +260,28 @@ impl Package {
     }
 }
 
-/// Creates the target directory (if needed) and resolves it. Created here,
-/// unconfined: the sandboxed cargo may write inside the target directory
-/// but not beside it, where cargo would otherwise make a temporary
-/// directory to create it atomically.
-fn create_target_dir(target_dir: &Path) -> Result<PathBuf> {
+/// Takes the first free slot of the package folder `base`'s pool,
+/// waiting while all are busy (saying so once), and resolves it.
+fn lock_folder(base: &Path, size: usize) -> Result<(PathBuf, Slot)> {
+    let slot = Pool::new(base, size).take_blocking(0, slots::say_waiting)?;
+    if slot.index > 0 {
+        tracing::info!(package = %slot.path.display(), "the package's folder is in use; building in another slot");
+    }
+    let dir = std::fs::canonicalize(&slot.path)
+        .with_context(|| format!("cannot resolve work directory {}", slot.path.display()))?;
+    Ok((dir, slot))
+}
+
+/// The pool of `target_dir`, its slot 0 created (if needed) and resolved.
+/// Each slot is created unconfined, by [`Pool::take`]: the sandboxed cargo
+/// may write inside the target directory but not beside it, where cargo
+/// would otherwise make a temporary directory to create it atomically.
+fn target_pool(target_dir: &Path, size: usize) -> Result<Pool> {
     std::fs::create_dir_all(target_dir)
         .with_context(|| format!("cannot create target directory {}", target_dir.display()))?;
-    std::path::absolute(target_dir)
-        .with_context(|| format!("cannot resolve target directory {}", target_dir.display()))
+    let base = std::path::absolute(target_dir)
+        .with_context(|| format!("cannot resolve target directory {}", target_dir.display()))?;
+    Ok(Pool::new(&base, size))
 }
 
 #[cfg(test)]

@@ -287,21 +287,21 @@ fn check_db(db: &Db) -> Result<(), PathError> {
         why,
     };
     match std::fs::metadata(db) {
-        // Opened for writing and closed again, which changes nothing: a
-        // database this user cannot write is refused before any work.
+        // Asked of the kernel, never by opening the file: a run checks
+        // this with its store already open, and SQLite's locks are POSIX
+        // locks, which a process loses on every close of any descriptor
+        // of the file (sqlite.org/howtocorrupt.html, 2.2). Another
+        // process's clean close would then take the WAL away under the
+        // run. A database this user cannot write is refused before any
+        // work.
         Ok(m) if m.is_file() => {
-            return match std::fs::OpenOptions::new().write(true).open(db) {
-                Ok(_) => Ok(()),
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::PermissionDenied
-                            | std::io::ErrorKind::ReadOnlyFilesystem
-                    ) =>
-                {
+            use rustix::io::Errno;
+            return match rustix::fs::access(db, rustix::fs::Access::WRITE_OK) {
+                Ok(()) => Ok(()),
+                Err(Errno::ACCESS | Errno::PERM | Errno::ROFS) => {
                     Err(bad("the database is read-only".into()))
                 }
-                Err(e) => Err(bad(e.to_string())),
+                Err(e) => Err(bad(std::io::Error::from(e).to_string())),
             };
         }
         Ok(_) => return Err(bad("not a regular file".into())),

@@ -326,6 +326,37 @@ fn sigterm_stops_cleanly_too() {
 /// assay's exit classes has closed its store, all of it, so SQLite has
 /// deleted `DB-wal` and `DB-shm` (tests/it/bad_input.rs tries the refusals
 /// many times over).
+/// SQLite's locks are POSIX locks, which a process loses when it closes
+/// any descriptor of the file (sqlite.org/howtocorrupt.html, 2.2): a run
+/// that opened the database file itself once its store was open (its
+/// check that the file can be written did) held no lock from then on, so
+/// the next process to close the database cleanly found itself alone and
+/// deleted `DB-wal` and `DB-shm` under the run, whose next write failed
+/// with "disk I/O error" (found beside issue 36's build slots, where a
+/// batch interrupted beside a waiting one did it).
+#[test]
+fn a_running_batch_keeps_its_database_locks_while_others_come_and_go() {
+    let scratch = Scratch::new();
+    let task = tiny();
+    // An existing database: the run opens its store before its checks.
+    scratch.assay_ok(&["run", &task]);
+    let running = scratch.start_at("pause@draw.reply#1", &["run", &task]);
+    // Another process opens the database, reads, and closes it cleanly.
+    scratch.assay_ok(&["batches"]);
+    let mut wal = scratch.db().into_os_string();
+    wal.push("-wal");
+    assert!(
+        std::path::Path::new(&wal).exists(),
+        "the WAL of a database a run holds open was deleted by another process's close"
+    );
+    running.signal(libc::SIGINT);
+    let (status, stderr) = running.wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(!stderr.contains("disk I/O error"), "{stderr}");
+    scratch.assay_ok(&["run", "--resume", "2"]);
+    check_complete(&scratch, 2, "after others came and went");
+}
+
 #[test]
 fn every_exit_class_leaves_no_wal_files() {
     let scratch = Scratch::new();

@@ -122,10 +122,13 @@ fn issue_36_batches_on_one_work_directory_build_side_by_side() {
         "it went on while A held its slot: {said}"
     );
 
-    // Killed, not interrupted: with SIGINT, the waiting run's next write
-    // to the shared SQLite file sometimes failed with `(code: 522) disk
-    // I/O error` (seen twice in three runs; not explained yet).
-    held.kill9();
+    // Interrupted: A closes its store cleanly while the waiting run holds
+    // the same database open, whose locks must survive it (a run that lost
+    // them had its WAL deleted under it: see
+    // crash::a_running_batch_keeps_its_database_locks_while_others_come_and_go).
+    held.signal(libc::SIGINT);
+    let (a_status, a_stderr) = held.wait(Duration::from_secs(60));
+    assert_eq!(a_status.code(), Some(130), "{a_stderr}");
     let mut stdout = String::new();
     waiting
         .stdout

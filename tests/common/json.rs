@@ -6,6 +6,18 @@ use std::path::Path;
 
 use serde_json::Value;
 
+/// A batch's verdicts (its candidates', its committed candidate's, its
+/// best), comparable: as a lane's batch is compared with a run on one
+/// machine.
+pub fn batch_verdicts(report: Value, own: &Path) -> (Value, Value, Value) {
+    let v = comparable(report, own);
+    (
+        v["candidates"].clone(),
+        v["committed"].clone(),
+        v["best"].clone(),
+    )
+}
+
 /// Measurements and this side's own paths left out.
 pub fn comparable(value: Value, own: &Path) -> Value {
     const MEASURED_SUFFIX: [&str; 4] = ["_at", "_ms", "_s", "minute"];

@@ -12,18 +12,6 @@ use crate::lanes::{lane, ok_json, Running};
 use std::path::Path;
 
 use common::Scratch;
-use serde_json::Value;
-
-/// What a batch's verdicts are, as `lanes` compares a lane's batch with a
-/// run on one machine.
-fn verdicts(v: Value, own: &Path) -> (Value, Value, Value) {
-    let v = json::comparable(v, own);
-    (
-        v["candidates"].clone(),
-        v["committed"].clone(),
-        v["best"].clone(),
-    )
-}
 
 /// The digest a task's folder packs to now.
 fn digest_of(task: &Path) -> String {
@@ -96,7 +84,7 @@ fn issue_36_a_task_edited_then_deleted_after_queueing_runs_as_queued() {
     assert!(Running(lane(db, "carry", &out, None)).wait().success());
     let items = ok_json(db, &["queue", "--json"]);
     let local = Scratch::new();
-    let want = verdicts(
+    let want = json::batch_verdicts(
         local.json(&["run", &common::tiny(), "--json"]),
         local.path(),
     );
@@ -106,7 +94,7 @@ fn issue_36_a_task_edited_then_deleted_after_queueing_runs_as_queued() {
         let id = w["batch_id"].as_i64().unwrap().to_string();
         let shown = ok_json(db, &["show", &id, "--json"]);
         assert_eq!(shown["status"], "finished", "{shown:#}");
-        assert_eq!(verdicts(shown, out.path()), want, "batch {id}");
+        assert_eq!(json::batch_verdicts(shown, out.path()), want, "batch {id}");
     }
 }
 
@@ -147,11 +135,11 @@ fn issue_36_an_item_queued_by_path_runs_where_the_path_is_or_says_to_queue_it_ag
     let id = items[0]["batch_id"].as_i64().unwrap().to_string();
     let shown = ok_json(db, &["show", &id, "--json"]);
     let local = Scratch::new();
-    let want = verdicts(
+    let want = json::batch_verdicts(
         local.json(&["run", &common::tiny(), "--json"]),
         local.path(),
     );
-    assert_eq!(verdicts(shown, out.path()), want);
+    assert_eq!(json::batch_verdicts(shown, out.path()), want);
 
     assert_eq!(items[1]["state"], "failed", "{:#}", items[1]);
     let why = items[1]["failure"].as_str().unwrap();

@@ -43,17 +43,6 @@ fn ok_text(db: &str, work_dir: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// A batch's verdicts, as `carry` and `lanes` compare a lane's batch with
-/// a run on one machine.
-fn verdicts(v: Value, own: &Path) -> (Value, Value, Value) {
-    let v = json::comparable(v, own);
-    (
-        v["candidates"].clone(),
-        v["committed"].clone(),
-        v["best"].clone(),
-    )
-}
-
 /// The text `show --errors` prints for a batch whose error files are
 /// these (in candidate order), as `views` builds it.
 fn joined_error_files(shown: &Value) -> String {
@@ -114,7 +103,7 @@ fn issue_36_a_lane_that_sees_nothing_of_the_queueing_host_runs_its_batches_and_s
     let want: Vec<_> = tasks
         .iter()
         .map(|task| {
-            verdicts(
+            json::batch_verdicts(
                 local.json(&["run", &task.display().to_string(), "--json"]),
                 local.path(),
             )
@@ -149,7 +138,11 @@ fn issue_36_a_lane_that_sees_nothing_of_the_queueing_host_runs_its_batches_and_s
         let id = w["batch_id"].as_i64().unwrap().to_string();
         let shown = ok_json(db, &["show", &id, "--json"]);
         assert_eq!(shown["status"], "finished", "{shown:#}");
-        assert_eq!(&verdicts(shown.clone(), &b.out()), want, "batch {id}");
+        assert_eq!(
+            &json::batch_verdicts(shown.clone(), &b.out()),
+            want,
+            "batch {id}"
+        );
         // Its task ran from B's own copy, placed from the store.
         let spec = schema.value(&format!("SELECT spec_path FROM batches WHERE id = {id}"));
         let carried = b.path().join("work/carried").display().to_string();

@@ -200,15 +200,7 @@ fn lanes_drain_a_queue_and_a_killed_lane_s_item_is_resumed_not_redone() {
     assert_eq!(batches.as_array().unwrap().len(), 3, "{batches:#}");
     let local = Scratch::new();
     let reference = local.json(&["run", &tiny(), "--json"]);
-    let verdicts = |v: Value, own: &std::path::Path| {
-        let v = json::comparable(v, own);
-        (
-            v["candidates"].clone(),
-            v["committed"].clone(),
-            v["best"].clone(),
-        )
-    };
-    let want = verdicts(reference, local.path());
+    let want = json::batch_verdicts(reference, local.path());
     assert!(want.0.to_string().contains("scored(10/10)"), "{want:?}");
     for w in items {
         let id = w["batch_id"].as_i64().unwrap().to_string();
@@ -221,7 +213,7 @@ fn lanes_drain_a_queue_and_a_killed_lane_s_item_is_resumed_not_redone() {
         };
         assert_eq!(shown["lane"], ran_on, "the lane that began batch {id}");
         let out = if w["lane"] == "b" { &b_out } else { &c_out };
-        assert_eq!(verdicts(shown, out.path()), want, "batch {id}");
+        assert_eq!(json::batch_verdicts(shown, out.path()), want, "batch {id}");
     }
     // The resume kept what lane a had stored: the replies and the probe.
     let resumed = ok_json(db, &["show", &batch.to_string(), "--json"]);

@@ -295,26 +295,44 @@ fn main() {{}}
         }
         let harness_dirs: Vec<PathBuf> = self.harness.iter().map(|h| h.dir.clone()).collect();
         if needs_fetch(&self.dir.join("Cargo.lock"), &harness_dirs) {
-            let out = scrubbed_cargo(self.toolchain.as_deref())
-                .arg("fetch")
-                .arg("--manifest-path")
-                .arg(self.dir.join("Cargo.toml"))
-                .current_dir(&self.dir)
-                .stdin(Stdio::null())
-                .kill_on_drop(true)
-                .output()
-                .await
-                .context("cannot start cargo fetch")?;
-            if !out.status.success() {
-                anyhow::bail!(
-                    "cargo fetch for {} failed:\n{}",
-                    self.dir.display(),
-                    String::from_utf8_lossy(&out.stderr)
-                );
+            // Offline first: a warm registry answers without the network,
+            // and without rewriting the registry's index cache, which other
+            // assays' confined builds may be reading that moment (their
+            // cargo home is a shadow whose package-cache lock is their
+            // own, so a real cargo's download does not wait for them).
+            let offline = self.fetch(true).await?;
+            if !offline.status.success() {
+                let out = self.fetch(false).await?;
+                if !out.status.success() {
+                    anyhow::bail!(
+                        "cargo fetch for {} failed:\n{}",
+                        self.dir.display(),
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
             }
         }
         self.fetched.store(true, Ordering::Release);
         Ok(())
+    }
+}
+
+impl Package {
+    /// `cargo fetch` of the package, unconfined, `--offline` if asked.
+    async fn fetch(&self, offline: bool) -> Result<std::process::Output> {
+        let mut cmd = scrubbed_cargo(self.toolchain.as_deref());
+        cmd.arg("fetch");
+        if offline {
+            cmd.arg("--offline");
+        }
+        cmd.arg("--manifest-path")
+            .arg(self.dir.join("Cargo.toml"))
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output()
+            .await
+            .context("cannot start cargo fetch")
     }
 }
 

@@ -94,15 +94,10 @@ impl Pool {
     pub fn take_blocking(&self, prefer: usize, say: impl FnOnce(String)) -> Result<Slot> {
         let mut say = Some(say);
         loop {
-            match self.try_take(prefer)? {
-                Ok(slot) => return Ok(slot),
-                Err(busy) => {
-                    if let Some(say) = say.take() {
-                        say(waiting(&busy));
-                    }
-                    std::thread::sleep(POLL);
-                }
+            if let Some(slot) = self.look(prefer, &mut say)? {
+                return Ok(slot);
             }
+            std::thread::sleep(POLL);
         }
     }
 
@@ -111,16 +106,25 @@ impl Pool {
     pub async fn take(&self, prefer: usize, say: impl FnOnce(String)) -> Result<Slot> {
         let mut say = Some(say);
         loop {
-            match self.try_take(prefer)? {
-                Ok(slot) => return Ok(slot),
-                Err(busy) => {
-                    if let Some(say) = say.take() {
-                        say(waiting(&busy));
-                    }
-                    tokio::time::sleep(POLL).await;
-                }
+            if let Some(slot) = self.look(prefer, &mut say)? {
+                return Ok(slot);
             }
+            tokio::time::sleep(POLL).await;
         }
+    }
+
+    /// A free slot, or `None` once `say` (if not told yet) is told who
+    /// holds each.
+    fn look(&self, prefer: usize, say: &mut Option<impl FnOnce(String)>) -> Result<Option<Slot>> {
+        Ok(match self.try_take(prefer)? {
+            Ok(slot) => Some(slot),
+            Err(busy) => {
+                if let Some(say) = say.take() {
+                    say(waiting(&busy));
+                }
+                None
+            }
+        })
     }
 
     /// One look at every slot, `prefer` first: the first free one, locked

@@ -188,13 +188,7 @@ fn issue_36_a_lane_that_sees_nothing_of_the_queueing_host_runs_its_batches_and_s
     // Promotion on A of B's absolute batch: A no longer has the task's
     // folder, so the task comes from the store, placed in A's work dir.
     let (absolute, shown) = &batches[0];
-    let best = shown["candidates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["rank"] == 1)
-        .expect("an admitted candidate")["candidate_id"]
-        .to_string();
+    let best = ranked_first(shown);
     std::fs::remove_dir_all(&tasks[0]).unwrap();
     let said = ok_text(db, &a_work, &["promote", absolute, &best, "--yes"]);
     let placed = a_work.join("promoted").join(format!("batch-{absolute}"));
@@ -231,13 +225,7 @@ fn issue_36_a_lane_that_sees_nothing_of_the_queueing_host_runs_its_batches_and_s
 
     // B's shellwords batch, promoted into the folder A queued it from.
     let (shellwords, shown) = &batches[1];
-    let best = shown["candidates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["rank"] == 1)
-        .expect("an admitted candidate")["candidate_id"]
-        .to_string();
+    let best = ranked_first(shown);
     let task = tasks[1].display().to_string();
     ok_text(
         db,
@@ -295,4 +283,16 @@ fn issue_36_promotion_takes_a_named_folder_only_if_it_is_the_task_scored() {
         promoted.contains("pub fn double(x: u64) -> u64 { x * 2 }"),
         "{promoted}"
     );
+}
+
+/// The candidate a batch ranked first (the one `promote` writes), as its
+/// id's text.
+fn ranked_first(shown: &Value) -> String {
+    shown["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["rank"] == 1)
+        .expect("an admitted candidate")["candidate_id"]
+        .to_string()
 }

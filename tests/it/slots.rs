@@ -51,20 +51,25 @@ fn issue_36_batches_on_one_work_directory_build_side_by_side() {
         Scratch::start_command_at(two_slots(&["run", &task, "-n", "1"]), "hold@probe.build");
     held.wait_for_line("assay-test: holding build", Duration::from_secs(300));
 
+    // A batch of `task` run to its end while A still holds its build.
+    let mut beside = |task: &str| -> Value {
+        let out = two_slots(&run(task).each_ref().map(String::as_str))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            held.child.try_wait().unwrap().is_none(),
+            "A ended before the batch beside it"
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+
     // The same task: its folder is held by A, so another slot's.
-    let out = two_slots(&run(&task).each_ref().map(String::as_str))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let same: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(
-        held.child.try_wait().unwrap().is_none(),
-        "A ended before the batch beside it"
-    );
+    let same = beside(&task);
 
     // Another task: its own folder, and a target directory A does not hold.
     let other = scratch.path().join("other");
@@ -74,20 +79,7 @@ fn issue_36_batches_on_one_work_directory_build_side_by_side() {
         "name = \"tiny-spin\"",
         "name = \"tiny-spin-other\"",
     );
-    let other = other.display().to_string();
-    let out = two_slots(&run(&other).each_ref().map(String::as_str))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let another: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(
-        held.child.try_wait().unwrap().is_none(),
-        "A ended before the batch beside it"
-    );
+    let another = beside(&other.display().to_string());
 
     // One slot only: it waits for A's slot, and says so once.
     let mut one = scratch.command(&["-v", "run", &task, "-n", "1", "--json"]);

@@ -131,10 +131,18 @@ fn suite(slow: usize, limit: Option<usize>, cpus: usize, root: &Path) -> bool {
     ] {
         for (i, (got, want)) in r.statuses.iter().zip(&clean.statuses).enumerate() {
             let want = if slowed.contains(&i) { "Timeout" } else { want };
-            if got != want {
-                agree = false;
-                eprintln!("{label}: {}: {got}, expected {want}", rows[i].name);
+            if got == want {
+                continue;
             }
+            if !slowed.contains(&i) && run_stopped_by_either_limit(got, want) {
+                println!(
+                    "{label}: {}: {got} (clean: {want}): its run races its memory limit against its wall limit",
+                    rows[i].name
+                );
+                continue;
+            }
+            agree = false;
+            eprintln!("{label}: {}: {got}, expected {want}", rows[i].name);
         }
     }
     let goal = (clean.wall + slow as f64 * UNIT_LIMIT_SECS / cpus as f64) * 1.2;
@@ -222,6 +230,15 @@ fn task(slow: usize, cpus: usize, root: &Path) -> bool {
         );
     }
     agree
+}
+
+/// Whether two statuses of one program are the two ends of a run that
+/// never finishes and allocates as it goes (GPT-4's `get_ludic` pushes to
+/// a vector forever): `Exception` when the allocation fails first,
+/// `Timeout` when the wall limit comes first, which the machine's load
+/// decides. Neither is a build's verdict, which is what this bench checks.
+fn run_stopped_by_either_limit(a: &str, b: &str) -> bool {
+    matches!((a, b), ("Timeout", "Exception") | ("Exception", "Timeout"))
 }
 
 /// The task's per-candidate compile limit (the bundled spec's), CPU seconds.

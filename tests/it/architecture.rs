@@ -44,6 +44,8 @@ const MAY_USE_BACKOFF: &[&str] = &["src/draw/http/retry.rs", "src/queue/lane.rs"
 /// Who builds again after a build failure that can be transient, at most
 /// `probe::MAX_RETRIES` times and without waiting.
 const MAY_RETRY_BUILDS: &[&str] = &[
+    // A group counts its retries.
+    "src/build/exec/groups.rs",
     "src/build/exec/isolated.rs",
     "src/build/exec/shared.rs",
     "src/build/probe/mod.rs",

@@ -77,6 +77,15 @@ impl Budgets {
         budget.min(cap.cpu_secs)
     }
 
+    /// Whether an honest group's cost is known: until then a group may
+    /// spend one unit's limit.
+    pub fn known(&self) -> bool {
+        self.rate
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
     /// Learns from a group of `units` that built, spending `cpu_secs`.
     pub fn observe(&self, units: usize, cpu_secs: f64) {
         if units <= 1 || !cpu_secs.is_finite() || cpu_secs <= 0.0 {

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::shared::{Image, Layout, Settled};
 use crate::build::package::{ModuleKey, Package};
@@ -60,9 +60,16 @@ pub async fn build(
             .iter()
             .map(|k| (layout.isolated_target(k), k))
             .collect();
-        package.set_bins(names.keys().map(String::as_str))?;
         let targets: Vec<String> = names.keys().cloned().collect();
+        // Waves built side by side take turns, as shared builds do.
+        let lane = package
+            .lane()
+            .acquire()
+            .await
+            .context("the package's build lane closed")?;
+        package.add_bins(targets.iter().map(String::as_str))?;
         let report = package.build(layout.profile(), &targets, |_, _| {}).await?;
+        drop(lane);
         stats.add_build(&report);
         let mut again = Vec::new();
         let mut unfinished = Vec::new();

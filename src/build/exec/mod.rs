@@ -13,6 +13,7 @@
 //! unit alone.
 
 pub mod budget;
+mod groups;
 pub mod isolated;
 pub mod oversize;
 pub mod shared;

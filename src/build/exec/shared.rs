@@ -28,9 +28,12 @@
 //! rustc of `n` gets [`scaled`] limits, and within them a CPU budget drawn
 //! from what honest groups of the package cost ([`super::budget`]). A
 //! group stopped at its budget or its limits is split into about `√n`
-//! parts built side by side, and a small one into its units alone, so a
-//! compile bomb costs a few honest groups' worth and then its own limit,
-//! not its wave's.
+//! parts built side by side, and a small one (or any, while no honest
+//! group's cost is known) into its units alone, so a compile bomb costs a
+//! few honest groups' worth and then its own limit, not its wave's. Those
+//! parts build beside the package's main lane ([`Package::lane`]), which
+//! the honest groups of every wave take in turn: the bomb's own limit
+//! keeps one core, and the other groups and waves go on.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -39,6 +42,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 
 use super::budget::Budgets;
+use super::groups::{first_groups, take_lane, Group, Lane, Lanes};
 use super::oversize::Oversize;
 use crate::build::package::{BuildReport, CompilerDiag, DiagLevel, ModuleKey, Package, Profile};
 use crate::build::verdict::{
@@ -100,35 +104,10 @@ pub struct SharedBuild<'a, L: Layout> {
     budgets: Budgets,
 }
 
-/// A wave is split into one first group per CPU only when each gets at
-/// least this many units: below it, a second rustc's start-up (and std's
-/// code generated once more) costs more than the core it uses gives back.
-const MIN_PER_GROUP: usize = 16;
-
-/// After a pass with errors, what is left of a group is built again in
-/// parts of this many units to twice that: most parts build now, and a
-/// unit whose errors only a later phase finds (code generation's, say)
-/// costs its own part another pass, not the whole group's front end once
-/// more. Smaller parts waste less on such a unit and pay more crate
-/// start-ups; `cargo bench --bench probe` put the balance near 20
-/// (docs/benchmarks.md). Many crates cost no more CPU than one large one
-/// otherwise: std's code generated once more per crate is paid back by
-/// LLVM's work on smaller modules.
-const MIN_PER_PART: usize = 20;
-
-/// One cargo build takes at most this many groups per CPU, so its wall
-/// limit stays in proportion to a wave's.
-const GROUPS_PER_CPU: usize = 8;
-
 /// At most this many passes (removing the units with errors each time)
 /// before what is left is narrowed by halves: each pass usually removes
 /// one compiler phase's errors.
 const MAX_PASSES: usize = 6;
-
-/// A group of at most this many stopped at its budget or limits is built
-/// as its units alone (side by side, one cargo start): finding the slow
-/// one among so few by parts would cost another budget's wait.
-const MAX_SPLIT_ALONE: usize = 8;
 
 /// The limits of a shared rustc of `n` units whose units alone get
 /// `one`: a tenth of one unit's CPU time per further unit (an honest unit
@@ -170,6 +149,13 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
     /// each unit as its verdict is known, in no particular order. Failures
     /// that can be transient (cargo killed, failing without a word) are
     /// built again, at most [`MAX_RETRIES`] times per group.
+    ///
+    /// Two builds may run at once: one of honest groups in the package's
+    /// main lane ([`Package::lane`], shared with every wave of the
+    /// package), and one beside it of what is left of groups that overran
+    /// their budget, so that a slow unit's own limit keeps one core, not
+    /// the wave's other groups (nor, when waves are built side by side,
+    /// the waves behind it).
     pub async fn build(
         &self,
         units: &[ModuleKey],
@@ -177,38 +163,107 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
         mut settled: impl FnMut(Settled),
     ) -> Result<()> {
         let mut groups: Vec<Group> = first_groups(units, self.parallel);
-        while let Some(first) = groups.pop() {
-            if first.members.is_empty() {
+        let mut running = futures::stream::FuturesUnordered::new();
+        let mut busy = Lanes::default();
+        loop {
+            groups.retain(|g| !g.members.is_empty());
+            if !busy.side {
+                if let Some(together) = take_lane(&mut groups, Lane::Side, self.parallel) {
+                    busy.side = true;
+                    running.push(self.build_together(Lane::Side, together, None));
+                }
+            }
+            let honest_waiting = !busy.main && groups.iter().any(|g| g.lane() == Lane::Main);
+            if running.is_empty() && !honest_waiting {
+                debug_assert!(groups.is_empty());
+                return Ok(());
+            }
+            tokio::select! {
+                permit = self.package.lane().acquire(), if honest_waiting => {
+                    let permit = permit.context("the package's build lane closed")?;
+                    let together = take_lane(&mut groups, Lane::Main, self.parallel)
+                        .expect("an honest group waits");
+                    busy.main = true;
+                    running.push(self.build_together(Lane::Main, together, Some(permit)));
+                }
+                Some(done) = futures::StreamExt::next(&mut running), if !running.is_empty() => {
+                    let done = done?;
+                    match done.lane {
+                        Lane::Main => busy.main = false,
+                        Lane::Side => busy.side = false,
+                    }
+                    stats.add_build(&done.report);
+                    self.settle_build(done, stats, &mut settled, &mut groups)?;
+                }
+            }
+        }
+    }
+
+    /// Builds `together` in one cargo build, holding `permit` (the main
+    /// lane's) until it is done.
+    async fn build_together(
+        &self,
+        lane: Lane,
+        together: Vec<Group>,
+        permit: Option<tokio::sync::SemaphorePermit<'_>>,
+    ) -> Result<Done> {
+        let targets: Vec<String> = together.iter().map(|_| self.target_name()).collect();
+        let started = std::time::Instant::now();
+        let report = self.build_groups(&targets, &together).await?;
+        drop(permit);
+        Ok(Done {
+            lane,
+            targets,
+            together,
+            report,
+            started,
+        })
+    }
+
+    /// Judges each group of a finished build and settles it.
+    fn settle_build(
+        &self,
+        done: Done,
+        stats: &mut ProbeStats,
+        settled: &mut impl FnMut(Settled),
+        groups: &mut Vec<Group>,
+    ) -> Result<()> {
+        let Done {
+            lane,
+            targets,
+            together,
+            report,
+            started,
+        } = done;
+        let side_by_side = together.len() > 1;
+        for (target, mut group) in targets.iter().zip(together) {
+            let judged = self.judge(target, &group, &report);
+            tracing::debug!(
+                units = group.members.len(),
+                pass = group.passes,
+                side_by_side = targets.len(),
+                lane = lane.name(),
+                wall_ms = started.elapsed().as_millis() as u64,
+                cpu_ms = report.cpu_secs.get(target).map(|s| (s * 1000.0) as u64),
+                outcome = judged.name(),
+                "shared build"
+            );
+            if side_by_side && !judged.is_own_answer(&report) {
+                // A mate may have caused it (say, ran the build to its
+                // wall limit): built again by itself, it is its own.
+                group.solo = true;
+                groups.push(group);
                 continue;
             }
-            let together = take_together(first, &mut groups, self.parallel);
-            let targets: Vec<String> = together.iter().map(|_| self.target_name()).collect();
-            let started = std::time::Instant::now();
-            let report = self.build_groups(&targets, &together, stats).await?;
-            let side_by_side = together.len() > 1;
-            for (target, mut group) in targets.iter().zip(together) {
-                let judged = self.judge(target, &group, &report);
-                tracing::debug!(
-                    units = group.members.len(),
-                    pass = group.passes,
-                    side_by_side = targets.len(),
-                    wall_ms = started.elapsed().as_millis() as u64,
-                    outcome = judged.name(),
-                    "shared build"
-                );
-                if side_by_side && !judged.is_own_answer(&report) {
-                    // A mate may have caused it (say, ran the build to
-                    // its wall limit): built again by itself, it is its
-                    // own.
-                    group.solo = true;
-                    groups.push(group);
-                    continue;
-                }
-                if let (Judged::Built { .. }, Some(&cpu)) = (&judged, report.cpu_secs.get(target)) {
-                    self.budgets.observe(group.members.len(), cpu);
-                }
-                self.settle(group, judged, stats, &mut settled, &mut groups)?;
+            if let (Judged::Built { .. }, Some(&cpu), Lane::Main) =
+                (&judged, report.cpu_secs.get(target), group.lane())
+            {
+                // A part of a group that overran is small: its crate's
+                // fixed cost, spread over few units, says nothing of what
+                // an honest group's units cost.
+                self.budgets.observe(group.members.len(), cpu);
             }
+            self.settle(group, judged, stats, settled, groups)?;
         }
         Ok(())
     }
@@ -243,8 +298,12 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
                         );
                         stats.fallbacks += oversized.len();
                         group.members.retain(|k| !oversized.contains(k));
+                        let alone: Vec<Group> = oversized
+                            .into_iter()
+                            .map(|k| group.beside(vec![k]))
+                            .collect();
                         groups.push(group);
-                        groups.extend(oversized.into_iter().map(|k| Group::new(vec![k])));
+                        groups.extend(alone);
                         return Ok(());
                     }
                     Oversize::Halve => {
@@ -286,7 +345,7 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
                 for (key, _) in unsure {
                     // Built alone, its verdict is its own either way.
                     stats.fallbacks += 1;
-                    groups.push(Group::new(vec![key]));
+                    groups.push(group.beside(vec![key]));
                 }
                 for (key, own) in failing {
                     settled(Settled {
@@ -317,7 +376,7 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
                     "a shared rustc stopped at its budget or limits; split"
                 );
                 stats.fallbacks += group.members.len();
-                groups.extend(group.parts_when_slow());
+                groups.extend(group.parts_when_slow(self.budgets.known()));
             }
         }
         Ok(())
@@ -360,18 +419,13 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
     /// cargo start for them all and a rustc per CPU side by side (rustc's
     /// front end uses one core, and a single unit's code generation too).
     /// Every target gets the limits of the largest group's rustc.
-    async fn build_groups(
-        &self,
-        targets: &[String],
-        together: &[Group],
-        stats: &mut ProbeStats,
-    ) -> Result<BuildReport> {
+    async fn build_groups(&self, targets: &[String], together: &[Group]) -> Result<BuildReport> {
         for (target, group) in targets.iter().zip(together) {
             self.package
                 .write_bin(target, &self.layout.root(&group.members))
                 .with_context(|| format!("cannot write the root of {target}"))?;
         }
-        self.package.set_bins(targets.iter().map(String::as_str))?;
+        self.package.add_bins(targets.iter().map(String::as_str))?;
         let one = self.package.compile_limits();
         let largest = together.iter().map(|g| g.members.len()).max().unwrap_or(1);
         let limits = scaled(one, largest);
@@ -387,12 +441,9 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
             })
             .filter(|(_, secs)| *secs < limits.cpu_secs)
             .collect();
-        let report = self
-            .package
+        self.package
             .build_limited(self.layout.profile(), targets, limits, &budgets)
-            .await?;
-        stats.add_build(&report);
-        Ok(report)
+            .await
     }
 
     fn target_name(&self) -> String {
@@ -516,86 +567,6 @@ fn is_summary(msg: &CompilerDiag) -> bool {
                 .starts_with("Some errors have detailed explanations"))
 }
 
-/// The units still in one crate.
-#[derive(Debug)]
-struct Group {
-    members: Vec<ModuleKey>,
-    passes: usize,
-    retries: usize,
-    /// Built by itself, not beside other groups (see `take_together`).
-    solo: bool,
-}
-
-impl Group {
-    fn new(members: Vec<ModuleKey>) -> Group {
-        Group {
-            members,
-            passes: 0,
-            retries: 0,
-            solo: false,
-        }
-    }
-
-    /// Records and says that the group is built again after `why`.
-    fn retry(&mut self, why: ProbeFailure, stats: &mut ProbeStats) {
-        self.retries += 1;
-        tracing::warn!(
-            failure = why.as_str(),
-            units = self.members.len(),
-            attempt = self.retries,
-            of = MAX_RETRIES,
-            "a build failed for a reason that can be transient; probing again"
-        );
-        stats.retries.extend(
-            self.members
-                .iter()
-                .filter_map(|k| match k {
-                    ModuleKey::Candidate(idx) => Some(*idx),
-                    ModuleKey::Committed => None,
-                })
-                .map(|idx| crate::build::verdict::ProbeRetry {
-                    idx,
-                    after: why,
-                    attempt: self.retries,
-                }),
-        );
-    }
-
-    /// What is left after a pass with errors, in parts of at least
-    /// [`MIN_PER_PART`] (the first part last, so it is built first), each
-    /// keeping the passes so far.
-    fn parts_after_failing(self) -> Vec<Group> {
-        let parts = (self.members.len() / MIN_PER_PART).max(1);
-        let passes = self.passes;
-        let mut parts = split(&self.members, parts);
-        for part in &mut parts {
-            part.passes = passes;
-        }
-        parts
-    }
-
-    /// A group stopped at its budget or limits, in about `√n` parts (the
-    /// first part last, so it is built first), or, when small, its units
-    /// alone: parts built side by side cost about what the group did, and
-    /// a slow unit then costs its own part's budget and its own limit,
-    /// not a halving per level.
-    fn parts_when_slow(self) -> Vec<Group> {
-        let n = self.members.len();
-        if n <= MAX_SPLIT_ALONE {
-            return split(&self.members, n);
-        }
-        split(&self.members, n.isqrt() + usize::from(n.isqrt().pow(2) < n))
-    }
-
-    /// Two groups of half the members each (the first half last, so it
-    /// is built first).
-    fn halves(self) -> Vec<Group> {
-        let mut members = self.members;
-        let back = members.split_off(members.len() / 2);
-        vec![Group::new(back), Group::new(members)]
-    }
-}
-
 /// What a build of a group says.
 enum Judged {
     Built {
@@ -614,42 +585,13 @@ enum Judged {
     OverLimit,
 }
 
-/// The first groups of a wave: one per CPU when each gets enough units,
-/// the first units on top of the stack.
-fn first_groups(units: &[ModuleKey], parallel: usize) -> Vec<Group> {
-    split(units, parallel.min(units.len() / MIN_PER_GROUP).max(1))
-}
-
-/// `units` in `parts` groups whose sizes differ by one at most, the first
-/// units on top of the stack.
-fn split(units: &[ModuleKey], parts: usize) -> Vec<Group> {
-    let bound = |i: usize| i * units.len() / parts;
-    (0..parts)
-        .rev()
-        .map(|i| Group::new(units[bound(i)..bound(i + 1)].to_vec()))
-        .filter(|g| !g.members.is_empty())
-        .collect()
-}
-
-/// `first` and the groups of its kind to build beside it in one cargo
-/// build: every unit to be built alone, or up to [`GROUPS_PER_CPU`]
-/// groups of several per CPU (cargo keeps a rustc per CPU busy with
-/// them). A group marked solo is built by itself.
-fn take_together(first: Group, groups: &mut Vec<Group>, parallel: usize) -> Vec<Group> {
-    if first.solo {
-        return vec![first];
-    }
-    let single = first.members.len() == 1;
-    let mut together = vec![first];
-    let mut i = groups.len();
-    while i > 0 && (single || together.len() < parallel * GROUPS_PER_CPU) {
-        i -= 1;
-        let g = &groups[i];
-        if !g.solo && !g.members.is_empty() && (g.members.len() == 1) == single {
-            together.push(groups.remove(i));
-        }
-    }
-    together
+/// A finished cargo build of groups side by side.
+struct Done {
+    lane: Lane,
+    targets: Vec<String>,
+    together: Vec<Group>,
+    report: BuildReport,
+    started: std::time::Instant,
 }
 
 impl Judged {
@@ -833,130 +775,5 @@ mod tests {
             "Some errors have detailed explanations: E0000, E0001, E0002, E0003, E0004, \
              E0005, E0006, E0007, E0008...\n"
         ));
-    }
-
-    #[test]
-    fn a_slow_group_is_split_in_about_root_n_parts_and_a_small_one_alone() {
-        let sizes = |n: usize| -> Vec<usize> {
-            let mut parts = Group::new(keys(0..n)).parts_when_slow();
-            assert_eq!(parts.last().unwrap().members[0], ModuleKey::Candidate(0));
-            let mut sizes = Vec::new();
-            while let Some(p) = parts.pop() {
-                assert_eq!(p.passes, 0);
-                sizes.push(p.members.len());
-            }
-            assert_eq!(sizes.iter().sum::<usize>(), n);
-            sizes
-        };
-        assert_eq!(sizes(2), [1, 1]);
-        assert_eq!(sizes(8), [1; 8]);
-        assert_eq!(sizes(9), [3, 3, 3]);
-        assert_eq!(sizes(42), [6; 7]);
-        assert_eq!(sizes(22).len(), 5);
-        assert_eq!(sizes(200).len(), 15);
-    }
-
-    #[test]
-    fn halves_build_the_first_half_first() {
-        let keys: Vec<ModuleKey> = (0..5).map(ModuleKey::Candidate).collect();
-        let mut halves = Group::new(keys).halves();
-        let first = halves.pop().unwrap();
-        assert_eq!(
-            first.members,
-            [ModuleKey::Candidate(0), ModuleKey::Candidate(1)]
-        );
-        assert_eq!(halves[0].members.len(), 3);
-    }
-
-    fn keys(range: std::ops::Range<usize>) -> Vec<ModuleKey> {
-        range.map(ModuleKey::Candidate).collect()
-    }
-
-    #[test]
-    fn a_wave_gets_a_first_group_per_cpu_only_when_each_is_worth_a_rustc() {
-        let sizes = |n: usize, parallel: usize| -> Vec<usize> {
-            let mut groups = first_groups(&keys(0..n), parallel);
-            let mut sizes = Vec::new();
-            while let Some(g) = groups.pop() {
-                sizes.push(g.members.len());
-            }
-            sizes
-        };
-        assert_eq!(sizes(31, 2), [31]);
-        assert_eq!(sizes(32, 2), [16, 16]);
-        assert_eq!(sizes(201, 2), [100, 101]);
-        assert_eq!(sizes(201, 1), [201]);
-        assert_eq!(sizes(40, 4), [20, 20]);
-        assert!(first_groups(&[], 2).is_empty());
-        let mut groups = first_groups(&keys(0..40), 2);
-        assert_eq!(groups.pop().unwrap().members[0], ModuleKey::Candidate(0));
-    }
-
-    #[test]
-    fn groups_of_several_go_up_to_their_cap_and_units_alone_all_together() {
-        let mut solo = Group::new(keys(9..10));
-        solo.solo = true;
-        let mut stack = vec![
-            Group::new(keys(0..4)),
-            Group::new(keys(4..5)),
-            solo,
-            Group::new(keys(5..8)),
-            Group::new(keys(8..9)),
-            Group::new(keys(10..13)),
-        ];
-        let first = stack.pop().unwrap();
-        let together = take_together(first, &mut stack, 2);
-        let firsts: Vec<_> = together.iter().map(|g| g.members[0].clone()).collect();
-        assert_eq!(
-            firsts,
-            [
-                ModuleKey::Candidate(10),
-                ModuleKey::Candidate(5),
-                ModuleKey::Candidate(0)
-            ]
-        );
-
-        let first = stack.pop().unwrap();
-        let together = take_together(first, &mut stack, 2);
-        let firsts: Vec<_> = together.iter().map(|g| g.members[0].clone()).collect();
-        assert_eq!(
-            firsts,
-            [ModuleKey::Candidate(8), ModuleKey::Candidate(4)],
-            "every unit alone but the solo one"
-        );
-        let first = stack.pop().unwrap();
-        assert!(first.solo);
-        assert_eq!(take_together(first, &mut stack, 2).len(), 1);
-        assert!(stack.is_empty());
-
-        let mut stack: Vec<Group> = (0..20)
-            .map(|g| Group::new(keys(g * 3..g * 3 + 3)))
-            .collect();
-        let first = stack.pop().unwrap();
-        let together = take_together(first, &mut stack, 1);
-        assert_eq!(together.len(), GROUPS_PER_CPU);
-        assert_eq!(stack.len(), 20 - GROUPS_PER_CPU);
-    }
-
-    #[test]
-    fn what_a_failing_pass_leaves_is_built_in_parts_worth_a_rustc_each() {
-        let sizes = |n: usize| -> Vec<usize> {
-            let mut group = Group::new(keys(0..n));
-            group.passes = 1;
-            let mut parts = group.parts_after_failing();
-            assert!(parts.iter().all(|p| p.passes == 1));
-            let mut sizes = Vec::new();
-            while let Some(p) = parts.pop() {
-                sizes.push(p.members.len());
-            }
-            sizes
-        };
-        assert_eq!(sizes(39), [39]);
-        assert_eq!(sizes(40), [20, 20]);
-        assert_eq!(sizes(91), [22, 23, 23, 23]);
-        assert_eq!(sizes(457).len(), 22);
-        assert!(sizes(457).iter().all(|&n| (20..=21).contains(&n)));
-        let mut parts = Group::new(keys(0..40)).parts_after_failing();
-        assert_eq!(parts.pop().unwrap().members[0], ModuleKey::Candidate(0));
     }
 }

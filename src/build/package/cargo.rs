@@ -271,8 +271,10 @@ fn main() {{}}
         report.success = status.success();
         report.signal = status.signal();
         report.stderr = stderr_task.await.unwrap_or_default();
-        // Cargo has exited: the slot is free for the next build.
+        // Cargo has exited: the slot is free for the next build, and its
+        // targets need no listing.
         drop(slot);
+        self.unlist(selection.iter().skip(1).step_by(2));
         for diag in report.diagnostics.values_mut() {
             diag.error_codes.sort();
             diag.error_codes.dedup();

@@ -125,6 +125,50 @@ impl Package {
         self.set_targets(names, [])
     }
 
+    /// Adds these binary targets to the manifest, beside those of builds
+    /// still running: each build selects its own (`--bin`), so builds of
+    /// one package run side by side, each in a target slot of its own.
+    /// A build's targets leave the list when its cargo has exited.
+    pub fn add_bins<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Result<()> {
+        let mut listed = self.listed();
+        for name in names {
+            if !listed.bins.iter().any(|b| b == name) {
+                listed.bins.push(name.to_owned());
+            }
+        }
+        self.write_manifest(&listed)
+    }
+
+    /// Takes `names` off the list of targets (the manifest is rewritten
+    /// at the next build that lists its own).
+    pub(super) fn unlist<'a>(&self, names: impl IntoIterator<Item = &'a String>) {
+        let mut listed = self.listed();
+        for name in names {
+            listed.bins.retain(|b| b != name);
+            listed.libs.retain(|l| l != name);
+        }
+    }
+
+    fn listed(&self) -> std::sync::MutexGuard<'_, Listed> {
+        self.listed.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Writes the manifest with the targets `listed`, whole at once: a
+    /// cargo starting beside reads the old one or the new, never half.
+    fn write_manifest(&self, listed: &Listed) -> Result<()> {
+        let manifest = self
+            .manifest
+            .with_targets(
+                listed.bins.iter().map(String::as_str),
+                listed.libs.iter().map(String::as_str),
+            )
+            .render()?;
+        let path = self.dir.join("Cargo.toml");
+        let tmp = self.dir.join("Cargo.toml.tmp");
+        write(&tmp, &manifest)?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("cannot replace {}", path.display()))
+    }
+
     /// Rewrites the manifest with these binary targets (root
     /// `cands/NAME.main.rs`) and these unlinked targets (root
     /// `cands/NAME.lib.rs`): examples of crate type `rlib`, which rustc
@@ -134,9 +178,20 @@ impl Package {
         bins: impl IntoIterator<Item = &'a str>,
         libs: impl IntoIterator<Item = &'b str>,
     ) -> Result<()> {
-        let manifest = self.manifest.with_targets(bins, libs).render()?;
-        write(&self.dir.join("Cargo.toml"), &manifest)
+        let mut listed = self.listed();
+        *listed = Listed {
+            bins: bins.into_iter().map(str::to_owned).collect(),
+            libs: libs.into_iter().map(str::to_owned).collect(),
+        };
+        self.write_manifest(&listed)
     }
+}
+
+/// The targets the manifest lists, in the order they were given.
+#[derive(Debug, Default)]
+pub(super) struct Listed {
+    bins: Vec<String>,
+    libs: Vec<String>,
 }
 
 /// [`Package::target_tag`] of the package in `dir`.
@@ -195,5 +250,43 @@ mod tests {
             target_tag_of(&work.join("tiny")),
             target_tag_of(Path::new("/x/tiny"))
         );
+    }
+
+    /// Builds side by side list their targets together: each cargo parses
+    /// a manifest naming its own, and none names a finished build's.
+    #[test]
+    fn builds_side_by_side_each_find_their_targets_in_the_manifest() {
+        let work = tempfile::tempdir().unwrap();
+        let package = Package::open_suite(
+            work.path(),
+            &work.path().join("target"),
+            crate::spec::Policy::default(),
+            crate::spec::CompileLimits::default(),
+            1 << 30,
+            crate::spec::Edition::default(),
+        )
+        .unwrap();
+        let bins = || -> Vec<String> {
+            let text = std::fs::read_to_string(package.dir().join("Cargo.toml")).unwrap();
+            let manifest: toml::Table = text.parse().unwrap();
+            manifest
+                .get("bin")
+                .and_then(|b| b.as_array())
+                .map(|bins| {
+                    bins.iter()
+                        .map(|b| b["name"].as_str().unwrap().to_owned())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        package.add_bins(["img_a", "img_b"]).unwrap();
+        package.add_bins(["img_c", "img_a"]).unwrap();
+        assert_eq!(bins(), ["img_a", "img_b", "img_c"]);
+        package.unlist(&["img_a".to_owned(), "img_b".to_owned()]);
+        package.add_bins(["img_d"]).unwrap();
+        assert_eq!(bins(), ["img_c", "img_d"]);
+        package.set_bins(["judge"]).unwrap();
+        assert_eq!(bins(), ["judge"]);
+        assert!(!package.dir().join("Cargo.toml.tmp").exists());
     }
 }

@@ -85,6 +85,11 @@ pub struct Package {
     images: std::sync::atomic::AtomicUsize,
     /// The manifest without targets; each build's lists its own.
     manifest: Manifest,
+    /// The targets the manifest lists now (`layout`).
+    listed: std::sync::Mutex<layout::Listed>,
+    /// The package's main lane: one build at a time of the units not yet
+    /// suspected of being slow (see [`Package::lane`]).
+    lane: tokio::sync::Semaphore,
     /// The folder's slot, held for its lock; released on drop.
     _folder: Slot,
 }
@@ -135,6 +140,8 @@ impl Package {
             fetched: std::sync::atomic::AtomicBool::new(false),
             run_memory: spec.limits.memory_bytes,
             images: std::sync::atomic::AtomicUsize::new(0),
+            listed: Default::default(),
+            lane: tokio::sync::Semaphore::new(1),
             manifest: Manifest::task(
                 &spec.name,
                 &spec.harness.package,
@@ -177,6 +184,8 @@ impl Package {
             fetched: std::sync::atomic::AtomicBool::new(false),
             run_memory,
             images: std::sync::atomic::AtomicUsize::new(0),
+            listed: Default::default(),
+            lane: tokio::sync::Semaphore::new(1),
             manifest: Manifest::suite(edition),
             _folder: folder,
             dir,
@@ -184,6 +193,15 @@ impl Package {
         package.clear_sources()?;
         package.set_targets([], [])?;
         Ok(package)
+    }
+
+    /// The package's main lane, which every build of honest units holds
+    /// while it runs (a rustc per CPU keeps the cores busy), so waves built
+    /// side by side take turns in it. What is left of a group that overran
+    /// its budget builds beside it without the lane: one slow compile
+    /// costs a core for its own limit, never the waves behind it.
+    pub fn lane(&self) -> &tokio::sync::Semaphore {
+        &self.lane
     }
 
     pub fn dir(&self) -> &Path {

@@ -30,12 +30,12 @@ const LOCK: &str = ".assay-lock";
 /// How often a taker that waits looks again.
 const POLL: Duration = Duration::from_millis(200);
 
-/// The pool size unless [`SLOTS_VAR`] says otherwise: one slot per CPU,
-/// and at least two, so two batches on one machine build side by side.
+/// The pool size unless [`SLOTS_VAR`] says otherwise: one slot per CPU
+/// and one more, so two batches on one machine build side by side, and a
+/// batch's slow compiles, built beside its main lane
+/// ([`super::Package::lane`]), each keep a slot without stopping it.
 pub fn default_pool_size() -> usize {
-    std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .max(2)
+    std::thread::available_parallelism().map_or(1, |n| n.get()) + 1
 }
 
 /// How many slots a pool may grow to: [`SLOTS_VAR`], else

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Result;
+use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::mpsc;
 
 use crate::build::exec::Image;
@@ -22,6 +23,9 @@ use super::extract::Unique;
 use super::ProbeSettings;
 
 /// Probes candidates in waves as they arrive, until the channel closes.
+/// Waves build side by side: their honest groups take turns in the
+/// package's main lane, so a wave whose slow candidate is left building
+/// beside it holds no wave behind it.
 pub(super) async fn stream_probe(
     package: &Package,
     settings: ProbeSettings,
@@ -33,18 +37,39 @@ pub(super) async fn stream_probe(
     let mut probed = Vec::new();
     let mut images = Images::new();
     let mut stats = ProbeStats::default();
-    while let Some(wave) = waves.next().await {
-        bar.inc_length(wave.len() as u64);
-        let sources: Vec<(usize, &str)> = wave.iter().map(|c| (c.idx, c.source.as_str())).collect();
-        let done = bar.position();
-        let out = probe::probe(package, settings.mode, &sources, |n| {
-            bar.set_position(done + n as u64);
-            testpoint::reached_blocking("probe.target");
-        })
-        .await?;
-        stats.absorb(&out.stats);
-        probed.extend(out.probed);
-        images.extend(out.images);
+    let mut building = FuturesUnordered::new();
+    let mut more = true;
+    let probe_wave = |wave: Vec<StreamCandidate>| {
+        let bar = &bar;
+        async move {
+            let sources: Vec<(usize, &str)> =
+                wave.iter().map(|c| (c.idx, c.source.as_str())).collect();
+            let mut seen = 0;
+            probe::probe(package, settings.mode, &sources, |n| {
+                bar.inc(n.saturating_sub(seen) as u64);
+                seen = seen.max(n);
+                testpoint::reached_blocking("probe.target");
+            })
+            .await
+        }
+    };
+    loop {
+        tokio::select! {
+            wave = waves.next(), if more => match wave {
+                Some(wave) => {
+                    bar.inc_length(wave.len() as u64);
+                    building.push(probe_wave(wave));
+                }
+                None => more = false,
+            },
+            Some(out) = building.next(), if !building.is_empty() => {
+                let out = out?;
+                stats.absorb(&out.stats);
+                probed.extend(out.probed);
+                images.extend(out.images);
+            }
+            else => break,
+        }
     }
     stats.waves = waves.count;
     bar.finish();

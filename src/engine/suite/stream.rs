@@ -359,42 +359,33 @@ impl Stream<'_> {
             let guard = PhaseGuard::start(Phase::Probe);
             let shared = SharedBuild::new(&package, &SuiteLayout, cfg.limits.memory_bytes);
             let mut waves = Waves::new(rx, cfg.waves);
-            while let Some(wave) = waves.next().await {
-                bar.inc_length(wave.len() as u64);
-                for chunk in wave.chunks(TARGETS_PER_BUILD) {
-                    let ids: Vec<usize> = chunk.iter().map(|c| c.idx).collect();
-                    let end = build_wave(&package, &shared, cfg, programs, &ids, &built_tx).await?;
-                    for (id, probed, unlaid) in end.failed {
-                        let w = programs.work(id);
-                        let mut outcome = not_built(&probed.verdict, &probed.diagnostics)?;
-                        if let Some(reason) = unlaid {
-                            outcome = CompletionOutcome::Refused {
-                                reason,
-                                reading: Box::new(outcome),
-                            };
+            // Waves build side by side: their honest groups take turns in
+            // the package's main lane, so a wave whose slow unit is left
+            // building beside it holds no wave behind it.
+            let mut building = FuturesUnordered::new();
+            let mut more = true;
+            loop {
+                tokio::select! {
+                    wave = waves.next(), if more => match wave {
+                        Some(wave) => {
+                            bar.inc_length(wave.len() as u64);
+                            for chunk in wave.chunks(TARGETS_PER_BUILD) {
+                                let ids: Vec<usize> = chunk.iter().map(|c| c.idx).collect();
+                                building.push(build_wave(&package, &shared, cfg, programs, ids, &built_tx));
+                            }
                         }
-                        let unit = format!("{} #{}", w.problem.name, w.idx);
-                        let file = errors::write(
-                            &errors_dir,
-                            &error_file_name(&w),
-                            &unit,
-                            &probed.verdict,
-                            &probed.diagnostics,
-                        )?;
-                        let row = SuiteOutcomeRow {
-                            probe: Some(probed.verdict),
-                            error_file: Some(file.display().to_string()),
-                            diagnostics: Some(probed.diagnostics),
-                            outcome,
-                            run_wall: Duration::ZERO,
-                            run_cpu: Duration::ZERO,
-                            messages: Vec::new(),
-                        };
-                        self.store_outcome(programs, id, &row).await?;
-                        bar.inc(1);
+                        None => more = false,
+                    },
+                    Some(end) = building.next(), if !building.is_empty() => {
+                        for (id, probed, unlaid) in end?.failed {
+                            self.store_failed(programs, &errors_dir, id, probed, unlaid).await?;
+                            bar.inc(1);
+                        }
                     }
+                    else => break,
                 }
             }
+            drop(building);
             drop(built_tx);
             store
                 .record_suite_phase(suite, &part, &guard.finish())
@@ -431,6 +422,44 @@ impl Stream<'_> {
         Ok(())
     }
 
+    /// Stores the outcome of program `id`, which did not build: its error
+    /// file, and `unlaid` when assay refused to lay it out.
+    async fn store_failed(
+        &self,
+        programs: &Programs,
+        errors_dir: &std::path::Path,
+        id: usize,
+        probed: Probed,
+        unlaid: Option<Unlaid>,
+    ) -> Result<()> {
+        let w = programs.work(id);
+        let mut outcome = not_built(&probed.verdict, &probed.diagnostics)?;
+        if let Some(reason) = unlaid {
+            outcome = CompletionOutcome::Refused {
+                reason,
+                reading: Box::new(outcome),
+            };
+        }
+        let unit = format!("{} #{}", w.problem.name, w.idx);
+        let file = errors::write(
+            errors_dir,
+            &error_file_name(&w),
+            &unit,
+            &probed.verdict,
+            &probed.diagnostics,
+        )?;
+        let row = SuiteOutcomeRow {
+            probe: Some(probed.verdict),
+            error_file: Some(file.display().to_string()),
+            diagnostics: Some(probed.diagnostics),
+            outcome,
+            run_wall: Duration::ZERO,
+            run_cpu: Duration::ZERO,
+            messages: Vec::new(),
+        };
+        self.store_outcome(programs, id, &row).await
+    }
+
     /// Stores program `id`'s outcome for every completion that shares it.
     async fn store_outcome(
         &self,
@@ -455,7 +484,7 @@ async fn build_wave(
     shared: &SharedBuild<'_, SuiteLayout>,
     cfg: &SuiteConfig,
     programs: &Programs,
-    ids: &[usize],
+    ids: Vec<usize>,
     built: &mpsc::UnboundedSender<Built>,
 ) -> Result<WaveEnd> {
     let mut failed = Vec::new();

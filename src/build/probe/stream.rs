@@ -73,6 +73,34 @@ impl Waves {
         }
     }
 
+    /// Builds each wave with `build` as it forms, waves side by side (their
+    /// honest groups take turns in the package's main lane, so a wave whose
+    /// slow unit is left building beside it holds no wave behind it), and
+    /// hands each wave's result to `done` as it finishes, in no particular
+    /// order.
+    pub async fn build_side_by_side<T, Fut>(
+        &mut self,
+        mut build: impl FnMut(Vec<StreamCandidate>) -> Fut,
+        mut done: impl AsyncFnMut(T) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()>
+    where
+        Fut: std::future::Future<Output = anyhow::Result<T>>,
+    {
+        use futures::stream::{FuturesUnordered, StreamExt};
+        let mut building = FuturesUnordered::new();
+        let mut more = true;
+        loop {
+            tokio::select! {
+                wave = self.next(), if more => match wave {
+                    Some(wave) => building.push(build(wave)),
+                    None => more = false,
+                },
+                Some(out) = building.next(), if !building.is_empty() => done(out?).await?,
+                else => return Ok(()),
+            }
+        }
+    }
+
     fn take_buffered(&mut self) {
         loop {
             match self.rx.try_recv() {

@@ -6,7 +6,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Result;
-use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::mpsc;
 
 use crate::build::exec::Image;
@@ -22,10 +21,8 @@ use crate::support::testpoint;
 use super::extract::Unique;
 use super::ProbeSettings;
 
-/// Probes candidates in waves as they arrive, until the channel closes.
-/// Waves build side by side: their honest groups take turns in the
-/// package's main lane, so a wave whose slow candidate is left building
-/// beside it holds no wave behind it.
+/// Probes candidates in waves as they arrive, side by side
+/// ([`Waves::build_side_by_side`]), until the channel closes.
 pub(super) async fn stream_probe(
     package: &Package,
     settings: ProbeSettings,
@@ -37,10 +34,9 @@ pub(super) async fn stream_probe(
     let mut probed = Vec::new();
     let mut images = Images::new();
     let mut stats = ProbeStats::default();
-    let mut building = FuturesUnordered::new();
-    let mut more = true;
+    let bar = &bar;
     let probe_wave = |wave: Vec<StreamCandidate>| {
-        let bar = &bar;
+        bar.inc_length(wave.len() as u64);
         async move {
             let sources: Vec<(usize, &str)> =
                 wave.iter().map(|c| (c.idx, c.source.as_str())).collect();
@@ -53,24 +49,14 @@ pub(super) async fn stream_probe(
             .await
         }
     };
-    loop {
-        tokio::select! {
-            wave = waves.next(), if more => match wave {
-                Some(wave) => {
-                    bar.inc_length(wave.len() as u64);
-                    building.push(probe_wave(wave));
-                }
-                None => more = false,
-            },
-            Some(out) = building.next(), if !building.is_empty() => {
-                let out = out?;
-                stats.absorb(&out.stats);
-                probed.extend(out.probed);
-                images.extend(out.images);
-            }
-            else => break,
-        }
-    }
+    waves
+        .build_side_by_side(probe_wave, async |out: probe::ProbeOutcome| {
+            stats.absorb(&out.stats);
+            probed.extend(out.probed);
+            images.extend(out.images);
+            Ok(())
+        })
+        .await?;
     stats.waves = waves.count;
     bar.finish();
     Ok((probed, images, stats))

@@ -359,33 +359,25 @@ impl Stream<'_> {
             let guard = PhaseGuard::start(Phase::Probe);
             let shared = SharedBuild::new(&package, &SuiteLayout, cfg.limits.memory_bytes);
             let mut waves = Waves::new(rx, cfg.waves);
-            // Waves build side by side: their honest groups take turns in
-            // the package's main lane, so a wave whose slow unit is left
-            // building beside it holds no wave behind it.
-            let mut building = FuturesUnordered::new();
-            let mut more = true;
-            loop {
-                tokio::select! {
-                    wave = waves.next(), if more => match wave {
-                        Some(wave) => {
-                            bar.inc_length(wave.len() as u64);
-                            for chunk in wave.chunks(TARGETS_PER_BUILD) {
-                                let ids: Vec<usize> = chunk.iter().map(|c| c.idx).collect();
-                                building.push(build_wave(&package, &shared, cfg, programs, ids, &built_tx));
-                            }
-                        }
-                        None => more = false,
-                    },
-                    Some(end) = building.next(), if !building.is_empty() => {
-                        for (id, probed, unlaid) in end?.failed {
-                            self.store_failed(programs, &errors_dir, id, probed, unlaid).await?;
-                            bar.inc(1);
-                        }
+            let (package, shared, built) = (&package, &shared, &built_tx);
+            let build = |wave: Vec<StreamCandidate>| {
+                bar.inc_length(wave.len() as u64);
+                let chunks = wave.chunks(TARGETS_PER_BUILD).map(|chunk| {
+                    let ids: Vec<usize> = chunk.iter().map(|c| c.idx).collect();
+                    build_wave(package, shared, cfg, programs, ids, built)
+                });
+                futures::future::try_join_all(chunks.collect::<Vec<_>>())
+            };
+            waves
+                .build_side_by_side(build, async |ends: Vec<WaveEnd>| {
+                    for (id, probed, unlaid) in ends.into_iter().flat_map(|e| e.failed) {
+                        self.store_failed(programs, &errors_dir, id, probed, unlaid)
+                            .await?;
+                        bar.inc(1);
                     }
-                    else => break,
-                }
-            }
-            drop(building);
+                    Ok(())
+                })
+                .await?;
             drop(built_tx);
             store
                 .record_suite_phase(suite, &part, &guard.finish())

@@ -115,6 +115,7 @@ impl Group {
     /// alone: parts built side by side cost about what the group did, and
     /// a slow unit then costs its own part's budget and its own limit,
     /// not a halving per level.
+    ///
     /// The parts are suspects: they build beside the main lane. While no
     /// honest group has built in the package (`rate_known` false), a part
     /// may spend one unit's whole limit before it is split again, so the
@@ -159,7 +160,7 @@ fn split(units: &[ModuleKey], parts: usize) -> Vec<Group> {
         .collect()
 }
 
-/// Where a group's build runs (see [`SharedBuild::build`]).
+/// Where a group's build runs (see `SharedBuild::build`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Lane {
     /// The package's main lane: honest groups, one build at a time.

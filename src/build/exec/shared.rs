@@ -170,7 +170,7 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
             if !busy.side {
                 if let Some(together) = take_lane(&mut groups, Lane::Side, self.parallel) {
                     busy.side = true;
-                    running.push(self.build_together(Lane::Side, together, None));
+                    running.push(self.build_together(together, None));
                 }
             }
             let honest_waiting = !busy.main && groups.iter().any(|g| g.lane() == Lane::Main);
@@ -184,11 +184,11 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
                     let together = take_lane(&mut groups, Lane::Main, self.parallel)
                         .expect("an honest group waits");
                     busy.main = true;
-                    running.push(self.build_together(Lane::Main, together, Some(permit)));
+                    running.push(self.build_together(together, Some(permit)));
                 }
                 Some(done) = futures::StreamExt::next(&mut running), if !running.is_empty() => {
                     let done = done?;
-                    match done.lane {
+                    match done.together[0].lane() {
                         Lane::Main => busy.main = false,
                         Lane::Side => busy.side = false,
                     }
@@ -203,7 +203,6 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
     /// lane's) until it is done.
     async fn build_together(
         &self,
-        lane: Lane,
         together: Vec<Group>,
         permit: Option<tokio::sync::SemaphorePermit<'_>>,
     ) -> Result<Done> {
@@ -212,7 +211,6 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
         let report = self.build_groups(&targets, &together).await?;
         drop(permit);
         Ok(Done {
-            lane,
             targets,
             together,
             report,
@@ -229,12 +227,12 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
         groups: &mut Vec<Group>,
     ) -> Result<()> {
         let Done {
-            lane,
             targets,
             together,
             report,
             started,
         } = done;
+        let lane = together[0].lane();
         let side_by_side = together.len() > 1;
         for (target, mut group) in targets.iter().zip(together) {
             let judged = self.judge(target, &group, &report);
@@ -585,9 +583,8 @@ enum Judged {
     OverLimit,
 }
 
-/// A finished cargo build of groups side by side.
+/// A finished cargo build of groups side by side, all of one lane.
 struct Done {
-    lane: Lane,
     targets: Vec<String>,
     together: Vec<Group>,
     report: BuildReport,

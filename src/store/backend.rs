@@ -285,7 +285,7 @@ fn connect_failure(e: &sqlx::Error) -> String {
 /// assay. Runs under `OpenLock`: SQLite has no migration lock (sqlx's is a
 /// no-op there), so no other opener is migrating and a failure is real.
 async fn migrate_sqlite(db: &Db, pool: &sqlx::SqlitePool) -> Result<(), StoreError> {
-    let migrator = sqlx::migrate!("./migrations/sqlite");
+    let migrator = super::migrations::sqlite();
     let found = match sqlx::query_scalar::<_, i64>(
         "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
     )
@@ -318,7 +318,7 @@ async fn migrate_sqlite(db: &Db, pool: &sqlx::SqlitePool) -> Result<(), StoreErr
 /// Brings a PostgreSQL schema up to date. sqlx's migrator takes an
 /// advisory lock there, so lanes starting together migrate once.
 async fn migrate_postgres(db: &Db, pool: &AnyPool) -> Result<(), StoreError> {
-    let migrator = sqlx::migrate!("./migrations/postgres");
+    let migrator = super::migrations::postgres();
     let found: Option<i64> =
         match sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM pg_tables WHERE tablename = '_sqlx_migrations' AND schemaname = current_schema()")
             .fetch_one(pool)

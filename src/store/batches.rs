@@ -114,65 +114,70 @@ pub struct Kept {
     pub committed: bool,
 }
 
-/// A row of `batches`, as `batch_select` reads it.
-#[derive(sqlx::FromRow)]
-struct BatchRecord {
-    id: i64,
-    task: String,
-    spec_path: String,
-    pool: String,
-    n: i64,
-    status: String,
-    started_at: String,
-    finished_at: Option<String>,
-    errors_dir: Option<String>,
-    #[sqlx(flatten)]
-    committed: ScoreColumns,
-    failure: Option<String>,
-    dedup_by: Option<String>,
-    sandbox: Option<String>,
-    sandbox_warnings: Option<String>,
-    committed_hash: Option<String>,
-    lane: Option<String>,
-    lease_lapsed: Option<i64>,
+record! {
+    /// A row of `batches`, as `batch_select` reads it.
+    struct BatchRecord {
+        id: i64,
+        task: String,
+        spec_path: String,
+        pool: String,
+        n: i64,
+        status: String,
+        started_at: String,
+        finished_at: Option<String>,
+        errors_dir: Option<String>,
+        #[flatten]
+        committed: ScoreColumns,
+        failure: Option<String>,
+        dedup_by: Option<String>,
+        sandbox: Option<String>,
+        sandbox_warnings: Option<String>,
+        committed_hash: Option<String>,
+        lane: Option<String>,
+        lease_lapsed: Option<i64>,
+    }
 }
 
-/// A running batch's id and owner.
-#[derive(sqlx::FromRow)]
-struct RunningRecord {
-    id: i64,
-    #[sqlx(flatten)]
-    owner: OwnerColumns,
+record! {
+    /// A running batch's id and owner.
+    struct RunningRecord {
+        id: i64,
+        #[flatten]
+        owner: OwnerColumns,
+    }
 }
 
-/// A batch's status and owner, when a claim did not take it.
-#[derive(sqlx::FromRow)]
-struct ClaimRecord {
-    status: String,
-    #[sqlx(flatten)]
-    owner: OwnerColumns,
+record! {
+    /// A batch's status and owner, when a claim did not take it.
+    struct ClaimRecord {
+        status: String,
+        #[flatten]
+        owner: OwnerColumns,
+    }
 }
 
-/// A batch's owner columns; `None` unless all four are stored.
-#[derive(sqlx::FromRow)]
-struct OwnerColumns {
-    owner_host: Option<String>,
-    owner_boot: Option<String>,
-    owner_pid: Option<i64>,
-    owner_start: Option<i64>,
+record! {
+    /// A batch's owner columns; `None` unless all four are stored.
+    struct OwnerColumns {
+        owner_host: Option<String>,
+        owner_boot: Option<String>,
+        owner_pid: Option<i64>,
+        owner_start: Option<i64>,
+    }
 }
 
-/// A row of `resumes`, as stored.
-#[derive(sqlx::FromRow)]
-struct ResumeRecord {
-    attempt: i64,
-    started_at: String,
-    first_phase_seq: i64,
-    replies_kept: i64,
-    extracted_kept: i64,
-    probed_kept: i64,
-    scored_kept: i64,
-    committed_kept: Option<i64>,
+record! {
+    /// A row of `resumes`, as stored.
+    struct ResumeRecord {
+        attempt: i64,
+        started_at: String,
+        first_phase_seq: i64,
+        replies_kept: i64,
+        extracted_kept: i64,
+        probed_kept: i64,
+        scored_kept: i64,
+        committed_kept: Option<i64>,
+    }
 }
 
 impl OwnerColumns {

@@ -30,29 +30,30 @@ pub struct CandidateRow {
     pub admission: Option<String>,
 }
 
-/// A candidate's row of `candidates`, with its reply's, its probe
-/// verdict's and its score's columns, as stored.
-#[derive(sqlx::FromRow)]
-struct CandidateRecord {
-    idx: i64,
-    pool: String,
-    model: Option<String>,
-    completion_tokens: Option<i64>,
-    extract: String,
-    extract_detail: Option<String>,
-    source: Option<String>,
-    fingerprint: Option<String>,
-    dup_of: Option<i64>,
-    probe: Option<String>,
-    error_file: Option<String>,
-    #[sqlx(flatten)]
-    score: ScoreColumns,
-    admitted: Option<i64>,
-    alpha_fingerprint: Option<String>,
-    exact_dup_of: Option<i64>,
-    alpha_dup_of: Option<i64>,
-    rank: Option<i64>,
-    admission: Option<String>,
+record! {
+    /// A candidate's row of `candidates`, with its reply's, its probe
+    /// verdict's and its score's columns, as stored.
+    struct CandidateRecord {
+        idx: i64,
+        pool: String,
+        model: Option<String>,
+        completion_tokens: Option<i64>,
+        extract: String,
+        extract_detail: Option<String>,
+        source: Option<String>,
+        fingerprint: Option<String>,
+        dup_of: Option<i64>,
+        probe: Option<String>,
+        error_file: Option<String>,
+        #[flatten]
+        score: ScoreColumns,
+        admitted: Option<i64>,
+        alpha_fingerprint: Option<String>,
+        exact_dup_of: Option<i64>,
+        alpha_dup_of: Option<i64>,
+        rank: Option<i64>,
+        admission: Option<String>,
+    }
 }
 
 impl Store {

@@ -13,43 +13,45 @@ pub(super) const REPLY_COLUMNS: &str =
      r.outcome, r.error_message, r.error_body, r.chunks, r.hit_cap, r.cut_early,
      r.cap_tokens_left";
 
-/// A row of `replies`, as stored (`REPLY_COLUMNS`).
-#[derive(sqlx::FromRow)]
-pub(super) struct ReplyRecord {
-    pub idx: i64,
-    pool: String,
-    model: Option<String>,
-    content: Option<String>,
-    reasoning: Option<String>,
-    finish_reason: Option<String>,
-    prompt_tokens: Option<i64>,
-    completion_tokens: Option<i64>,
-    cached_prompt_tokens: Option<i64>,
-    ttft_ms: Option<f64>,
-    ttft_reasoning_ms: Option<f64>,
-    latency_ms: Option<f64>,
-    outcome: String,
-    error_message: Option<String>,
-    error_body: Option<String>,
-    chunks: Option<i64>,
-    hit_cap: Option<i64>,
-    cut_early: Option<i64>,
-    cap_tokens_left: Option<i64>,
+record! {
+    /// A row of `replies`, as stored (`REPLY_COLUMNS`).
+    pub(super) struct ReplyRecord {
+        pub idx: i64,
+        pool: String,
+        model: Option<String>,
+        content: Option<String>,
+        reasoning: Option<String>,
+        finish_reason: Option<String>,
+        prompt_tokens: Option<i64>,
+        completion_tokens: Option<i64>,
+        cached_prompt_tokens: Option<i64>,
+        ttft_ms: Option<f64>,
+        ttft_reasoning_ms: Option<f64>,
+        latency_ms: Option<f64>,
+        outcome: String,
+        error_message: Option<String>,
+        error_body: Option<String>,
+        chunks: Option<i64>,
+        hit_cap: Option<i64>,
+        cut_early: Option<i64>,
+        cap_tokens_left: Option<i64>,
+    }
 }
 
-/// A row of `draw_attempts`, as stored.
-#[derive(sqlx::FromRow)]
-struct AttemptRecord {
-    idx: Option<i64>,
-    pool: String,
-    attempt: i64,
-    started_ms: f64,
-    duration_ms: f64,
-    outcome: String,
-    error_message: Option<String>,
-    error_body: Option<String>,
-    retry_after_ms: Option<f64>,
-    delay_ms: Option<f64>,
+record! {
+    /// A row of `draw_attempts`, as stored.
+    struct AttemptRecord {
+        idx: Option<i64>,
+        pool: String,
+        attempt: i64,
+        started_ms: f64,
+        duration_ms: f64,
+        outcome: String,
+        error_message: Option<String>,
+        error_body: Option<String>,
+        retry_after_ms: Option<f64>,
+        delay_ms: Option<f64>,
+    }
 }
 
 impl ReplyRecord {

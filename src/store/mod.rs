@@ -14,11 +14,15 @@ use std::str::FromStr;
 
 use sqlx::AnyPool;
 
+#[macro_use]
+mod record;
+
 mod backend;
 mod batches;
 mod blobs;
 mod candidates;
 mod draws;
+mod migrations;
 mod phases;
 // The tests' PostgreSQL helper, shared with the end-to-end tests.
 #[cfg(test)]
@@ -766,17 +770,14 @@ mod tests {
                     .filename(path)
                     .create_if_missing(true);
                 let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
-                before_0010(sqlx::migrate!("./migrations/sqlite"))
-                    .run(&pool)
-                    .await
-                    .unwrap();
+                before_0010(migrations::sqlite()).run(&pool).await.unwrap();
                 pool.close().await;
                 let url = format!("sqlite://{}", path.display());
                 AnyPool::connect(&url).await.unwrap()
             }
             Db::Postgres(url) => {
                 let pool = AnyPool::connect(url).await.unwrap();
-                before_0010(sqlx::migrate!("./migrations/postgres"))
+                before_0010(migrations::postgres())
                     .run(&pool)
                     .await
                     .unwrap();
@@ -1167,7 +1168,7 @@ mod tests {
                 .fetch_all(&store.pool)
                 .await
                 .unwrap();
-        let known: Vec<(i64, i64)> = sqlx::migrate!("./migrations/sqlite")
+        let known: Vec<(i64, i64)> = migrations::sqlite()
             .iter()
             .map(|m| (m.version, 1))
             .collect();

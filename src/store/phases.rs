@@ -14,14 +14,15 @@
 use super::{BatchId, Store, StoreError, SuiteId, SuitePart};
 use crate::support::account::{Phase, PhaseFigures};
 
-/// A row of either table, as stored.
-#[derive(sqlx::FromRow)]
-struct PhaseRow {
-    phase: String,
-    wall_s: f64,
-    cpu_s: f64,
-    avg_busy: f64,
-    peak_busy: f64,
+record! {
+    /// A row of either table, as stored.
+    struct PhaseRow {
+        phase: String,
+        wall_s: f64,
+        cpu_s: f64,
+        avg_busy: f64,
+        peak_busy: f64,
+    }
 }
 
 impl Store {

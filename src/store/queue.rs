@@ -391,7 +391,7 @@ mod tests {
         let path = dir.path().join("old.db");
         let url = format!("sqlite:{}?mode=rwc", path.display());
         let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
-        before_0011(sqlx::migrate!("./migrations/sqlite"))
+        before_0011(super::super::migrations::sqlite())
             .run(&pool)
             .await
             .unwrap();
@@ -411,7 +411,7 @@ mod tests {
             .connect(&schema.url)
             .await
             .unwrap();
-        before_0011(sqlx::migrate!("./migrations/postgres"))
+        before_0011(super::super::migrations::postgres())
             .run(&pool)
             .await
             .unwrap();

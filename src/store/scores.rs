@@ -6,24 +6,25 @@ use super::{millis, BatchId, Store, StoreError};
 use crate::build::package::ModuleKey;
 use crate::score::Scored;
 
-/// A score as stored: a candidate's row of `scores` (its verdict selected
-/// as `score`), or a batch's committed score (its `committed_*` columns
-/// selected under these names). All NULL when there is none; the columns
-/// the committed score lacks (`wall_ms`, `restarts`, `peak_processes`)
-/// read as NULL when not selected.
-#[derive(sqlx::FromRow)]
-pub(super) struct ScoreColumns {
-    score: Option<String>,
-    passed: Option<i64>,
-    total: Option<i64>,
-    #[sqlx(default)]
-    wall_ms: Option<f64>,
-    cpu_ms: Option<f64>,
-    cases: Option<String>,
-    #[sqlx(default)]
-    restarts: Option<i64>,
-    #[sqlx(default)]
-    peak_processes: Option<i64>,
+record! {
+    /// A score as stored: a candidate's row of `scores` (its verdict selected
+    /// as `score`), or a batch's committed score (its `committed_*` columns
+    /// selected under these names). All NULL when there is none; the columns
+    /// the committed score lacks (`wall_ms`, `restarts`, `peak_processes`)
+    /// read as NULL when not selected.
+    pub(super) struct ScoreColumns {
+        score: Option<String>,
+        passed: Option<i64>,
+        total: Option<i64>,
+        #[default]
+        wall_ms: Option<f64>,
+        cpu_ms: Option<f64>,
+        cases: Option<String>,
+        #[default]
+        restarts: Option<i64>,
+        #[default]
+        peak_processes: Option<i64>,
+    }
 }
 
 impl ScoreColumns {

@@ -162,63 +162,66 @@ impl SuiteOrigin {
     }
 }
 
-/// A row of `suites`, with its batches' statuses and first failure
-/// (`SUITE_SELECT`).
-#[derive(sqlx::FromRow)]
-struct SuiteRecord {
-    id: i64,
-    problems_path: String,
-    problems_digest: String,
-    origin: String,
-    source: String,
-    mode: String,
-    edition: String,
-    problems: i64,
-    started_at: String,
-    finished_at: Option<String>,
-    sandbox: Option<String>,
-    sandbox_warnings: Option<String>,
-    statuses: Option<String>,
-    failure: Option<String>,
+record! {
+    /// A row of `suites`, with its batches' statuses and first failure
+    /// (`SUITE_SELECT`).
+    struct SuiteRecord {
+        id: i64,
+        problems_path: String,
+        problems_digest: String,
+        origin: String,
+        source: String,
+        mode: String,
+        edition: String,
+        problems: i64,
+        started_at: String,
+        finished_at: Option<String>,
+        sandbox: Option<String>,
+        sandbox_warnings: Option<String>,
+        statuses: Option<String>,
+        failure: Option<String>,
+    }
 }
 
-/// A row of `suite_problems`, with its batch's size and status.
-#[derive(sqlx::FromRow)]
-struct SuiteProblemRecord {
-    batch_id: i64,
-    pos: i64,
-    name: String,
-    prompt: String,
-    tests: String,
-    stop_tokens: String,
-    n: i64,
-    status: String,
+record! {
+    /// A row of `suite_problems`, with its batch's size and status.
+    struct SuiteProblemRecord {
+        batch_id: i64,
+        pos: i64,
+        name: String,
+        prompt: String,
+        tests: String,
+        stop_tokens: String,
+        n: i64,
+        status: String,
+    }
 }
 
-/// A completion: its reply, its program's row of `candidates` and its row
-/// of `suite_outcomes` (the outcome selected as `program_outcome`, the
-/// reply's own being `outcome`), each NULL until stored.
-#[derive(sqlx::FromRow)]
-struct SuiteCompletionRecord {
-    batch_id: i64,
-    #[sqlx(flatten)]
-    reply: ReplyRecord,
-    extract: Option<String>,
-    extract_detail: Option<String>,
-    source: Option<String>,
-    dup_of: Option<i64>,
-    probe: Option<String>,
-    error_file: Option<String>,
-    diagnostics: Option<String>,
-    program_outcome: Option<String>,
-    whole: Option<String>,
-    cases: Option<String>,
-    refused: Option<String>,
-    run_wall_ms: Option<f64>,
-    run_cpu_ms: Option<f64>,
-    messages: Option<String>,
-    round: i64,
-    parent: Option<i64>,
+record! {
+    /// A completion: its reply, its program's row of `candidates` and its row
+    /// of `suite_outcomes` (the outcome selected as `program_outcome`, the
+    /// reply's own being `outcome`), each NULL until stored.
+    struct SuiteCompletionRecord {
+        batch_id: i64,
+        #[flatten]
+        reply: ReplyRecord,
+        extract: Option<String>,
+        extract_detail: Option<String>,
+        source: Option<String>,
+        dup_of: Option<i64>,
+        probe: Option<String>,
+        error_file: Option<String>,
+        diagnostics: Option<String>,
+        program_outcome: Option<String>,
+        whole: Option<String>,
+        cases: Option<String>,
+        refused: Option<String>,
+        run_wall_ms: Option<f64>,
+        run_cpu_ms: Option<f64>,
+        messages: Option<String>,
+        round: i64,
+        parent: Option<i64>,
+    }
 }
 
 const SUITE_SELECT: &str = "SELECT s.id, s.problems_path, s.problems_digest, s.origin, s.source,

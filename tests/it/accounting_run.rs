@@ -1,7 +1,7 @@
 //! The phase table checked against an independent instrument: a whole
 //! `assay run` under `/usr/bin/time` (GNU time, Debian package `time`). The
 //! phases' CPU seconds must add up to the process's user + system time
-//! within 5%: CPU spent outside every phase (start-up, opening the store,
+//! within 5% and 50 ms: CPU spent outside every phase (start-up, opening the store,
 //! locking the package) is small, and a phase that forgot its children
 //! would show up as a gap.
 
@@ -49,13 +49,17 @@ fn phases_cpu_sum_matches_usr_bin_time_within_5_percent() {
     let whole = user + sys;
     // A batch that did nothing measurable would make the check vacuous.
     assert!(whole > 0.2, "user {user} + sys {sys}: too little to check");
-    let gap = (whole - phase_cpu).abs() / whole;
+    let gap = (whole - phase_cpu).abs();
     eprintln!(
         "phases {phase_cpu:.3} CPU-s, /usr/bin/time user+sys {whole:.2} s, gap {:.1}%",
-        gap * 100.0
+        gap / whole * 100.0
     );
+    // 5%, and 50 ms for what no phase holds (the process's start, the
+    // store's open and close), which does not shrink with the batch: on a
+    // loaded machine it came to 54 ms of a 1.03 s run. A phase that forgot
+    // its children (a cargo build) is still a gap many times that.
     assert!(
-        gap <= 0.05,
+        gap <= 0.05 * whole + 0.05,
         "phases sum to {phase_cpu:.3} CPU-s, /usr/bin/time says {whole:.2} (user {user}, sys {sys})"
     );
 

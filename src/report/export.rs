@@ -13,9 +13,11 @@ use crate::report::batch::Summary;
 use crate::report::compare::PoolFigures;
 use crate::store::{CandidateRow, Lineage};
 use crate::text::extract::Extraction;
+use clap::ValueEnum;
+use strum::{Display, EnumString};
 
 /// The export formats (`export --format`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::EnumString, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Display, EnumString, ValueEnum)]
 #[strum(
     serialize_all = "lowercase",
     parse_err_ty = String,

@@ -15,6 +15,8 @@ use super::bounds::{
 };
 use super::validator::{read, Validator};
 use super::SpecError;
+use clap::ValueEnum;
+use strum::{Display, EnumString, IntoStaticStr};
 
 /// The template a task gets when its `[repair]` names none: short, exact,
 /// and asking for the whole function in one fence, which is what the
@@ -53,16 +55,7 @@ pub struct ParentChoice {
 /// stored as the snake_case name, and the flag's `errors-only` is taken
 /// too).
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Default,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    clap::ValueEnum,
+    Debug, Clone, Copy, PartialEq, Eq, Default, Display, EnumString, IntoStaticStr, ValueEnum,
 )]
 #[strum(
     serialize_all = "snake_case",
@@ -98,17 +91,7 @@ pub struct FeedbackLimits {
 
 /// When repair rounds stop before the last one (`stop`; the snake_case
 /// name).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Default,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Display, EnumString, IntoStaticStr)]
 #[strum(
     serialize_all = "snake_case",
     parse_err_ty = String,
@@ -148,7 +131,7 @@ pub enum Piece {
 }
 
 /// A template's placeholders, named in it by their lowercase names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, IntoStaticStr)]
 #[strum(serialize_all = "lowercase")]
 pub enum Slot {
     /// `{{prompt}}`: the task's own prompt.

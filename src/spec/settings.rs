@@ -13,20 +13,13 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use super::bounds::{checked_secs, MAX_WAVE_SIZE, MAX_WAVE_WAIT};
+use clap::ValueEnum;
+use serde::Serialize;
+use strum::{Display, EnumString, IntoStaticStr};
 
 /// Which fingerprint groups a batch's candidates (`[dedup] by` in the spec;
 /// stored with the batch as its lowercase name).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Default,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Display, EnumString, IntoStaticStr)]
 #[strum(
     serialize_all = "lowercase",
     parse_err_ty = String,
@@ -41,17 +34,7 @@ pub enum DedupBy {
 }
 
 /// How a batch is split over its pools (`--split`, `[draw] split`).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    clap::ValueEnum,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Display, EnumString, IntoStaticStr, ValueEnum)]
 #[strum(
     serialize_all = "lowercase",
     parse_err_ty = String,
@@ -77,11 +60,11 @@ pub enum SplitMode {
     PartialEq,
     Eq,
     Default,
-    serde::Serialize,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    clap::ValueEnum,
+    Serialize,
+    Display,
+    EnumString,
+    IntoStaticStr,
+    ValueEnum,
 )]
 #[strum(parse_err_ty = String, parse_err_fn = not_an_edition)]
 pub enum Edition {
@@ -152,17 +135,7 @@ pub struct CompileLimits {
 /// One thing the policy may forbid. The string form is stable: it is the
 /// `[policy]` key and the argument of the `forbidden(..)` verdict.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Display, EnumString, IntoStaticStr,
 )]
 #[strum(
     serialize_all = "snake_case",

@@ -9,6 +9,8 @@ use super::{flag, BatchId, Store, StoreError};
 use crate::draw::SourceChange;
 use crate::score::Scored;
 use crate::support::owner::Owner;
+use serde::Serialize;
+use strum::{Display, EnumString, IntoStaticStr};
 
 /// A batch about to start.
 #[derive(Debug, Clone)]
@@ -23,17 +25,7 @@ pub struct NewBatch<'a> {
 }
 
 /// A batch's status, stored and printed as its snake_case name.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    serde::Serialize,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Display, EnumString, IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
 pub enum BatchStatus {

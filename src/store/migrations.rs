@@ -63,6 +63,21 @@ fn migrator(files: &[(&'static str, &'static str)]) -> Migrator {
     }
 }
 
+/// The migrations of `all` before `version`: a schema as an older assay
+/// left it, for the tests of what a migration does to its rows.
+#[cfg(test)]
+pub(crate) fn before(all: Migrator, version: i64) -> Migrator {
+    Migrator {
+        migrations: Cow::Owned(
+            all.iter()
+                .filter(|m| m.version < version)
+                .cloned()
+                .collect(),
+        ),
+        ..all
+    }
+}
+
 /// What `sqlx::migrate::resolve_blocking` makes of the file `name`:
 /// `0007_cached_tokens.sql` is version 7, "cached tokens".
 fn migration(name: &str, sql: &'static str) -> Migration {

@@ -754,15 +754,6 @@ mod tests {
     /// their order, and the rows recorded after it follow them.
     async fn a_schema9_database_keeps_its_phases_in_order(db: Db) {
         let (batch, suite) = (1_i64, 1_i64);
-        let before_0010 = |migrator: sqlx::migrate::Migrator| sqlx::migrate::Migrator {
-            migrations: migrator
-                .iter()
-                .filter(|m| m.version < 10)
-                .cloned()
-                .collect::<Vec<_>>()
-                .into(),
-            ..sqlx::migrate::Migrator::DEFAULT
-        };
         sqlx::any::install_default_drivers();
         let pool = match &db {
             Db::Sqlite(path) => {
@@ -770,14 +761,17 @@ mod tests {
                     .filename(path)
                     .create_if_missing(true);
                 let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
-                before_0010(migrations::sqlite()).run(&pool).await.unwrap();
+                migrations::before(migrations::sqlite(), 10)
+                    .run(&pool)
+                    .await
+                    .unwrap();
                 pool.close().await;
                 let url = format!("sqlite://{}", path.display());
                 AnyPool::connect(&url).await.unwrap()
             }
             Db::Postgres(url) => {
                 let pool = AnyPool::connect(url).await.unwrap();
-                before_0010(migrations::postgres())
+                migrations::before(migrations::postgres(), 10)
                     .run(&pool)
                     .await
                     .unwrap();

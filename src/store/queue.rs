@@ -18,20 +18,12 @@ use sqlx::Row;
 use super::backend::now_ms_sql;
 use super::{BatchId, Store, StoreError};
 use crate::support::owner::Owner;
+use serde::Serialize;
+use strum::{Display, EnumString, IntoStaticStr};
 
 /// What an item is: an `assay run` (a batch) or a part of a suite. Stored
 /// as its snake_case name (the `kind` column's `CHECK`).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    serde::Serialize,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Display, EnumString, IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
 pub enum WorkKind {
@@ -48,17 +40,7 @@ impl WorkKind {
 
 /// What a lane is doing an item for (the `state` column, its snake_case
 /// name).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    serde::Serialize,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Display, EnumString, IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
 pub enum WorkState {
@@ -333,19 +315,8 @@ fn connection_lost(e: &sqlx::Error) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use std::borrow::Cow;
-
-    use sqlx::migrate::Migrator;
-
+    use super::super::migrations;
     use super::*;
-
-    /// The migrations before 0011, as an older assay applied them.
-    fn before_0011(all: Migrator) -> Migrator {
-        Migrator {
-            migrations: Cow::Owned(all.iter().filter(|m| m.version < 11).cloned().collect()),
-            ..all
-        }
-    }
 
     /// Items an older assay queued as command lines: one queued, one
     /// running on a lease, one done.
@@ -391,7 +362,7 @@ mod tests {
         let path = dir.path().join("old.db");
         let url = format!("sqlite:{}?mode=rwc", path.display());
         let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
-        before_0011(super::super::migrations::sqlite())
+        migrations::before(migrations::sqlite(), 11)
             .run(&pool)
             .await
             .unwrap();
@@ -411,7 +382,7 @@ mod tests {
             .connect(&schema.url)
             .await
             .unwrap();
-        before_0011(super::super::migrations::postgres())
+        migrations::before(migrations::postgres(), 11)
             .run(&pool)
             .await
             .unwrap();

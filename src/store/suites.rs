@@ -21,21 +21,13 @@ use crate::spec::Edition;
 use crate::suite::{CompletionOutcome, Problem, ProgramMode};
 use crate::support::owner::Owner;
 use crate::text::extract::{Extraction, NoCode};
+use serde::Serialize;
+use strum::{Display, EnumString, IntoStaticStr};
 
 pub type SuiteId = i64;
 
 /// Where a suite's completions came from, stored as its snake_case name.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    serde::Serialize,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Display, EnumString, IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
 pub enum SuiteOrigin {

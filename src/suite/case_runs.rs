@@ -1,18 +1,12 @@
 //! Which cases of a built program run alone, beside its whole `main`.
 
+use clap::ValueEnum;
+use strum::{Display, EnumString, IntoStaticStr};
+
 /// Which cases of a built program run alone (`suite run --cases`, stored
 /// in a queued part as its lowercase name).
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Default,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    clap::ValueEnum,
+    Debug, Clone, Copy, PartialEq, Eq, Default, Display, EnumString, IntoStaticStr, ValueEnum,
 )]
 #[strum(
     serialize_all = "lowercase",

@@ -51,6 +51,7 @@ use crate::spec::Edition;
 use super::cases::{split_cases, Split, SplitProgram, WholeReason, DISPATCH_FN};
 use super::program::entry_name;
 use super::Problem;
+use strum::{Display, EnumString, IntoStaticStr};
 
 /// The tests' module inside a program's module.
 pub const TESTS_MODULE: &str = "__assay_tests";
@@ -70,9 +71,7 @@ pub struct ProgramModule {
 /// read is never run as it stands and judged by its exit status: the
 /// early-exit marker needs the tests cut out of it. Stored as the
 /// variant's snake_case name (`unparsed`, `broken_tests`).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::EnumString, strum::IntoStaticStr,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Display, EnumString, IntoStaticStr)]
 #[strum(
     serialize_all = "snake_case",
     parse_err_ty = String,

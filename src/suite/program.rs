@@ -9,20 +9,14 @@
 //! MultiPL-E already cut come out unchanged.
 
 use super::Problem;
+use clap::ValueEnum;
+use serde::Serialize;
+use strum::{Display, EnumString, IntoStaticStr};
 
 /// How a completion becomes a program (`suite run --mode`, stored with
 /// the suite as its lowercase name).
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    serde::Serialize,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    clap::ValueEnum,
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Display, EnumString, IntoStaticStr, ValueEnum,
 )]
 #[serde(rename_all = "lowercase")]
 #[strum(

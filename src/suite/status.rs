@@ -13,12 +13,11 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::module::Unlaid;
+use strum::{Display, EnumString, IntoStaticStr};
 
 /// MultiPL-E's status strings, stable in the store and in reports: the
 /// variants' names, `Ok` spelled as MultiPL-E does.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, strum::Display, strum::EnumString, strum::IntoStaticStr,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Display, EnumString, IntoStaticStr)]
 #[strum(parse_err_ty = String, parse_err_fn = not_a_status)]
 pub enum Status {
     #[strum(to_string = "OK")]

@@ -12,6 +12,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use strum::{Display, EnumString, IntoStaticStr};
 
 /// How often the process tree is sampled for peak busy CPUs.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(200);
@@ -20,16 +21,7 @@ pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(200);
 /// and in JSON) are the variants' lowercase names, three of them spelled
 /// out.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Display, EnumString, IntoStaticStr,
 )]
 #[serde(rename_all = "lowercase")]
 #[strum(serialize_all = "lowercase")]

@@ -19,22 +19,15 @@ pub mod oversize;
 pub mod shared;
 pub mod wave;
 
+use clap::ValueEnum;
 pub use shared::{owner_of_file, scaled, Image, Layout, Settled, SharedBuild};
+use strum::{Display, EnumString, IntoStaticStr};
 pub use wave::Units;
 
 /// How a run's units are built (`suite run --build`, stored in a queued
 /// part as its snake_case name).
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Default,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    clap::ValueEnum,
+    Debug, Clone, Copy, PartialEq, Eq, Default, Display, EnumString, IntoStaticStr, ValueEnum,
 )]
 #[strum(
     serialize_all = "snake_case",

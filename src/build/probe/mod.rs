@@ -47,7 +47,10 @@ use crate::build::package::{ModuleKey, Package};
 use crate::support::testpoint;
 
 pub use crate::build::verdict::{ProbeFailure, ProbeRetry, ProbeStats, ProbeVerdict, MAX_RETRIES};
+use clap::ValueEnum;
 pub use image::{image_name, TaskLayout};
+use serde::Serialize;
+use strum::{Display, EnumString, IntoStaticStr};
 pub use toolchain::{toolchain, Toolchain};
 
 /// How the probe builds a batch's candidates. Its stable string (stored
@@ -61,11 +64,11 @@ pub use toolchain::{toolchain, Toolchain};
     Eq,
     Hash,
     Default,
-    serde::Serialize,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    clap::ValueEnum,
+    Serialize,
+    Display,
+    EnumString,
+    IntoStaticStr,
+    ValueEnum,
 )]
 #[serde(rename_all = "snake_case")]
 #[strum(

@@ -190,7 +190,7 @@ impl Drop for HostB {
 /// hides it, and its path no longer exists to mount on).
 fn hidden_folders(hide: &[&Path]) -> Vec<PathBuf> {
     let binary = Path::new(env!("CARGO_BIN_EXE_assay"));
-    // target/release/assay: the target directory is two folders up.
+    // target/<profile>/assay: the target directory is two folders up.
     let target = binary.parent().and_then(Path::parent).unwrap();
     let mut all: Vec<PathBuf> = [
         super::repo(),

@@ -372,6 +372,8 @@ fn three_lanes_share_a_queued_suite_and_a_killed_lane_s_part_is_resumed() {
             "--queue",
             "--chunk",
             "4",
+            "--run-timeout",
+            common::FIXTURE_RUN_TIMEOUT,
             "--json",
         ],
     );

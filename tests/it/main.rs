@@ -3,7 +3,7 @@
 //! linking 33 executables against the whole library). Every module shares
 //! `common` (declared once, so its statics are one per process: one shared
 //! llama.cpp server, one PostgreSQL schema counter, one warm work
-//! directory). Run one area with `cargo test --release --test it MODULE::`.
+//! directory). Run one area with `cargo test --profile ci --test it MODULE::`.
 //!
 //! Tests share this process and run on parallel threads. A test that must
 //! have the process to itself (it measures the process's own CPU time)

@@ -12,7 +12,7 @@ use crate::common::pg;
 use std::path::Path;
 use std::process::Output;
 
-use common::{tiny, Scratch};
+use common::{tiny, Scratch, FIXTURE_RUN_TIMEOUT};
 use serde_json::Value;
 
 /// One store, and the scratch folder its outputs go to.
@@ -107,6 +107,8 @@ fn every_command_gives_on_postgresql_what_it_gives_on_sqlite() {
                     &problems,
                     "--completions",
                     &completions,
+                    "--run-timeout",
+                    FIXTURE_RUN_TIMEOUT,
                     "--json",
                 ]),
             );
@@ -183,6 +185,8 @@ fn parts_of_a_suite_ending_together_on_postgresql_all_finish() {
             "--queue",
             "--chunk",
             "1",
+            "--run-timeout",
+            FIXTURE_RUN_TIMEOUT,
             "--json",
         ],
     )

@@ -12,7 +12,7 @@
 //! cannot be read: a lane keeps only the last line of a run's stderr, as
 //! a failed run's reason; the queue's record of each item stands for them.)
 //!
-//! `cargo test --release --test it soak::` runs the smaller form that CI runs;
+//! `cargo test --profile ci --test it soak::` runs the smaller form that CI runs;
 //! `ASSAY_SOAK_FULL=1` runs the whole load. docs/testing.md gives
 //! both forms' times.
 
@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{repo, shared_work_dir, Scratch};
+use common::{repo, shared_work_dir, Scratch, FIXTURE_RUN_TIMEOUT};
 use serde_json::{json, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -363,7 +363,7 @@ fn suite_verdicts(result: &Value) -> Value {
         .collect()
 }
 
-fn suite_args() -> [String; 5] {
+fn suite_args() -> [String; 7] {
     let fixture = repo().join("tests/fixtures/suite");
     [
         "suite".into(),
@@ -371,6 +371,8 @@ fn suite_args() -> [String; 5] {
         fixture.join("problems.jsonl").display().to_string(),
         "--completions".into(),
         fixture.join("completions.jsonl").display().to_string(),
+        "--run-timeout".into(),
+        FIXTURE_RUN_TIMEOUT.into(),
     ]
 }
 

@@ -11,7 +11,7 @@
 //! a killed suite is finished by `--resume`, and bad input is one line and
 //! exit 2 with nothing stored.
 //!
-//! `ASSAY_BLESS=1 cargo test --release --test it suite::` rewrites
+//! `ASSAY_BLESS=1 cargo test --profile ci --test it suite::` rewrites
 //! tests/fixtures/suite/expected.jsonl from the reference method.
 
 use crate::multiple_ref;
@@ -28,7 +28,7 @@ use assay::suite::{
     completion_program, load_problems, split_cases, CaseEnd, CompletionOutcome, Completions,
     Problem, Split, Status,
 };
-use common::{repo, Scratch};
+use common::{repo, Scratch, FIXTURE_RUN_TIMEOUT};
 use multiple_ref::{End, RUN_TIMEOUT};
 use serde_json::Value;
 
@@ -523,7 +523,15 @@ fn a_killed_suite_is_finished_by_resume() {
     let completions = arg(fixture().join("completions.jsonl"));
     let held = s.start_at(
         "pause@suite.outcome#10",
-        &["suite", "run", &problems, "--completions", &completions],
+        &[
+            "suite",
+            "run",
+            &problems,
+            "--completions",
+            &completions,
+            "--run-timeout",
+            FIXTURE_RUN_TIMEOUT,
+        ],
     );
     held.kill9();
     let kept: i64 = s.sql(async |db| {

@@ -6,15 +6,15 @@
 //! cell means unknown or not applicable, never zero. Pure: returns strings.
 
 use anyhow::{Context, Result};
+use clap::ValueEnum;
 use serde::Serialize;
+use strum::{Display, EnumString};
 
 use crate::draw::Drawn;
 use crate::report::batch::Summary;
 use crate::report::compare::PoolFigures;
 use crate::store::{CandidateRow, Lineage};
 use crate::text::extract::Extraction;
-use clap::ValueEnum;
-use strum::{Display, EnumString};
 
 /// The export formats (`export --format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Display, EnumString, ValueEnum)]

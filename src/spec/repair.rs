@@ -7,7 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+use clap::ValueEnum;
 use serde::Deserialize;
+use strum::{Display, EnumString, IntoStaticStr};
 
 use super::bounds::{
     check_candidates, check_rounds, in_range, MAX_CASE_CHARS, MAX_ERROR_CHARS, MAX_FEEDBACK_ITEMS,
@@ -15,8 +17,6 @@ use super::bounds::{
 };
 use super::validator::{read, Validator};
 use super::SpecError;
-use clap::ValueEnum;
-use strum::{Display, EnumString, IntoStaticStr};
 
 /// The template a task gets when its `[repair]` names none: short, exact,
 /// and asking for the whole function in one fence, which is what the

@@ -12,10 +12,11 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use super::bounds::{checked_secs, MAX_WAVE_SIZE, MAX_WAVE_WAIT};
 use clap::ValueEnum;
 use serde::Serialize;
 use strum::{Display, EnumString, IntoStaticStr};
+
+use super::bounds::{checked_secs, MAX_WAVE_SIZE, MAX_WAVE_WAIT};
 
 /// Which fingerprint groups a batch's candidates (`[dedup] by` in the spec;
 /// stored with the batch as its lowercase name).

@@ -3,14 +3,15 @@
 
 use std::path::Path;
 
+use serde::Serialize;
+use strum::{Display, EnumString, IntoStaticStr};
+
 use super::backend::{now_ms_sql, Backend};
 use super::scores::ScoreColumns;
 use super::{flag, BatchId, Store, StoreError};
 use crate::draw::SourceChange;
 use crate::score::Scored;
 use crate::support::owner::Owner;
-use serde::Serialize;
-use strum::{Display, EnumString, IntoStaticStr};
 
 /// A batch about to start.
 #[derive(Debug, Clone)]

@@ -13,13 +13,13 @@
 //! write names the claim it holds (`claims`), so a lane whose lease another
 //! lane took over can neither renew nor finish the item.
 
+use serde::Serialize;
 use sqlx::Row;
+use strum::{Display, EnumString, IntoStaticStr};
 
 use super::backend::now_ms_sql;
 use super::{BatchId, Store, StoreError};
 use crate::support::owner::Owner;
-use serde::Serialize;
-use strum::{Display, EnumString, IntoStaticStr};
 
 /// What an item is: an `assay run` (a batch) or a part of a suite. Stored
 /// as its snake_case name (the `kind` column's `CHECK`).

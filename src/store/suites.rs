@@ -13,6 +13,9 @@
 use std::path::Path;
 use std::time::Duration;
 
+use serde::Serialize;
+use strum::{Display, EnumString, IntoStaticStr};
+
 use super::draws::{ReplyRecord, REPLY_COLUMNS};
 use super::{millis, BatchId, BatchStatus, Store, StoreError};
 use crate::build::probe::ProbeVerdict;
@@ -21,8 +24,6 @@ use crate::spec::Edition;
 use crate::suite::{CompletionOutcome, Problem, ProgramMode};
 use crate::support::owner::Owner;
 use crate::text::extract::{Extraction, NoCode};
-use serde::Serialize;
-use strum::{Display, EnumString, IntoStaticStr};
 
 pub type SuiteId = i64;
 

@@ -44,6 +44,7 @@ use std::str::FromStr;
 
 use proc_macro2::{TokenStream, TokenTree};
 use quote::ToTokens;
+use strum::{Display, EnumString, IntoStaticStr};
 use syn::{FnArg, Item, ReturnType, UseTree};
 
 use crate::spec::Edition;
@@ -51,7 +52,6 @@ use crate::spec::Edition;
 use super::cases::{split_cases, Split, SplitProgram, WholeReason, DISPATCH_FN};
 use super::program::entry_name;
 use super::Problem;
-use strum::{Display, EnumString, IntoStaticStr};
 
 /// The tests' module inside a program's module.
 pub const TESTS_MODULE: &str = "__assay_tests";

@@ -8,10 +8,11 @@
 //! `evaluation/src/main.py`). Cutting is idempotent, so completions that
 //! MultiPL-E already cut come out unchanged.
 
-use super::Problem;
 use clap::ValueEnum;
 use serde::Serialize;
 use strum::{Display, EnumString, IntoStaticStr};
+
+use super::Problem;
 
 /// How a completion becomes a program (`suite run --mode`, stored with
 /// the suite as its lowercase name).

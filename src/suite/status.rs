@@ -12,8 +12,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::module::Unlaid;
 use strum::{Display, EnumString, IntoStaticStr};
+
+use super::module::Unlaid;
 
 /// MultiPL-E's status strings, stable in the store and in reports: the
 /// variants' names, `Ok` spelled as MultiPL-E does.

@@ -20,8 +20,9 @@ pub mod shared;
 pub mod wave;
 
 use clap::ValueEnum;
-pub use shared::{owner_of_file, scaled, Image, Layout, Settled, SharedBuild};
 use strum::{Display, EnumString, IntoStaticStr};
+
+pub use shared::{owner_of_file, scaled, Image, Layout, Settled, SharedBuild};
 pub use wave::Units;
 
 /// How a run's units are built (`suite run --build`, stored in a queued

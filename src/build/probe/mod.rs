@@ -41,16 +41,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::Result;
+use clap::ValueEnum;
+use serde::Serialize;
+use strum::{Display, EnumString, IntoStaticStr};
 
 use crate::build::exec::{Image, Settled, SharedBuild, Units};
 use crate::build::package::{ModuleKey, Package};
 use crate::support::testpoint;
 
 pub use crate::build::verdict::{ProbeFailure, ProbeRetry, ProbeStats, ProbeVerdict, MAX_RETRIES};
-use clap::ValueEnum;
 pub use image::{image_name, TaskLayout};
-use serde::Serialize;
-use strum::{Display, EnumString, IntoStaticStr};
 pub use toolchain::{toolchain, Toolchain};
 
 /// How the probe builds a batch's candidates. Its stable string (stored

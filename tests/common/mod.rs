@@ -48,15 +48,48 @@ pub fn shared_target_dir() -> PathBuf {
     shared_work_dir().join("target")
 }
 
-/// `--run-timeout` for the fixture suite (tests/fixtures/suite) where a
-/// test does not compare it with MultiPL-E's method: its `fx_factorial`
-/// spinner runs to the limit four times a run (its `main`, then its three
-/// cases alone), 8 s of CPU at 2 s against 20 s at MultiPL-E's 5 s. The
-/// fixture's other programs end in milliseconds; 2 s is the margin the
-/// bundled tasks' wall limit keeps (docs/testing.md). The fixture's
-/// comparisons with the reference method (tests/it/suite.rs) keep the
-/// default, which that method shares.
-pub const FIXTURE_RUN_TIMEOUT: &str = "2";
+/// `--run-timeout` for the fixture suite where a test does not compare it
+/// with MultiPL-E's method: its `fx_factorial` spinner runs to the limit
+/// four times a run (its `main`, then its three cases alone), 8 s of CPU
+/// at 2 s against 20 s at MultiPL-E's 5 s. The fixture's other programs
+/// end in milliseconds; 2 s is the margin the bundled tasks' wall limit
+/// keeps (docs/testing.md). The fixture's comparisons with the reference
+/// method (tests/it/suite.rs) keep the default, which that method shares.
+const FIXTURE_RUN_TIMEOUT: &str = "2";
+
+/// The whole fixture suite (tests/fixtures/suite, 40 completions of 20
+/// problems).
+pub struct FixtureSuite {
+    pub problems: String,
+    pub completions: String,
+}
+
+impl FixtureSuite {
+    pub fn new() -> FixtureSuite {
+        let dir = repo().join("tests/fixtures/suite");
+        let path = |file: &str| dir.join(file).display().to_string();
+        FixtureSuite {
+            problems: path("problems.jsonl"),
+            completions: path("completions.jsonl"),
+        }
+    }
+
+    /// `suite run` of every completion at [`FIXTURE_RUN_TIMEOUT`], then
+    /// `extra`.
+    pub fn run<'a>(&'a self, extra: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec![
+            "suite",
+            "run",
+            &self.problems,
+            "--completions",
+            &self.completions,
+            "--run-timeout",
+            FIXTURE_RUN_TIMEOUT,
+        ];
+        args.extend_from_slice(extra);
+        args
+    }
+}
 
 pub fn tiny() -> String {
     repo().join("tests/fixtures/tiny").display().to_string()

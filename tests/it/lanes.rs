@@ -358,25 +358,8 @@ fn a_lane_outlives_its_store_going_away_and_nothing_is_lost_or_doubled() {
 fn three_lanes_share_a_queued_suite_and_a_killed_lane_s_part_is_resumed() {
     let schema = pg::PgSchema::new();
     let db = schema.url.as_str();
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/suite");
-    let problems = fixture.join("problems.jsonl").display().to_string();
-    let completions = fixture.join("completions.jsonl").display().to_string();
-    let queued = ok_json(
-        db,
-        &[
-            "suite",
-            "run",
-            &problems,
-            "--completions",
-            &completions,
-            "--queue",
-            "--chunk",
-            "4",
-            "--run-timeout",
-            common::FIXTURE_RUN_TIMEOUT,
-            "--json",
-        ],
-    );
+    let fixture = common::FixtureSuite::new();
+    let queued = ok_json(db, &fixture.run(&["--queue", "--chunk", "4", "--json"]));
     let suite = queued["suite_id"].as_i64().unwrap().to_string();
     let parts = queued["work_items"].as_array().unwrap().len();
     assert!(parts >= 3, "{queued}");
@@ -444,17 +427,7 @@ fn three_lanes_share_a_queued_suite_and_a_killed_lane_s_part_is_resumed() {
     assert!(replies.parse::<u32>().unwrap() > 20, "{replies}");
     // The suite, run over three lanes, is what one machine makes of it.
     let local = Scratch::new();
-    let want = json::comparable(
-        local.json(&[
-            "suite",
-            "run",
-            &problems,
-            "--completions",
-            &completions,
-            "--json",
-        ]),
-        local.path(),
-    );
+    let want = json::comparable(local.json(&fixture.run(&["--json"])), local.path());
     let shown = ok_json(db, &["suite", "show", &suite, "--json"]);
     // The lanes that ran its parts: lane a's part was taken over, so its
     // batches name the lane that finished them.

@@ -12,7 +12,7 @@ use crate::common::pg;
 use std::path::Path;
 use std::process::Output;
 
-use common::{tiny, Scratch, FIXTURE_RUN_TIMEOUT};
+use common::{tiny, FixtureSuite, Scratch};
 use serde_json::Value;
 
 /// One store, and the scratch folder its outputs go to.
@@ -69,9 +69,7 @@ impl Side {
 fn every_command_gives_on_postgresql_what_it_gives_on_sqlite() {
     let schema = pg::PgSchema::new();
     let sides = [Side::sqlite(), Side::postgres(&schema)];
-    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/suite");
-    let problems = suite.join("problems.jsonl").display().to_string();
-    let completions = suite.join("completions.jsonl").display().to_string();
+    let fixture = FixtureSuite::new();
 
     let results: Vec<Vec<(String, Value)>> = sides
         .iter()
@@ -99,19 +97,7 @@ fn every_command_gives_on_postgresql_what_it_gives_on_sqlite() {
             );
             side.ok(&["promote", "1", "0", "--yes"]);
             keep("shown after promote", side.json(&["show", "1", "--json"]));
-            keep(
-                "suite run",
-                side.json(&[
-                    "suite",
-                    "run",
-                    &problems,
-                    "--completions",
-                    &completions,
-                    "--run-timeout",
-                    FIXTURE_RUN_TIMEOUT,
-                    "--json",
-                ]),
-            );
+            keep("suite run", side.json(&fixture.run(&["--json"])));
             keep("suite show", side.json(&["suite", "show", "1", "--json"]));
             keep("suite list", side.json(&["suite", "list", "--json"]));
             seen
@@ -165,33 +151,16 @@ fn every_command_gives_on_postgresql_what_it_gives_on_sqlite() {
 fn parts_of_a_suite_ending_together_on_postgresql_all_finish() {
     let schema = pg::PgSchema::new();
     let db = schema.url.as_str();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/suite");
-    let problems = fixture.join("problems.jsonl").display().to_string();
-    let completions = fixture.join("completions.jsonl").display().to_string();
+    let fixture = FixtureSuite::new();
     let queue = Scratch::new();
     let assay = |s: &Scratch, args: &[&str]| {
         let mut cmd = s.command(args);
         cmd.env("ASSAY_DB", db);
         cmd
     };
-    let out = assay(
-        &queue,
-        &[
-            "suite",
-            "run",
-            &problems,
-            "--completions",
-            &completions,
-            "--queue",
-            "--chunk",
-            "1",
-            "--run-timeout",
-            FIXTURE_RUN_TIMEOUT,
-            "--json",
-        ],
-    )
-    .output()
-    .unwrap();
+    let out = assay(&queue, &fixture.run(&["--queue", "--chunk", "1", "--json"]))
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -260,17 +229,18 @@ fn parts_of_a_suite_ending_together_on_postgresql_all_finish() {
                 .map(move |s| (name.clone(), s.as_str().unwrap().to_owned()))
         })
         .collect();
-    let expected: Vec<(String, String)> = std::fs::read_to_string(fixture.join("expected.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            (
-                v["name"].as_str().unwrap().into(),
-                v["status"].as_str().unwrap().into(),
-            )
-        })
-        .collect();
+    let expected: Vec<(String, String)> =
+        std::fs::read_to_string(common::repo().join("tests/fixtures/suite/expected.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                (
+                    v["name"].as_str().unwrap().into(),
+                    v["status"].as_str().unwrap().into(),
+                )
+            })
+            .collect();
     assert_eq!(statuses, expected);
     // Each part's phases together, in the order it recorded them.
     let phases: Vec<&str> = shown["phases"]

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{repo, shared_work_dir, Scratch, FIXTURE_RUN_TIMEOUT};
+use common::{repo, shared_work_dir, FixtureSuite, Scratch};
 use serde_json::{json, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -363,17 +363,9 @@ fn suite_verdicts(result: &Value) -> Value {
         .collect()
 }
 
-fn suite_args() -> [String; 7] {
-    let fixture = repo().join("tests/fixtures/suite");
-    [
-        "suite".into(),
-        "run".into(),
-        fixture.join("problems.jsonl").display().to_string(),
-        "--completions".into(),
-        fixture.join("completions.jsonl").display().to_string(),
-        "--run-timeout".into(),
-        FIXTURE_RUN_TIMEOUT.into(),
-    ]
+fn suite_args() -> Vec<String> {
+    let fixture = FixtureSuite::new();
+    fixture.run(&[]).into_iter().map(String::from).collect()
 }
 
 fn batch_args(task: Task, serial: bool) -> Vec<String> {
@@ -416,7 +408,7 @@ impl References {
                 (task, verdicts)
             })
             .collect();
-        let mut args = suite_args().to_vec();
+        let mut args = suite_args();
         args.push("--json".into());
         let suite = suite_verdicts(&alone("reference-suite", &args));
         for status in ["OK", "Exception", "SyntaxError", "Timeout"] {
@@ -611,7 +603,7 @@ fn issue_25_the_whole_machine_held_at_once() {
     let suite_dbs: Vec<Scratch> = (0..form.suites).map(|_| Scratch::new()).collect();
     let mut suites = Vec::new();
     for (i, db) in suite_dbs.iter().enumerate() {
-        let mut args = suite_args().to_vec();
+        let mut args = suite_args();
         args.push("--json".into());
         suites.push(soak.start(&format!("suite{i}"), soak.assay(db, &strs(&args))));
     }

@@ -28,7 +28,7 @@ use assay::suite::{
     completion_program, load_problems, split_cases, CaseEnd, CompletionOutcome, Completions,
     Problem, Split, Status,
 };
-use common::{repo, Scratch, FIXTURE_RUN_TIMEOUT};
+use common::{repo, FixtureSuite, Scratch};
 use multiple_ref::{End, RUN_TIMEOUT};
 use serde_json::Value;
 
@@ -519,20 +519,7 @@ fn suite_run_show_export_and_compare_on_the_fixture() {
 fn a_killed_suite_is_finished_by_resume() {
     let f = load();
     let s = Scratch::new();
-    let problems = arg(fixture().join("problems.jsonl"));
-    let completions = arg(fixture().join("completions.jsonl"));
-    let held = s.start_at(
-        "pause@suite.outcome#10",
-        &[
-            "suite",
-            "run",
-            &problems,
-            "--completions",
-            &completions,
-            "--run-timeout",
-            FIXTURE_RUN_TIMEOUT,
-        ],
-    );
+    let held = s.start_at("pause@suite.outcome#10", &FixtureSuite::new().run(&[]));
     held.kill9();
     let kept: i64 = s.sql(async |db| {
         sqlx::query_scalar("SELECT COUNT(*) FROM suite_outcomes")

@@ -44,7 +44,9 @@ use anyhow::{Context, Result};
 use super::budget::Budgets;
 use super::groups::{first_groups, take_lane, Group, Lane, Lanes};
 use super::oversize::Oversize;
-use crate::build::package::{BuildReport, CompilerDiag, DiagLevel, ModuleKey, Package, Profile};
+use crate::build::package::{
+    cargo_jobs, BuildReport, CompilerDiag, DiagLevel, ModuleKey, Package, Profile,
+};
 use crate::build::verdict::{
     verdict_of_target, ProbeFailure, ProbeStats, ProbeVerdict, MAX_RETRIES,
 };
@@ -234,6 +236,11 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
         } = done;
         let lane = together[0].lane();
         let side_by_side = together.len() > 1;
+        // cargo gives each target a job when there are no more targets
+        // than jobs (one per CPU, cargo's default): each rustc then ran
+        // from the build's start to its end on a CPU of its own, so a wall
+        // limit that struck it struck it as it would alone.
+        let started_together = together.len() <= cargo_jobs();
         for (target, mut group) in targets.iter().zip(together) {
             let judged = self.judge(target, &group, &report);
             tracing::debug!(
@@ -246,9 +253,10 @@ impl<'a, L: Layout> SharedBuild<'a, L> {
                 outcome = judged.name(),
                 "shared build"
             );
-            if side_by_side && !judged.is_own_answer(&report) {
-                // A mate may have caused it (say, ran the build to its
-                // wall limit): built again by itself, it is its own.
+            if side_by_side && !judged.is_own_answer(&report, started_together) {
+                // A mate may have caused it (say, held a job while it
+                // waited, then ran the build to its wall limit): built
+                // again by itself, it is its own.
                 group.solo = true;
                 groups.push(group);
                 continue;
@@ -593,14 +601,20 @@ struct Done {
 
 impl Judged {
     /// Whether the answer is the group's own when it was built beside
-    /// others: not a failure of the build as a whole (a wall limit a mate
-    /// may have run it to, cargo killed), which a build of it by itself
-    /// would not share.
-    fn is_own_answer(&self, report: &BuildReport) -> bool {
+    /// others: not a failure of the build as a whole (cargo killed, or a
+    /// wall limit a mate may have run it to), which a build of it by itself
+    /// would not share. The wall limit is the group's own when every
+    /// group of the build `started_together`: none waited for a job.
+    fn is_own_answer(&self, report: &BuildReport, started_together: bool) -> bool {
+        let own_wall_limit = !report.timed_out || started_together;
         match self {
             Judged::Built { .. } | Judged::Failing(_) => true,
-            Judged::Alone(alone) => !matches!(alone.verdict, ProbeVerdict::ProbeFailure(_)),
-            Judged::Narrow | Judged::OverLimit => !report.timed_out,
+            Judged::Alone(alone) => match alone.verdict {
+                ProbeVerdict::ProbeFailure(ProbeFailure::Timeout) => own_wall_limit,
+                ProbeVerdict::ProbeFailure(_) => false,
+                _ => true,
+            },
+            Judged::Narrow | Judged::OverLimit => own_wall_limit,
             Judged::Spurious(_) => false,
         }
     }
@@ -751,6 +765,33 @@ mod tests {
             memory_bytes: 1 << 30,
         };
         assert_eq!(scaled(small, 3).cpu_secs, 7);
+    }
+
+    #[test]
+    fn a_wall_limit_is_a_units_own_only_when_no_mate_held_its_job() {
+        let alone = |verdict| {
+            Judged::Alone(Alone {
+                verdict,
+                diagnostics: String::new(),
+                warnings: 0,
+                image: None,
+            })
+        };
+        let timeout = alone(ProbeVerdict::ProbeFailure(ProbeFailure::Timeout));
+        let killed = alone(ProbeVerdict::ProbeFailure(ProbeFailure::Killed));
+        let timed_out = BuildReport {
+            timed_out: true,
+            ..Default::default()
+        };
+        let finished = BuildReport::default();
+        assert!(timeout.is_own_answer(&timed_out, true));
+        assert!(!timeout.is_own_answer(&timed_out, false));
+        assert!(Judged::Narrow.is_own_answer(&timed_out, true));
+        assert!(!Judged::Narrow.is_own_answer(&timed_out, false));
+        assert!(Judged::Narrow.is_own_answer(&finished, false));
+        // cargo killed is never a unit's own, started together or not.
+        assert!(!killed.is_own_answer(&finished, true));
+        assert!(alone(ProbeVerdict::CompileTimeout).is_own_answer(&timed_out, false));
     }
 
     #[test]

@@ -46,6 +46,12 @@ pub enum Profile {
     Score,
 }
 
+/// How many rustc cargo runs at once in one build: its default, one per
+/// CPU (assay passes no `--jobs`).
+pub fn cargo_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 impl Package {
     /// Sets how long each later build may run before it is killed.
     pub fn set_build_timeout(&mut self, limit: Duration) {

@@ -38,7 +38,7 @@ use anyhow::{Context, Result};
 
 use crate::spec::{CompileLimits, Edition, Policy, Spec};
 
-pub use cargo::{BuildTimedOut, Profile, BUILD_TIMEOUT};
+pub use cargo::{cargo_jobs, BuildTimedOut, Profile, BUILD_TIMEOUT};
 pub use diag::{
     BuildReport, CompilerDiag, DiagLevel, TargetDiagnostics, MAX_MESSAGES, MAX_RENDERED,
 };
@@ -129,7 +129,7 @@ impl Package {
             said_wait: Default::default(),
             toolchain,
             build_timeout: BUILD_TIMEOUT,
-            build_parallelism: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            build_parallelism: cargo_jobs(),
             harness: Some(Harness {
                 crate_name: spec.harness.crate_name.clone(),
                 dir: spec.harness.dir.clone(),
@@ -177,7 +177,7 @@ impl Package {
             said_wait: Default::default(),
             toolchain: default_toolchain(),
             build_timeout: BUILD_TIMEOUT,
-            build_parallelism: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            build_parallelism: cargo_jobs(),
             harness: None,
             policy,
             compile_limits,

@@ -35,7 +35,7 @@ const POLL: Duration = Duration::from_millis(200);
 /// batch's slow compiles, built beside its main lane
 /// ([`super::Package::lane`]), each keep a slot without stopping it.
 pub fn default_pool_size() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()) + 1
+    super::cargo_jobs() + 1
 }
 
 /// How many slots a pool may grow to: [`SLOTS_VAR`], else

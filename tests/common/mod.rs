@@ -62,6 +62,8 @@ const FIXTURE_RUN_TIMEOUT: &str = "2";
 pub struct FixtureSuite {
     pub problems: String,
     pub completions: String,
+    /// Each completion's status by the reference method.
+    pub expected: String,
 }
 
 impl FixtureSuite {
@@ -71,6 +73,7 @@ impl FixtureSuite {
         FixtureSuite {
             problems: path("problems.jsonl"),
             completions: path("completions.jsonl"),
+            expected: path("expected.jsonl"),
         }
     }
 

@@ -229,18 +229,17 @@ fn parts_of_a_suite_ending_together_on_postgresql_all_finish() {
                 .map(move |s| (name.clone(), s.as_str().unwrap().to_owned()))
         })
         .collect();
-    let expected: Vec<(String, String)> =
-        std::fs::read_to_string(common::repo().join("tests/fixtures/suite/expected.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| {
-                let v: Value = serde_json::from_str(l).unwrap();
-                (
-                    v["name"].as_str().unwrap().into(),
-                    v["status"].as_str().unwrap().into(),
-                )
-            })
-            .collect();
+    let expected: Vec<(String, String)> = std::fs::read_to_string(&fixture.expected)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (
+                v["name"].as_str().unwrap().into(),
+                v["status"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
     assert_eq!(statuses, expected);
     // Each part's phases together, in the order it recorded them.
     let phases: Vec<&str> = shown["phases"]

@@ -9,8 +9,9 @@
 //! warm target directory.
 //!
 //! A check that passed leaves a stamp named after the digest of everything
-//! it read (`WORK/taskcheck/TASK/passed/DIGEST`); a batch finds it and does
-//! not check again. `assay task check` always checks afresh.
+//! it read (`WORK/taskcheck/TASK/passed/DIGEST`, in the package's slot 0
+//! whichever slot the check built in); a batch finds it and does not check
+//! again. `assay task check` always checks afresh.
 
 #![expect(
     clippy::result_large_err,
@@ -93,6 +94,19 @@ pub struct FirstFailure {
     pub outcome: CaseOutcome,
 }
 
+/// Writes a stamp whole: into a file of this process's own beside it,
+/// then renamed into place, since a batch in another slot may write the
+/// same stamp or look for it at the same moment.
+fn write_stamp(stamp: &Path, text: &str) -> Result<()> {
+    let dir = stamp.parent().expect("the stamp is in a folder");
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut partial = stamp.as_os_str().to_owned();
+    partial.push(format!(".{}.partial", std::process::id()));
+    std::fs::write(&partial, text)
+        .and_then(|()| std::fs::rename(&partial, stamp))
+        .with_context(|| format!("cannot write {}", stamp.display()))
+}
+
 /// Bumped when the check learns something new, so that stamps of an older
 /// check do not stand for it.
 const CHECK_VERSION: &str = "assay task check 2";
@@ -150,7 +164,7 @@ pub async fn check(
     .context("opening the task check's package panicked")??;
     package.set_build_timeout(build_timeout);
     let stamp = package
-        .dir()
+        .home()
         .join("passed")
         .join(digest(spec, package.toolchain())?);
     if cache == CacheUse::Use && stamp.is_file() {
@@ -270,18 +284,15 @@ pub async fn check(
             first,
         });
     }
-    let dir = stamp.parent().expect("the stamp is in a folder");
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    std::fs::write(
+    write_stamp(
         &stamp,
-        format!(
+        &format!(
             "task `{}` ({}) passed its check; committed candidate {}\n",
             spec.name,
             spec.path.display(),
             scored.verdict
         ),
-    )
-    .with_context(|| format!("cannot write {}", stamp.display()))?;
+    )?;
     Ok(Outcome::Checked(Report {
         cases: spec.cases.count,
         replies: replay.len(),

@@ -173,6 +173,16 @@ pub fn alone(name: &str) -> bool {
     false
 }
 
+/// Build slots per pool (docs/scaling.md) for the `assay` a test starts.
+/// Two, not the default of a slot per CPU and one more: the tests share one
+/// work directory, and with more slots than two its batches would seldom
+/// find their own builds warm; with one, a test's build waits for every
+/// other's (60 s of a cold run, docs/testing.md). A batch takes slot 0
+/// when it is free and the other only when it is not, so slot 0 is the
+/// warm one; a test that must find its builds warm, or must wait for a
+/// slot, asks for [`Scratch::one_build_slot`] and never leaves slot 0.
+pub const BUILD_SLOTS: usize = 2;
+
 /// A scratch directory with its own database and output folder; `assay`
 /// runs in it with the shared work directory (or, from
 /// [`Scratch::with_own_work_dir`], one of its own).
@@ -180,6 +190,8 @@ pub struct Scratch {
     pub dir: tempfile::TempDir,
     /// `assay`'s work directory here: the shared one, or one of its own.
     work: Option<PathBuf>,
+    /// `ASSAY_BUILD_SLOTS` for every `assay` started here.
+    build_slots: usize,
 }
 
 impl Scratch {
@@ -187,16 +199,27 @@ impl Scratch {
         Scratch {
             dir: tempfile::tempdir().unwrap(),
             work: None,
+            build_slots: BUILD_SLOTS,
         }
+    }
+
+    /// This scratch's `assay` builds in one slot of each pool of its work
+    /// directory, slot 0, waiting while another test holds it: for a test
+    /// whose second batch must find the first one's builds warm, or whose
+    /// run must wait for a lock another holds.
+    pub fn one_build_slot(mut self) -> Scratch {
+        self.build_slots = 1;
+        self
     }
 
     /// A scratch directory whose `assay` works in a work directory of its
     /// own (`work/` inside it), not the shared one: for a test that builds
     /// suites only. A suite's package has no dependency, so nothing warm
     /// is lost, and its builds wait on no other test's cargo lock and hold
-    /// up none.
+    /// up none. One build slot: a second copy of its target would be
+    /// built cold (`suite_hostile` took longer so).
     pub fn with_own_work_dir() -> Scratch {
-        let mut scratch = Scratch::new();
+        let mut scratch = Scratch::new().one_build_slot();
         scratch.work = Some(scratch.join("work"));
         scratch
     }
@@ -261,16 +284,13 @@ impl Scratch {
     /// variables from the test's own environment that would change a run
     /// (logging, a test point, an output folder, the draw's settings). For
     /// a command that starts `assay` itself (`/usr/bin/time`, `cargo run`).
-    /// One build slot (`ASSAY_BUILD_SLOTS`): the tests share one warm work
-    /// directory, and a test that asks its second batch to find the first
-    /// one's build warm must not find it built in another slot; so tests
-    /// wait for each other's builds, as before slots, unless they ask for
-    /// more (`tests/it/slots.rs`).
+    /// [`BUILD_SLOTS`] build slots (`ASSAY_BUILD_SLOTS`), or one
+    /// ([`Scratch::one_build_slot`]).
     pub fn prepare<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
         cmd.current_dir(self.path())
             .env("ASSAY_DB", self.db())
             .env("ASSAY_WORK_DIR", self.work_dir())
-            .env("ASSAY_BUILD_SLOTS", "1")
+            .env("ASSAY_BUILD_SLOTS", self.build_slots.to_string())
             .env_remove("RUST_LOG")
             .env_remove("ASSAY_TEST_POINT")
             .env_remove("ASSAY_OUT")

@@ -547,7 +547,8 @@ fn a_live_batch_of_another_process_is_left_alone() {
 /// task's package.
 #[test]
 fn ctrl_c_stops_a_run_waiting_for_the_package_lock() {
-    let scratch = Scratch::new();
+    // One slot: B has no other to build in while A holds it.
+    let scratch = Scratch::new().one_build_slot();
     // A holds the package from the probe to the end of its scorer build.
     let a = scratch.start_at("pause@probe.stored", &["run", &tiny()]);
     // `-v`: B says in its log that it waits for a build slot.
@@ -588,8 +589,7 @@ fn ctrl_c_stops_a_run_waiting_for_the_package_lock() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    // And waits there (one slot: the tests' `ASSAY_BUILD_SLOTS`), saying
-    // so, naming A.
+    // And waits there, saying so, naming A.
     let line = said
         .recv_timeout(Duration::from_secs(120))
         .expect("B never waited on the package lock");
@@ -624,7 +624,8 @@ fn ctrl_c_stops_a_run_waiting_for_the_package_lock() {
 /// directory (so one probe package): both finish with the same verdicts.
 #[test]
 fn two_runs_on_one_database_share_the_probe_package() {
-    let scratch = Scratch::new();
+    // One slot, so one package folder for both.
+    let scratch = Scratch::new().one_build_slot();
     let spawn = || {
         scratch
             .command(&["run", &tiny(), "--json"])

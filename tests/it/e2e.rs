@@ -242,7 +242,8 @@ fn bad_input_is_one_line_and_exit_2() {
 #[test]
 fn a_score_build_skips_cargo_only_while_what_it_reads_is_unchanged() {
     const NO_CARGO: &str = "as their last build left them; no cargo";
-    let scratch = Scratch::new();
+    // Each batch in slot 0, where the one before it built.
+    let scratch = Scratch::new().one_build_slot();
     let task = scratch.tiny_copy();
     // A package of its own, so no other test's batch of `tiny` meets it.
     common::edit(

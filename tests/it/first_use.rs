@@ -555,10 +555,16 @@ fn every_printed_command_reaches_the_same_database() {
 /// (`DB-out/work`), so every new database built the harness's
 /// dependencies again. It is the toolchain's folder in the user's cache
 /// folder, shared: a second database's first batch builds nothing, and
-/// an assay holds a shared lock on it while it works there.
+/// an assay holds a shared lock on it while it works there. Reached
+/// through a symlink (here the cache's folder is one), the work directory
+/// builds on what its real path built, and the other way round: cargo
+/// fingerprints the dependencies by the path of their sources, which once
+/// followed the link, so each way rebuilt all of them.
 #[test]
 fn a_second_database_builds_nothing_again() {
-    let scratch = Scratch::new();
+    // One build slot: every batch here builds in the target directory's
+    // slot 0, where the one before it built.
+    let scratch = Scratch::new().one_build_slot();
     let cache = scratch.join("cache");
     // The toolchain's folder of this cache is the tests' warm work
     // directory, so the first batch here is not a cold build either: what
@@ -569,19 +575,30 @@ fn a_second_database_builds_nothing_again() {
     std::fs::create_dir_all(common::shared_work_dir()).unwrap();
     std::os::unix::fs::symlink(common::shared_work_dir(), &work).unwrap();
     let task = tiny();
-    let run = |db: &str| {
-        let out = scratch
-            .command(&["-v", "run", &task, "--db", db, "--json"])
-            .env_remove("ASSAY_WORK_DIR")
-            .env("XDG_CACHE_HOME", &cache)
-            .output()
-            .unwrap();
+    // A batch with the default work directory (through the link), or
+    // with the shared one by its real path; its log, and the dependencies
+    // its probe rebuilt.
+    let batch = |db: &str, default_work: bool| {
+        let mut cmd = scratch.command(&["-v", "run", &task, "--db", db, "--json"]);
+        if default_work {
+            cmd.env_remove("ASSAY_WORK_DIR")
+                .env("XDG_CACHE_HOME", &cache);
+        }
+        let out = cmd.output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "{db}: {stderr}");
-        stderr
+        let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (stderr, summary["probe_run"]["deps_rebuilt"].clone())
     };
-    run("a.db");
-    let second = run("b.db");
+    batch("a.db", true);
+    let (second, rebuilt) = batch("b.db", true);
+    assert_eq!(rebuilt, serde_json::json!([]), "b.db's batch rebuilt");
+    let (_, rebuilt) = batch("real.db", false);
+    assert_eq!(
+        rebuilt,
+        serde_json::json!([]),
+        "a batch by the work directory's real path rebuilt what one through the link built"
+    );
     // The task's check passed in this work directory before: not built.
     let stamp = second
         .lines()

@@ -24,15 +24,18 @@ struct Side {
 
 impl Side {
     fn sqlite() -> Side {
-        let scratch = Scratch::new();
+        let scratch = Scratch::new().one_build_slot();
         let db = scratch.db().display().to_string();
         Side::new(scratch, db)
     }
 
     fn postgres(schema: &pg::PgSchema) -> Side {
-        Side::new(Scratch::new(), schema.url.clone())
+        Side::new(Scratch::new().one_build_slot(), schema.url.clone())
     }
 
+    /// Both sides build in slot 0 of the shared work directory, so a
+    /// side's warm-up finds what the other's left (`replay` says how many
+    /// dependencies its warm-up rebuilt).
     fn new(scratch: Scratch, db: String) -> Side {
         // Each side promotes into its own copy of the task.
         let task = scratch.tiny_copy().display().to_string();

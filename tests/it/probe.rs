@@ -98,6 +98,27 @@ async fn edge_corpus_gets_the_same_verdicts_in_every_mode() {
     );
 }
 
+/// A message that names a registry crate's file names the cargo home of
+/// the target slot the build ran in (`target/cargo-home/...`,
+/// `target.slot1/cargo-home/...`): the same file, seen from another slot.
+fn without_slots(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(".slot") {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at + ".slot".len()..];
+        let digits = tail.len() - tail.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if digits > 0 && tail[digits..].starts_with('/') {
+            rest = &tail[digits..];
+        } else {
+            out.push_str(".slot");
+            rest = tail;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// A linker's message names rustc's temporary directory
 /// (`deps/rustcylKUNu/symbols.o`), different in every build.
 fn without_temp_dirs(text: &str) -> String {
@@ -213,9 +234,11 @@ async fn replay_of_both_bundled_batches_is_identical_in_all_modes() {
             // or after `SliceIndex<[T]>`). So the error files are compared
             // as the same lines, each once as often, with the candidate's
             // own module path dropped: a line about a build-mate (an import
-            // suggested from `crate::c0`) still fails it.
+            // suggested from `crate::c0`) still fails it. A replay may build
+            // in another target slot than the batch did.
             let lines = |text: &str| {
-                let text = without_temp_dirs(text).replace(&format!("c{}::", b.idx), "");
+                let text =
+                    without_slots(&without_temp_dirs(text)).replace(&format!("c{}::", b.idx), "");
                 let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
                 lines.sort();
                 lines
@@ -353,14 +376,18 @@ fn replay_bad_input_is_one_line_and_exit_2() {
 async fn the_probe_stays_warm_under_cargo_run() {
     let fresh = repo().join("tests/fixtures/fresh");
     let spec = fresh.display().to_string();
-    let scratch = Scratch::new();
+    // Every build in slot 0 of the shared work directory: what is checked
+    // is that one target directory stays warm.
+    let scratch = Scratch::new().one_build_slot();
     // The first batch may build the harness.
     scratch.run_batch(&fresh);
     // Another task's package builds the same registry dependencies into
     // the shared target directory in between; they must stay fresh for
     // this one (cargo fingerprints their source path, so every package's
     // cargo must see the registry at one path).
-    Scratch::new().run_batch(&repo().join("tests/fixtures/tiny"));
+    Scratch::new()
+        .one_build_slot()
+        .run_batch(&repo().join("tests/fixtures/tiny"));
 
     // Under `cargo +stable run`.
     let wrapper = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cargo-run-wrapper");

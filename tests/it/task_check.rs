@@ -175,8 +175,9 @@ fn a_new_task_passes_its_check_and_runs() {
 }
 
 /// A passing check leaves a stamp; the next batch of the same files finds
-/// it and builds nothing for the check (its -v log says which it did).
-/// `task check` always checks afresh, and warns about a committed
+/// it and builds nothing for the check (its -v log says which it did),
+/// in whichever build slot its check package opens. `task check` always
+/// checks afresh, and warns about a committed
 /// candidate that fails cases (tiny's fails two, on purpose).
 #[test]
 fn a_passing_check_is_not_done_again() {
@@ -214,6 +215,27 @@ fn a_passing_check_is_not_done_again() {
     assert!(
         stamped.contains("task `tiny`") && stamped.contains("passed its check"),
         "{stamped}"
+    );
+
+    // A batch whose check package opens in another build slot, slot 0
+    // being held, finds the same stamp: it is kept in slot 0's folder.
+    let held = common::shared_work_dir().join("taskcheck/tiny");
+    let lock = std::fs::File::open(held.join(".assay-lock")).unwrap();
+    lock.lock().unwrap();
+    let beside = stderr(&["-v", "run", &task, "-n", "1"]);
+    drop(lock);
+    assert!(
+        beside.contains("the package's folder is in use; building in another slot")
+            && beside.contains("taskcheck/tiny.slot1"),
+        "{beside}"
+    );
+    assert!(
+        beside.contains(STAMPED) && !beside.contains(BUILT),
+        "{beside}"
+    );
+    assert!(
+        beside.contains(&format!("stamp={}", stamp.display())),
+        "{beside}"
     );
 
     let check = stderr(&["-v", "task", "check", &task]);

@@ -58,6 +58,8 @@ pub const SCORER: &str = "assay_scorer";
 pub struct Package {
     /// The package's folder: the build slot of its pool it holds.
     dir: PathBuf,
+    /// Slot 0's folder, which stands for the package in every slot.
+    home: PathBuf,
     /// The target directory's pool of slots; each cargo run takes one.
     targets: Pool,
     /// The target slot this package last built in, tried first.
@@ -122,7 +124,7 @@ impl Package {
         toolchain: Option<String>,
     ) -> Result<Package> {
         let size = pool_size()?;
-        let (dir, folder) = lock_folder(&work_dir.join(&spec.name), size)?;
+        let (dir, home, folder) = lock_folder(&work_dir.join(&spec.name), size)?;
         let package = Package {
             targets: target_pool(target_dir, size)?,
             target_slot: Default::default(),
@@ -149,6 +151,7 @@ impl Package {
             ),
             _folder: folder,
             dir,
+            home,
         };
         package.reset()?;
         Ok(package)
@@ -170,7 +173,7 @@ impl Package {
         edition: Edition,
     ) -> Result<Package> {
         let size = pool_size()?;
-        let (dir, folder) = lock_folder(&work_dir.join("suite"), size)?;
+        let (dir, home, folder) = lock_folder(&work_dir.join("suite"), size)?;
         let package = Package {
             targets: target_pool(target_dir, size)?,
             target_slot: Default::default(),
@@ -189,6 +192,7 @@ impl Package {
             manifest: Manifest::suite(edition),
             _folder: folder,
             dir,
+            home,
         };
         package.clear_sources()?;
         package.set_targets([], [])?;
@@ -206,6 +210,14 @@ impl Package {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Slot 0's folder, whichever slot this package holds: the place for
+    /// what holds in every slot, such as a passed task check's stamp, so
+    /// that a batch in another slot finds it. Written there only whole
+    /// (a file renamed into place): its holder may be working beside it.
+    pub fn home(&self) -> &Path {
+        &self.home
     }
 
     /// The target directory the package last built in (before its first
@@ -280,24 +292,33 @@ impl Package {
 
 /// Takes the first free slot of the package folder `base`'s pool,
 /// waiting while all are busy (saying so once), and resolves it.
-fn lock_folder(base: &Path, size: usize) -> Result<(PathBuf, Slot)> {
+fn lock_folder(base: &Path, size: usize) -> Result<(PathBuf, PathBuf, Slot)> {
     let slot = Pool::new(base, size).take_blocking(0, slots::say_waiting)?;
     if slot.index > 0 {
         tracing::info!(package = %slot.path.display(), "the package's folder is in use; building in another slot");
     }
-    let dir = std::fs::canonicalize(&slot.path)
-        .with_context(|| format!("cannot resolve work directory {}", slot.path.display()))?;
-    Ok((dir, slot))
+    let resolve = |path: &Path| {
+        std::fs::canonicalize(path)
+            .with_context(|| format!("cannot resolve work directory {}", path.display()))
+    };
+    // Slot 0 exists: a taker looks at it first, creating it.
+    Ok((resolve(&slot.path)?, resolve(base)?, slot))
 }
 
 /// The pool of `target_dir`, its slot 0 created (if needed) and resolved.
 /// Each slot is created unconfined, by [`Pool::take`]: the sandboxed cargo
 /// may write inside the target directory but not beside it, where cargo
 /// would otherwise make a temporary directory to create it atomically.
+///
+/// Resolved to its real path: a slot's cargo home is inside it, and cargo
+/// fingerprints a registry crate by the path of its source there, so a
+/// work directory reached through a symlink (a linked cache folder) would
+/// rebuild every dependency, and the next build by the real path every
+/// one again.
 fn target_pool(target_dir: &Path, size: usize) -> Result<Pool> {
     std::fs::create_dir_all(target_dir)
         .with_context(|| format!("cannot create target directory {}", target_dir.display()))?;
-    let base = std::path::absolute(target_dir)
+    let base = std::fs::canonicalize(target_dir)
         .with_context(|| format!("cannot resolve target directory {}", target_dir.display()))?;
     Ok(Pool::new(&base, size))
 }
@@ -314,5 +335,30 @@ mod tests {
         let target = work.path().join("fresh/target");
         let _package = Package::open_with_toolchain(&spec, work.path(), &target, None).unwrap();
         assert!(target.is_dir());
+    }
+
+    #[test]
+    fn a_target_directory_reached_through_a_symlink_is_its_real_path() {
+        let work = tempfile::tempdir().unwrap();
+        let real = work.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        let link = work.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let pool = target_pool(&link.join("target"), 2).unwrap();
+        let real = real.canonicalize().unwrap();
+        assert_eq!(pool.path(0), real.join("target"));
+        assert_eq!(pool.path(1), real.join("target.slot1"));
+    }
+
+    #[test]
+    fn a_package_in_another_slot_has_slot_zero_as_its_home() {
+        let work = tempfile::tempdir().unwrap();
+        let base = work.path().join("tiny");
+        let (first, first_home, _held) = lock_folder(&base, 2).unwrap();
+        let (second, second_home, _also) = lock_folder(&base, 2).unwrap();
+        let zero = base.canonicalize().unwrap();
+        assert_eq!(first, zero);
+        assert_eq!(second, work.path().join("tiny.slot1").canonicalize().unwrap());
+        assert_eq!((first_home, second_home), (zero.clone(), zero));
     }
 }

@@ -219,11 +219,19 @@ fn a_passing_check_is_not_done_again() {
 
     // A batch whose check package opens in another build slot, slot 0
     // being held, finds the same stamp: it is kept in slot 0's folder.
+    // Two slots whatever the tests' count, or the batch would wait for
+    // this test to let go of slot 0.
     let held = common::shared_work_dir().join("taskcheck/tiny");
     let lock = std::fs::File::open(held.join(".assay-lock")).unwrap();
     lock.lock().unwrap();
-    let beside = stderr(&["-v", "run", &task, "-n", "1"]);
+    let out = scratch
+        .command(&["-v", "run", &task, "-n", "1"])
+        .env("ASSAY_BUILD_SLOTS", "2")
+        .output()
+        .unwrap();
     drop(lock);
+    let beside = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{beside}");
     assert!(
         beside.contains("the package's folder is in use; building in another slot")
             && beside.contains("taskcheck/tiny.slot1"),

@@ -358,7 +358,10 @@ mod tests {
         let (second, second_home, _also) = lock_folder(&base, 2).unwrap();
         let zero = base.canonicalize().unwrap();
         assert_eq!(first, zero);
-        assert_eq!(second, work.path().join("tiny.slot1").canonicalize().unwrap());
+        assert_eq!(
+            second,
+            work.path().join("tiny.slot1").canonicalize().unwrap()
+        );
         assert_eq!((first_home, second_home), (zero.clone(), zero));
     }
 }
